@@ -1,0 +1,95 @@
+package channels
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cool-ai/beachd/envelope"
+	"github.com/cool-ai/beachd/store"
+)
+
+// Job is one claimed delivery handed to a Deliverer.
+type Job struct {
+	Delivery *store.Delivery
+	// Envelope is the whole accepted envelope; the channel filters it with
+	// the registry for its own rules.
+	Envelope *envelope.Envelope
+	// Attempt is the number of this attempt, from 1.
+	Attempt int
+}
+
+// Receipt is the result envelope of an attempt: what the provider returned
+// (Data) and metadata discriminated by Meta["source"] (smtp, twilio, http).
+type Receipt struct {
+	Data any            `json:"data"`
+	Meta map[string]any `json:"meta"`
+}
+
+// Deliverer sends one job on one channel.
+//
+// Deliver must return nil only when the provider accepted the message. It
+// must not retry by itself; it returns an error and lets the dispatcher
+// schedule the next attempt. It must send a stable id derived from the
+// delivery id, so that a repeat after a crash is recognisable. It must
+// return within ctx's deadline.
+type Deliverer interface {
+	Deliver(ctx context.Context, job *Job) (*Result, error)
+}
+
+// Result is a successful delivery's receipt and the provider's id for it.
+type Result struct {
+	ProviderID string
+	Receipt    Receipt
+}
+
+// Error is a failed attempt, classified by the channel.
+type Error struct {
+	// Permanent failures are dead-lettered at once.
+	Permanent bool
+	// MaybeSent: the request may have reached the provider (e.g. a timeout
+	// after the final "." of SMTP DATA, or after a Twilio POST).
+	MaybeSent bool
+	// RetryAfter is the peer's requested delay, zero if none.
+	RetryAfter time.Duration
+	// ProviderID when the provider assigned one before failing.
+	ProviderID string
+	// Receipt of what the provider answered, if anything.
+	Receipt *Receipt
+	Err     error
+}
+
+func (e *Error) Error() string {
+	kind := "temporary"
+	if e.Permanent {
+		kind = "permanent"
+	}
+	return fmt.Sprintf("%s: %v", kind, e.Err)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Permanent marks err as permanent.
+func Permanent(err error) error { return &Error{Permanent: true, Err: err} }
+
+// Temporary marks err as temporary (the default for unmarked errors).
+func Temporary(err error) error { return &Error{Err: err} }
+
+// AsError returns err as *Error; unmarked errors are temporary.
+func AsError(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return &Error{Err: err}
+}
+
+func (r Receipt) marshal() json.RawMessage {
+	b, err := json.Marshal(r)
+	if err != nil {
+		b, _ = json.Marshal(Receipt{Data: fmt.Sprintf("unencodable receipt: %v", err), Meta: r.Meta})
+	}
+	return b
+}

@@ -1,0 +1,231 @@
+package envelope
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+)
+
+// Canonical part types (DESIGN.md §3, protocol README).
+const (
+	PartAck              = "ack"
+	PartThinking         = "thinking"
+	PartProgress         = "progress"
+	PartResponse         = "response"
+	PartClarify          = "clarify"
+	PartError            = "error"
+	PartDomainData       = "domain-data"
+	PartLLMContext       = "llm-context"
+	PartA2UISurface      = "a2ui-surface"
+	PartArtifact         = "artifact"
+	PartReasoningTrace   = "reasoning-trace"
+	PartCitation         = "citation"
+	PartApprovalRequest  = "approval-request"
+	PartApprovalResponse = "approval-response"
+	PartSetState         = "setState"
+)
+
+// Envelope is a settled Beach response envelope: an A2A message (role, parts)
+// plus Beach's meta block. The optional A2A fields are kept so that an A2A
+// message can be posted as it is.
+type Envelope struct {
+	Kind      string         `json:"kind,omitempty"`
+	MessageID string         `json:"messageId,omitempty"`
+	ContextID string         `json:"contextId,omitempty"`
+	TaskID    string         `json:"taskId,omitempty"`
+	Role      string         `json:"role"`
+	Parts     []Part         `json:"parts"`
+	Meta      Meta           `json:"meta"`
+	Metadata  map[string]any `json:"metadata,omitempty"`
+}
+
+// Meta is Beach's correlation block.
+type Meta struct {
+	SessionID   string    `json:"sessionId"`
+	TurnID      string    `json:"turnId"`
+	ProducedAt  time.Time `json:"producedAt"`
+	FinalizedBy string    `json:"finalizedBy"`
+}
+
+// Part is one A2A part: text or data, with metadata carrying the partType.
+// Data is kept as raw JSON so that what a peer sent is what a webhook gets.
+type Part struct {
+	Kind     string          `json:"kind,omitempty"`
+	Text     *string         `json:"text,omitempty"`
+	Data     json.RawMessage `json:"data,omitempty"`
+	Metadata map[string]any  `json:"metadata"`
+}
+
+// PartType returns metadata.partType, or "" when it is missing or not a string.
+func (p Part) PartType() string {
+	s, _ := p.Metadata["partType"].(string)
+	return s
+}
+
+// TextValue returns the part's text, or "" for a data part.
+func (p Part) TextValue() string {
+	if p.Text == nil {
+		return ""
+	}
+	return *p.Text
+}
+
+// IsData reports whether the part carries data.
+func (p Part) IsData() bool { return len(p.Data) > 0 }
+
+// DataObject decodes the part's data as a JSON object, numbers kept as
+// json.Number so that nothing is rounded.
+func (p Part) DataObject() (map[string]any, error) {
+	var m map[string]any
+	dec := json.NewDecoder(bytes.NewReader(p.Data))
+	dec.UseNumber()
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("decode part data: %w", err)
+	}
+	if m == nil {
+		return nil, errors.New("decode part data: not an object")
+	}
+	return m, nil
+}
+
+// DecodeData decodes the part's data into v.
+func (p Part) DecodeData(v any) error {
+	if len(p.Data) == 0 {
+		return errors.New("part has no data")
+	}
+	return json.Unmarshal(p.Data, v)
+}
+
+// Text returns the concatenated text of the parts of the given type, in
+// order, separated by blank lines.
+func (e *Envelope) Text(partType string) string {
+	var b []byte
+	for _, p := range e.Parts {
+		if p.PartType() != partType || p.Text == nil {
+			continue
+		}
+		if len(b) > 0 {
+			b = append(b, "\n\n"...)
+		}
+		b = append(b, *p.Text...)
+	}
+	return string(b)
+}
+
+// PartsOf returns the parts of the given type, in order.
+func (e *Envelope) PartsOf(partType string) []Part {
+	var out []Part
+	for _, p := range e.Parts {
+		if p.PartType() == partType {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Limits bound what Decode accepts. The zero value means the defaults.
+type Limits struct {
+	MaxBytes int64 // whole document; default 8 MiB
+	MaxParts int   // default 256
+}
+
+// DefaultLimits are the limits of DESIGN.md §8.
+var DefaultLimits = Limits{MaxBytes: 8 << 20, MaxParts: 256}
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxBytes <= 0 {
+		l.MaxBytes = DefaultLimits.MaxBytes
+	}
+	if l.MaxParts <= 0 {
+		l.MaxParts = DefaultLimits.MaxParts
+	}
+	return l
+}
+
+// TooLargeError reports a document over Limits.MaxBytes.
+type TooLargeError struct{ Limit int64 }
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("envelope larger than %d bytes", e.Limit)
+}
+
+// ReadLimited reads all of r, failing with *TooLargeError past limit bytes.
+func ReadLimited(r io.Reader, limit int64) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, &TooLargeError{Limit: limit}
+	}
+	return b, nil
+}
+
+// Decode parses one envelope from b. It checks the JSON shape only (unknown
+// fields, trailing data, size, part count); Validate checks the meaning.
+// Syntax errors come back as a *ValidationError with the byte offset.
+func Decode(b []byte, lim Limits) (*Envelope, error) {
+	lim = lim.withDefaults()
+	if int64(len(b)) > lim.MaxBytes {
+		return nil, &TooLargeError{Limit: lim.MaxBytes}
+	}
+	var env Envelope
+	if err := StrictUnmarshal(b, &env); err != nil {
+		return nil, &ValidationError{Problems: []Problem{{Path: "", Reason: err.Error()}}}
+	}
+	if len(env.Parts) > lim.MaxParts {
+		return nil, &ValidationError{Problems: []Problem{{Path: "parts",
+			Reason: fmt.Sprintf("%d parts; at most %d are allowed", len(env.Parts), lim.MaxParts)}}}
+	}
+	return &env, nil
+}
+
+// StrictUnmarshal decodes b into v, refusing unknown fields and trailing
+// data, and describing syntax errors with their offset.
+func StrictUnmarshal(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return describeJSONError(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("unexpected data after the JSON document")
+	}
+	return nil
+}
+
+func describeJSONError(err error) error {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		return fmt.Errorf("malformed JSON at byte %d: %v", syn.Offset, syn)
+	case errors.As(err, &typ):
+		field := typ.Field
+		if field == "" {
+			field = "document"
+		}
+		return fmt.Errorf("%s: expected %s, got JSON %s", field, typ.Type, typ.Value)
+	case errors.Is(err, io.EOF):
+		return errors.New("empty body: expected a JSON object")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return errors.New("malformed JSON: unexpected end of input")
+	}
+	return fmt.Errorf("malformed JSON: %v", err)
+}
+
+// Clone returns a deep copy made through JSON.
+func (e *Envelope) Clone() *Envelope {
+	b, err := json.Marshal(e)
+	if err != nil {
+		panic(fmt.Sprintf("envelope: marshal own value: %v", err))
+	}
+	var c Envelope
+	if err := json.Unmarshal(b, &c); err != nil {
+		panic(fmt.Sprintf("envelope: unmarshal own value: %v", err))
+	}
+	return &c
+}

@@ -1,0 +1,225 @@
+package store
+
+import (
+	"crypto/rand"
+	"encoding/base32"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+)
+
+// SchemaVersion is the layout this beachd writes. Bump it with a migration
+// in migrate().
+const SchemaVersion = 1
+
+// Bucket names. Every bucket is created at Open.
+var (
+	bMeta        = []byte("meta")
+	bEnvelopes   = []byte("envelopes")    // envelope id → EnvelopeRecord
+	bDeliveries  = []byte("deliveries")   // delivery id → Delivery
+	bAttempts    = []byte("attempts")     // delivery id + be32(n) → Attempt
+	bDue         = []byte("due")          // be64(next attempt ns) + delivery id → nil
+	bLeases      = []byte("leases")       // be64(lease until ns) + delivery id → nil
+	bByState     = []byte("by_state")     // state + 0 + delivery id → nil
+	bIdempotency = []byte("idempotency")  // key → idemRecord
+	bProviderIDs = []byte("provider_ids") // channel + 0 + provider id → delivery id
+	bKV          = []byte("kv")           // small named values (cursors, windows), see kv.go
+)
+
+// allBuckets lists every top-level bucket. A package file that adds a bucket
+// adds it here so that Open creates it.
+var allBuckets = [][]byte{bMeta, bEnvelopes, bDeliveries, bAttempts, bDue, bLeases, bByState,
+	bIdempotency, bProviderIDs, bKV,
+	bApprovals, bApprovalTokens, bApprovalAudit, bInjections, bInjectionDue, bInbound,
+	bSchedules, bScheduleRuns}
+
+var keySchema = []byte("schema_version")
+
+// Options tune Open. The zero value is sensible.
+type Options struct {
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+	// Rand is the randomness for ids; default crypto/rand.
+	Rand io.Reader
+	// MaxBatchSize and MaxBatchDelay tune group commit (bbolt Batch).
+	// Defaults 1000 and 2ms: a lone ingest waits at most 2ms for company.
+	MaxBatchSize  int
+	MaxBatchDelay time.Duration
+	// OpenTimeout bounds the wait for the file lock; default 1s.
+	OpenTimeout time.Duration
+	// NoSync disables fsync. Only benchmarks of the raw store use it.
+	NoSync bool
+}
+
+// DB is beachd's store.
+type DB struct {
+	bolt *bolt.DB
+	now  func() time.Time
+	rand io.Reader
+	path string
+}
+
+// Open opens or creates the database at path.
+func Open(path string, opt Options) (*DB, error) {
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	if opt.Rand == nil {
+		opt.Rand = rand.Reader
+	}
+	if opt.MaxBatchSize <= 0 {
+		opt.MaxBatchSize = 1000
+	}
+	if opt.MaxBatchDelay <= 0 {
+		opt.MaxBatchDelay = 2 * time.Millisecond
+	}
+	if opt.OpenTimeout <= 0 {
+		opt.OpenTimeout = time.Second
+	}
+	fresh := false
+	if st, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		fresh = true
+	} else if err == nil && st.Size() == 0 {
+		fresh = true
+	}
+	bdb, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opt.OpenTimeout, NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
+	if err != nil {
+		switch {
+		case errors.Is(err, bolterrors.ErrTimeout):
+			return nil, fmt.Errorf("open %s: %w", path, ErrLocked)
+		case errors.Is(err, bolterrors.ErrInvalid), errors.Is(err, bolterrors.ErrChecksum),
+			errors.Is(err, bolterrors.ErrVersionMismatch), strings.Contains(err.Error(), "invalid"):
+			return nil, fmt.Errorf("open %s: %w (%v); beachd will not rewrite it: move it aside or restore a backup", path, ErrCorrupt, err)
+		}
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	bdb.MaxBatchSize = opt.MaxBatchSize
+	bdb.MaxBatchDelay = opt.MaxBatchDelay
+	bdb.NoSync = opt.NoSync
+	s := &DB{bolt: bdb, now: opt.Now, rand: opt.Rand, path: path}
+	if err := s.prepare(fresh); err != nil {
+		bdb.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	return s, nil
+}
+
+func (s *DB) prepare(fresh bool) error {
+	// Read the version first, in a read transaction, so that a newer file is
+	// refused without a single write.
+	var version uint64
+	var hasMeta bool
+	err := s.bolt.View(func(tx *bolt.Tx) error {
+		m := tx.Bucket(bMeta)
+		if m == nil {
+			return nil
+		}
+		hasMeta = true
+		if v := m.Get(keySchema); len(v) == 8 {
+			version = binary.BigEndian.Uint64(v)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if !fresh && !hasMeta {
+		// A bbolt file that is not ours: refuse rather than adopt it.
+		var names []string
+		s.bolt.View(func(tx *bolt.Tx) error {
+			return tx.ForEach(func(n []byte, _ *bolt.Bucket) error { names = append(names, string(n)); return nil })
+		})
+		if len(names) > 0 {
+			return fmt.Errorf("%w: no beachd schema (buckets %v); beachd will not rewrite it", ErrCorrupt, names)
+		}
+	}
+	if version > SchemaVersion {
+		return fmt.Errorf("%w: file has schema %d, this beachd understands up to %d; run the newer beachd or restore a backup", ErrNewerSchema, version, SchemaVersion)
+	}
+	return s.bolt.Update(func(tx *bolt.Tx) error {
+		for _, name := range allBuckets {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return fmt.Errorf("create bucket %s: %w", name, err)
+			}
+		}
+		if err := migrate(tx, version); err != nil {
+			return err
+		}
+		var v [8]byte
+		binary.BigEndian.PutUint64(v[:], SchemaVersion)
+		return tx.Bucket(bMeta).Put(keySchema, v[:])
+	})
+}
+
+// migrate brings a file from version `from` to SchemaVersion. Version 0 is a
+// fresh file.
+func migrate(tx *bolt.Tx, from uint64) error {
+	_ = tx
+	switch from {
+	case 0, SchemaVersion:
+		return nil
+	}
+	return fmt.Errorf("no migration from schema %d", from)
+}
+
+// Close closes the database.
+func (s *DB) Close() error { return s.bolt.Close() }
+
+// Path is the file the database lives in.
+func (s *DB) Path() string { return s.path }
+
+// Now is the store's clock.
+func (s *DB) Now() time.Time { return s.now() }
+
+var idEncoding = base32.NewEncoding("0123456789abcdefghjkmnpqrstvwxyz").WithPadding(base32.NoPadding)
+
+// NewID returns prefix + a 26-character id that sorts by creation time
+// (48 bits of milliseconds, 80 random bits).
+func (s *DB) NewID(prefix string) string {
+	var b [16]byte
+	ms := uint64(s.now().UnixMilli())
+	b[0], b[1], b[2], b[3], b[4], b[5] = byte(ms>>40), byte(ms>>32), byte(ms>>24), byte(ms>>16), byte(ms>>8), byte(ms)
+	if _, err := io.ReadFull(s.rand, b[6:]); err != nil {
+		panic(fmt.Sprintf("store: read randomness: %v", err))
+	}
+	return prefix + idEncoding.EncodeToString(b[:])
+}
+
+func be64(t time.Time) []byte {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], uint64(t.UnixNano()))
+	return b[:]
+}
+
+func timeKey(t time.Time, id string) []byte {
+	k := make([]byte, 0, 8+len(id))
+	k = append(k, be64(t)...)
+	return append(k, id...)
+}
+
+func putJSON(b *bolt.Bucket, key []byte, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", key, err)
+	}
+	return b.Put(key, data)
+}
+
+func getJSON(b *bolt.Bucket, key []byte, v any) error {
+	data := b.Get(key)
+	if data == nil {
+		return ErrNotFound
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("decode %s: %w", key, err)
+	}
+	return nil
+}

@@ -1,0 +1,678 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// State is a delivery's state.
+type State string
+
+const (
+	StateQueued   State = "queued"
+	StateSending  State = "sending"
+	StateSent     State = "sent"
+	StateRetrying State = "retrying"
+	StateDead     State = "dead"
+)
+
+// States lists every state.
+var States = []State{StateQueued, StateSending, StateSent, StateRetrying, StateDead}
+
+// Valid reports whether s is a known state.
+func (s State) Valid() bool {
+	for _, x := range States {
+		if s == x {
+			return true
+		}
+	}
+	return false
+}
+
+// EnvelopeRecord is an accepted envelope.
+type EnvelopeRecord struct {
+	ID          string          `json:"id"`
+	Agent       string          `json:"agent,omitempty"`
+	Envelope    json.RawMessage `json:"envelope"`
+	CreatedAt   time.Time       `json:"createdAt"`
+	DeliveryIDs []string        `json:"deliveryIds"`
+	// Source says where the envelope came from: "api", "cli", "schedule:NAME".
+	Source string `json:"source,omitempty"`
+}
+
+// Delivery is one outbox job: one envelope to one recipient on one channel.
+type Delivery struct {
+	ID         string `json:"id"`
+	EnvelopeID string `json:"envelopeId"`
+	Channel    string `json:"channel"`
+	// To is the address (email), E.164 number (sms, whatsapp) or endpoint
+	// name (webhook).
+	To    string `json:"to"`
+	Agent string `json:"agent,omitempty"`
+	State State  `json:"state"`
+	// Attempts made so far.
+	Attempts      int       `json:"attempts"`
+	CreatedAt     time.Time `json:"createdAt"`
+	UpdatedAt     time.Time `json:"updatedAt"`
+	NextAttemptAt time.Time `json:"nextAttemptAt,omitzero"`
+	LeaseUntil    time.Time `json:"leaseUntil,omitzero"`
+	SentAt        time.Time `json:"sentAt,omitzero"`
+	LastError     string    `json:"lastError,omitempty"`
+	DeadReason    string    `json:"deadReason,omitempty"`
+	// ProviderID is the provider's id for the sent message (Twilio SID, SMTP
+	// queue id); with MaybeSent it lets a channel look a send up before
+	// repeating it.
+	ProviderID string `json:"providerId,omitempty"`
+	// MaybeSent: the last attempt may have reached the provider (timeout
+	// after the request was written). The channel decides how to check.
+	MaybeSent bool `json:"maybeSent,omitempty"`
+	// ProviderStatus is the latest status the provider reported afterwards
+	// (delivered, undelivered, failed, read).
+	ProviderStatus string `json:"providerStatus,omitempty"`
+	// ApprovalIDs are the approvals this delivery asks about.
+	ApprovalIDs []string `json:"approvalIds,omitempty"`
+	// Extra holds channel-specific values (e.g. the Message-ID a reply
+	// threads under).
+	Extra map[string]string `json:"extra,omitempty"`
+}
+
+// Attempt is one try of a delivery.
+type Attempt struct {
+	N        int           `json:"n"`
+	At       time.Time     `json:"at"`
+	Duration time.Duration `json:"durationNs"`
+	Outcome  string        `json:"outcome"` // sent, retry, dead
+	Error    string        `json:"error,omitempty"`
+	// Receipt is the result envelope: {"data": …, "meta": {"source": …}}.
+	Receipt json.RawMessage `json:"receipt,omitempty"`
+}
+
+// NewDelivery is a delivery to create at ingest.
+type NewDelivery struct {
+	Channel     string
+	To          string
+	ApprovalIDs []string
+	Extra       map[string]string
+}
+
+// Ingest is everything an accepted envelope writes, in one transaction.
+type Ingest struct {
+	Envelope   json.RawMessage
+	Agent      string
+	Source     string
+	Deliveries []NewDelivery
+	Approvals  []NewApproval
+	// IdempotencyKey, when set, makes the ingest replayable: the same key
+	// with the same RequestHash answers the first result.
+	IdempotencyKey string
+	RequestHash    [32]byte
+	// NotBefore delays the first attempt (zero: now).
+	NotBefore time.Time
+}
+
+// IngestResult is what an ingest produced.
+type IngestResult struct {
+	EnvelopeID string      `json:"id"`
+	Deliveries []*Delivery `json:"deliveries"`
+	// Replayed: the idempotency key had been seen with the same request.
+	Replayed bool `json:"-"`
+}
+
+type idemRecord struct {
+	Hash       []byte    `json:"hash"`
+	EnvelopeID string    `json:"envelopeId"`
+	CreatedAt  time.Time `json:"createdAt"`
+}
+
+// HashRequest is the idempotency hash of a request body.
+func HashRequest(body []byte) [32]byte { return sha256.Sum256(body) }
+
+// Ingest stores an envelope, its deliveries and approvals atomically, sharing
+// the commit with concurrent ingests. It returns once the data is on disk.
+func (s *DB) Ingest(ctx context.Context, in Ingest) (*IngestResult, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	now := s.now()
+	envID := s.NewID("env_")
+	ids := make([]string, len(in.Deliveries))
+	for i := range ids {
+		ids[i] = s.NewID("dlv_")
+	}
+	first := now
+	if in.NotBefore.After(now) {
+		first = in.NotBefore
+	}
+	var res *IngestResult
+	err := s.bolt.Batch(func(tx *bolt.Tx) error {
+		res = nil // Batch may run this function again
+		if in.IdempotencyKey != "" {
+			var prev idemRecord
+			err := getJSON(tx.Bucket(bIdempotency), []byte(in.IdempotencyKey), &prev)
+			if err == nil {
+				if !bytes.Equal(prev.Hash, in.RequestHash[:]) {
+					return ErrIdempotencyConflict
+				}
+				r, err := ingestResultTx(tx, prev.EnvelopeID)
+				if err != nil {
+					return err
+				}
+				r.Replayed = true
+				res = r
+				return nil
+			} else if !errors.Is(err, ErrNotFound) {
+				return err
+			}
+		}
+		rec := EnvelopeRecord{ID: envID, Agent: in.Agent, Envelope: in.Envelope, CreatedAt: now, DeliveryIDs: ids, Source: in.Source}
+		if err := putJSON(tx.Bucket(bEnvelopes), []byte(envID), rec); err != nil {
+			return err
+		}
+		out := &IngestResult{EnvelopeID: envID}
+		for i, nd := range in.Deliveries {
+			d := &Delivery{ID: ids[i], EnvelopeID: envID, Channel: nd.Channel, To: nd.To, Agent: in.Agent,
+				State: StateQueued, CreatedAt: now, UpdatedAt: now, NextAttemptAt: first,
+				ApprovalIDs: nd.ApprovalIDs, Extra: nd.Extra}
+			if err := putDeliveryTx(tx, d, ""); err != nil {
+				return err
+			}
+			out.Deliveries = append(out.Deliveries, d)
+		}
+		if err := s.putApprovalsTx(tx, envID, in.Approvals, now); err != nil {
+			return err
+		}
+		if in.IdempotencyKey != "" {
+			if err := putJSON(tx.Bucket(bIdempotency), []byte(in.IdempotencyKey),
+				idemRecord{Hash: in.RequestHash[:], EnvelopeID: envID, CreatedAt: now}); err != nil {
+				return err
+			}
+		}
+		res = out
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ingest: %w", err)
+	}
+	return res, nil
+}
+
+func ingestResultTx(tx *bolt.Tx, envID string) (*IngestResult, error) {
+	var rec EnvelopeRecord
+	if err := getJSON(tx.Bucket(bEnvelopes), []byte(envID), &rec); err != nil {
+		return nil, err
+	}
+	out := &IngestResult{EnvelopeID: envID}
+	for _, id := range rec.DeliveryIDs {
+		var d Delivery
+		if err := getJSON(tx.Bucket(bDeliveries), []byte(id), &d); err != nil {
+			return nil, err
+		}
+		// Answer what the first request answered: the state at acceptance.
+		d.State = StateQueued
+		out.Deliveries = append(out.Deliveries, &d)
+	}
+	return out, nil
+}
+
+func stateKey(st State, id string) []byte {
+	k := make([]byte, 0, len(st)+1+len(id))
+	k = append(k, st...)
+	k = append(k, 0)
+	return append(k, id...)
+}
+
+// putDeliveryTx writes d and moves its index entries from the state `old`
+// (with old timestamps taken from prev) to d's state. prevDue and prevLease
+// are removed when non-zero.
+func putDeliveryTx(tx *bolt.Tx, d *Delivery, old State, prev ...*Delivery) error {
+	if old != "" {
+		if err := tx.Bucket(bByState).Delete(stateKey(old, d.ID)); err != nil {
+			return err
+		}
+		if len(prev) > 0 && prev[0] != nil {
+			p := prev[0]
+			if !p.NextAttemptAt.IsZero() && (old == StateQueued || old == StateRetrying) {
+				if err := tx.Bucket(bDue).Delete(timeKey(p.NextAttemptAt, d.ID)); err != nil {
+					return err
+				}
+			}
+			if !p.LeaseUntil.IsZero() && old == StateSending {
+				if err := tx.Bucket(bLeases).Delete(timeKey(p.LeaseUntil, d.ID)); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	switch d.State {
+	case StateQueued, StateRetrying:
+		d.LeaseUntil = time.Time{}
+		if err := tx.Bucket(bDue).Put(timeKey(d.NextAttemptAt, d.ID), nil); err != nil {
+			return err
+		}
+	case StateSending:
+		if err := tx.Bucket(bLeases).Put(timeKey(d.LeaseUntil, d.ID), nil); err != nil {
+			return err
+		}
+	default:
+		d.LeaseUntil = time.Time{}
+		d.NextAttemptAt = time.Time{}
+	}
+	if err := tx.Bucket(bByState).Put(stateKey(d.State, d.ID), nil); err != nil {
+		return err
+	}
+	return putJSON(tx.Bucket(bDeliveries), []byte(d.ID), d)
+}
+
+// Claim takes up to max due jobs (next attempt ≤ now), marks them sending
+// with a lease until now+lease, and returns them. admit, when set, is asked
+// for each candidate inside the transaction and must be fast and free of I/O
+// (per-endpoint concurrency limits); a job it refuses stays due.
+func (s *DB) Claim(ctx context.Context, max int, lease time.Duration, admit func(*Delivery) bool) ([]*Delivery, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if max <= 0 {
+		return nil, nil
+	}
+	now := s.now()
+	var out []*Delivery
+	err := s.bolt.Update(func(tx *bolt.Tx) error {
+		out = out[:0]
+		due := tx.Bucket(bDue)
+		dels := tx.Bucket(bDeliveries)
+		limit := be64(now)
+		type move struct {
+			key []byte
+			d   *Delivery
+		}
+		var moves []move
+		c := due.Cursor()
+		scanned := 0
+		for k, _ := c.First(); k != nil && bytes.Compare(k[:8], limit) <= 0 && len(moves) < max; k, _ = c.Next() {
+			scanned++
+			if scanned > 50*max+1000 {
+				break // do not walk a huge backlog of refused jobs in one transaction
+			}
+			id := k[8:]
+			var d Delivery
+			if err := getJSON(dels, id, &d); err != nil {
+				return fmt.Errorf("due entry %s: %w", id, err)
+			}
+			if admit != nil && !admit(&d) {
+				continue
+			}
+			moves = append(moves, move{key: append([]byte(nil), k...), d: &d})
+		}
+		for _, m := range moves {
+			d := m.d
+			old := d.State
+			if err := due.Delete(m.key); err != nil {
+				return err
+			}
+			d.State = StateSending
+			d.LeaseUntil = now.Add(lease)
+			d.UpdatedAt = now
+			if err := putDeliveryTx(tx, d, old); err != nil {
+				return err
+			}
+			out = append(out, d)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim due jobs: %w", err)
+	}
+	return out, nil
+}
+
+// Outcome is the result of one attempt, recorded by Record.
+type Outcome struct {
+	// State is the job's next state: sent, retrying or dead.
+	State State
+	// NextAttemptAt is when a retrying job is due again.
+	NextAttemptAt time.Time
+	Error         string
+	DeadReason    string
+	ProviderID    string
+	MaybeSent     bool
+	Attempt       Attempt
+}
+
+// Record stores the outcome of an attempt on a job this worker claimed
+// (lease held until leaseUntil). If the job's lease has meanwhile been
+// re-claimed by someone else, it returns ErrLeaseLost and changes nothing.
+// Concurrent Records share a commit.
+func (s *DB) Record(ctx context.Context, id string, leaseUntil time.Time, o Outcome) (*Delivery, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	switch o.State {
+	case StateSent, StateRetrying, StateDead:
+	default:
+		return nil, fmt.Errorf("record %s: %w: outcome state %q", id, ErrBadState, o.State)
+	}
+	now := s.now()
+	var out *Delivery
+	err := s.bolt.Batch(func(tx *bolt.Tx) error {
+		out = nil
+		var d Delivery
+		if err := getJSON(tx.Bucket(bDeliveries), []byte(id), &d); err != nil {
+			return err
+		}
+		if d.State != StateSending || !d.LeaseUntil.Equal(leaseUntil) {
+			return ErrLeaseLost
+		}
+		prev := d
+		d.Attempts++
+		o.Attempt.N = d.Attempts
+		d.State = o.State
+		d.UpdatedAt = now
+		d.LastError = o.Error
+		d.MaybeSent = o.MaybeSent
+		if o.ProviderID != "" {
+			d.ProviderID = o.ProviderID
+			if err := tx.Bucket(bProviderIDs).Put(providerKey(d.Channel, o.ProviderID), []byte(d.ID)); err != nil {
+				return err
+			}
+		}
+		switch o.State {
+		case StateSent:
+			d.SentAt = now
+			d.DeadReason = ""
+		case StateRetrying:
+			d.NextAttemptAt = o.NextAttemptAt
+		case StateDead:
+			d.DeadReason = o.DeadReason
+		}
+		if err := putDeliveryTx(tx, &d, StateSending, &prev); err != nil {
+			return err
+		}
+		var k [4]byte
+		binary.BigEndian.PutUint32(k[:], uint32(o.Attempt.N))
+		if err := putJSON(tx.Bucket(bAttempts), append([]byte(d.ID+"/"), k[:]...), o.Attempt); err != nil {
+			return err
+		}
+		out = &d
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("record attempt of %s: %w", id, err)
+	}
+	return out, nil
+}
+
+// Release puts a claimed job back in the queue without counting an attempt
+// (the worker is shutting down, or a rate limit refused it), due at `at`.
+func (s *DB) Release(ctx context.Context, id string, leaseUntil, at time.Time) error {
+	err := s.bolt.Batch(func(tx *bolt.Tx) error {
+		var d Delivery
+		if err := getJSON(tx.Bucket(bDeliveries), []byte(id), &d); err != nil {
+			return err
+		}
+		if d.State != StateSending || !d.LeaseUntil.Equal(leaseUntil) {
+			return ErrLeaseLost
+		}
+		prev := d
+		d.State = StateQueued
+		if d.Attempts > 0 {
+			d.State = StateRetrying
+		}
+		d.NextAttemptAt = at
+		d.UpdatedAt = s.now()
+		return putDeliveryTx(tx, &d, StateSending, &prev)
+	})
+	if err != nil {
+		return fmt.Errorf("release %s: %w", id, err)
+	}
+	return nil
+}
+
+func providerKey(channel, pid string) []byte { return []byte(channel + "\x00" + pid) }
+
+// DeliveryByProviderID finds the delivery that a provider id belongs to.
+func (s *DB) DeliveryByProviderID(ctx context.Context, channel, pid string) (*Delivery, error) {
+	var d Delivery
+	err := s.bolt.View(func(tx *bolt.Tx) error {
+		id := tx.Bucket(bProviderIDs).Get(providerKey(channel, pid))
+		if id == nil {
+			return ErrNotFound
+		}
+		return getJSON(tx.Bucket(bDeliveries), id, &d)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
+// SetProviderStatus records a status the provider reported after sending
+// (Twilio status callbacks). It does not change the delivery's state.
+func (s *DB) SetProviderStatus(ctx context.Context, id, status, detail string) (*Delivery, error) {
+	var out *Delivery
+	err := s.bolt.Batch(func(tx *bolt.Tx) error {
+		var d Delivery
+		if err := getJSON(tx.Bucket(bDeliveries), []byte(id), &d); err != nil {
+			return err
+		}
+		d.ProviderStatus = status
+		if detail != "" {
+			d.LastError = detail
+		}
+		d.UpdatedAt = s.now()
+		out = &d
+		return putJSON(tx.Bucket(bDeliveries), []byte(id), &d)
+	})
+	return out, err
+}
+
+// RequeueExpired puts every sending job whose lease ended at or before
+// `before` back in the queue, due now. At start-up call it with a time far in
+// the future: bbolt admits one process, so every lease is stale.
+func (s *DB) RequeueExpired(ctx context.Context, before time.Time) (int, error) {
+	now := s.now()
+	n := 0
+	err := s.bolt.Update(func(tx *bolt.Tx) error {
+		n = 0
+		leases := tx.Bucket(bLeases)
+		limit := be64(before)
+		var keys [][]byte
+		c := leases.Cursor()
+		for k, _ := c.First(); k != nil && bytes.Compare(k[:8], limit) <= 0; k, _ = c.Next() {
+			keys = append(keys, append([]byte(nil), k...))
+		}
+		for _, k := range keys {
+			var d Delivery
+			if err := getJSON(tx.Bucket(bDeliveries), k[8:], &d); err != nil {
+				return err
+			}
+			prev := d
+			d.State = StateQueued
+			if d.Attempts > 0 {
+				d.State = StateRetrying
+			}
+			// The lease ran out mid-send: the job may have reached its peer.
+			d.MaybeSent = true
+			d.NextAttemptAt = now
+			d.UpdatedAt = now
+			if err := putDeliveryTx(tx, &d, StateSending, &prev); err != nil {
+				return err
+			}
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("requeue expired leases: %w", err)
+	}
+	return n, nil
+}
+
+// NextDue is the time of the earliest due job, if any.
+func (s *DB) NextDue() (time.Time, bool) {
+	var t time.Time
+	var ok bool
+	s.bolt.View(func(tx *bolt.Tx) error {
+		k, _ := tx.Bucket(bDue).Cursor().First()
+		if k != nil {
+			t, ok = time.Unix(0, int64(binary.BigEndian.Uint64(k[:8]))), true
+		}
+		return nil
+	})
+	return t, ok
+}
+
+// NextLeaseExpiry is the earliest lease end, if any job is sending.
+func (s *DB) NextLeaseExpiry() (time.Time, bool) {
+	var t time.Time
+	var ok bool
+	s.bolt.View(func(tx *bolt.Tx) error {
+		k, _ := tx.Bucket(bLeases).Cursor().First()
+		if k != nil {
+			t, ok = time.Unix(0, int64(binary.BigEndian.Uint64(k[:8]))), true
+		}
+		return nil
+	})
+	return t, ok
+}
+
+// Envelope returns an envelope record.
+func (s *DB) Envelope(ctx context.Context, id string) (*EnvelopeRecord, error) {
+	var rec EnvelopeRecord
+	err := s.bolt.View(func(tx *bolt.Tx) error { return getJSON(tx.Bucket(bEnvelopes), []byte(id), &rec) })
+	if err != nil {
+		return nil, err
+	}
+	return &rec, nil
+}
+
+// Delivery returns one delivery.
+func (s *DB) Delivery(ctx context.Context, id string) (*Delivery, error) {
+	var d Delivery
+	err := s.bolt.View(func(tx *bolt.Tx) error { return getJSON(tx.Bucket(bDeliveries), []byte(id), &d) })
+	if err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
+// Attempts lists a delivery's attempts in order.
+func (s *DB) Attempts(ctx context.Context, id string) ([]Attempt, error) {
+	var out []Attempt
+	err := s.bolt.View(func(tx *bolt.Tx) error {
+		prefix := []byte(id + "/")
+		c := tx.Bucket(bAttempts).Cursor()
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			var a Attempt
+			if err := json.Unmarshal(v, &a); err != nil {
+				return err
+			}
+			out = append(out, a)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// ListDeliveries lists deliveries in a state (all states when st is ""),
+// oldest first, starting after the id `after`, at most limit.
+func (s *DB) ListDeliveries(ctx context.Context, st State, after string, limit int) ([]*Delivery, error) {
+	if limit <= 0 || limit > 1000 {
+		limit = 1000
+	}
+	var out []*Delivery
+	err := s.bolt.View(func(tx *bolt.Tx) error {
+		dels := tx.Bucket(bDeliveries)
+		if st == "" {
+			c := dels.Cursor()
+			k, v := c.First()
+			if after != "" {
+				k, v = c.Seek([]byte(after))
+				if k != nil && string(k) == after {
+					k, v = c.Next()
+				}
+			}
+			for ; k != nil && len(out) < limit; k, v = c.Next() {
+				var d Delivery
+				if err := json.Unmarshal(v, &d); err != nil {
+					return err
+				}
+				out = append(out, &d)
+			}
+			return nil
+		}
+		prefix := stateKey(st, "")
+		c := tx.Bucket(bByState).Cursor()
+		start := prefix
+		if after != "" {
+			start = stateKey(st, after)
+		}
+		for k, _ := c.Seek(start); k != nil && bytes.HasPrefix(k, prefix) && len(out) < limit; k, _ = c.Next() {
+			id := k[len(prefix):]
+			if string(id) == after {
+				continue
+			}
+			var d Delivery
+			if err := getJSON(dels, id, &d); err != nil {
+				return err
+			}
+			out = append(out, &d)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// CountByState counts deliveries per state (for queue-depth metrics).
+func (s *DB) CountByState(ctx context.Context) (map[State]int, error) {
+	out := map[State]int{}
+	err := s.bolt.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bByState).ForEach(func(k, _ []byte) error {
+			if i := bytes.IndexByte(k, 0); i > 0 {
+				out[State(k[:i])]++
+			}
+			return nil
+		})
+	})
+	return out, err
+}
+
+// Retry makes a dead delivery due again now (operator action). Its attempt
+// count is kept; its lifetime starts again.
+func (s *DB) Retry(ctx context.Context, id string) (*Delivery, error) {
+	var out *Delivery
+	err := s.bolt.Update(func(tx *bolt.Tx) error {
+		var d Delivery
+		if err := getJSON(tx.Bucket(bDeliveries), []byte(id), &d); err != nil {
+			return err
+		}
+		if d.State != StateDead {
+			return fmt.Errorf("%w: delivery is %s; only dead deliveries can be retried", ErrBadState, d.State)
+		}
+		now := s.now()
+		d.State = StateQueued
+		d.NextAttemptAt = now
+		d.UpdatedAt = now
+		d.DeadReason = ""
+		if d.Extra == nil {
+			d.Extra = map[string]string{}
+		}
+		d.Extra["retriedAt"] = now.UTC().Format(time.RFC3339Nano)
+		if err := putDeliveryTx(tx, &d, StateDead); err != nil {
+			return err
+		}
+		out = &d
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("retry %s: %w", id, err)
+	}
+	return out, nil
+}
