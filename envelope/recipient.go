@@ -1,0 +1,19 @@
+package envelope
+
+// Recipient is one destination of a delivery request:
+// {"channel":"email","address":"…"}, {"channel":"sms","address":"+…"},
+// {"channel":"whatsapp","address":"+…"} or {"channel":"webhook","endpoint":"<name>"}.
+type Recipient struct {
+	Channel  string `json:"channel" yaml:"channel"`
+	Address  string `json:"address,omitempty" yaml:"address"`
+	Endpoint string `json:"endpoint,omitempty" yaml:"endpoint"`
+	Name     string `json:"name,omitempty" yaml:"name"`
+}
+
+// Target is the address or endpoint, whichever the channel uses.
+func (r Recipient) Target() string {
+	if r.Channel == ChannelWebhook {
+		return r.Endpoint
+	}
+	return r.Address
+}
