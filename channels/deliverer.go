@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cool-ai/beachd/envelope"
+	"github.com/cool-ai/beachd/render"
 	"github.com/cool-ai/beachd/store"
 )
 
@@ -19,6 +20,9 @@ type Job struct {
 	Envelope *envelope.Envelope
 	// Attempt is the number of this attempt, from 1.
 	Attempt int
+	// Approvals are the answer handles for the approvals this delivery asks
+	// about, for this recipient and channel (empty when there are none).
+	Approvals []render.ApprovalHandle
 }
 
 // Receipt is the result envelope of an attempt: what the provider returned

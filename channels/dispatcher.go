@@ -1,0 +1,334 @@
+package channels
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/cool-ai/beachd/envelope"
+	"github.com/cool-ai/beachd/render"
+	"github.com/cool-ai/beachd/store"
+)
+
+// HandleSource gives the approval handles (tokens, codes, links, buttons)
+// for a delivery's recipient and channel. The approvals package implements
+// it; a nil HandleSource means deliveries carry no handles.
+type HandleSource interface {
+	Handles(ctx context.Context, d *store.Delivery, env *envelope.Envelope) ([]render.ApprovalHandle, error)
+}
+
+// Admitter is an optional capability of a Deliverer: per-endpoint limits.
+// Admit is called inside the claim transaction and must be fast and free of
+// I/O; a job it admits is later released with Done.
+type Admitter interface {
+	Admit(d *store.Delivery) bool
+	Done(d *store.Delivery)
+}
+
+// Observer receives the dispatcher's events, for metrics. All methods must
+// be cheap and safe for concurrent use.
+type Observer interface {
+	Attempted(channel, outcome string, took time.Duration)
+	Delivered(channel string, sinceAccepted time.Duration)
+}
+
+// DispatcherConfig tunes the dispatcher. Zero values are defaults.
+type DispatcherConfig struct {
+	// Workers bounds concurrent sends; default 32.
+	Workers int
+	// ClaimBatch bounds one claim transaction; default Workers.
+	ClaimBatch int
+	// Policies per channel; channels without one use WebhookPolicy.
+	Policies map[string]Policy
+	// IdleWait bounds a sleep when nothing is due; default 1s.
+	IdleWait time.Duration
+	Now      func() time.Time
+	// Jitter returns a value in [0,1); default math/rand.
+	Jitter func() float64
+}
+
+// Dispatcher claims due jobs, hands them to their channel's Deliverer and
+// records the outcome.
+type Dispatcher struct {
+	cfg        DispatcherConfig
+	db         *store.DB
+	deliverers map[string]Deliverer
+	handles    HandleSource
+	log        *slog.Logger
+	obs        Observer
+	lease      time.Duration
+	wake       chan struct{}
+}
+
+// NewDispatcher builds a dispatcher. It starts nothing; call Run.
+func NewDispatcher(cfg DispatcherConfig, db *store.DB, deliverers map[string]Deliverer, handles HandleSource, obs Observer, log *slog.Logger) (*Dispatcher, error) {
+	if db == nil {
+		return nil, errors.New("dispatcher: nil store")
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = 32
+	}
+	if cfg.ClaimBatch <= 0 {
+		cfg.ClaimBatch = cfg.Workers
+	}
+	if cfg.IdleWait <= 0 {
+		cfg.IdleWait = time.Second
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Jitter == nil {
+		cfg.Jitter = defaultJitter
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	lease := time.Duration(0)
+	for ch := range deliverers {
+		if t := cfg.policy(ch).Timeout; t > lease {
+			lease = t
+		}
+	}
+	// A lease outlives the longest attempt by a margin, so that only a dead
+	// or hung worker loses its job.
+	lease = lease*2 + 30*time.Second
+	return &Dispatcher{cfg: cfg, db: db, deliverers: deliverers, handles: handles, log: log, obs: obs,
+		lease: lease, wake: make(chan struct{}, 1)}, nil
+}
+
+func (c DispatcherConfig) policy(channel string) Policy {
+	if p, ok := c.Policies[channel]; ok {
+		return p
+	}
+	switch channel {
+	case envelope.ChannelEmail:
+		return EmailPolicy
+	case envelope.ChannelSMS, envelope.ChannelWhatsApp:
+		return MessagingPolicy
+	}
+	return WebhookPolicy
+}
+
+// Notify wakes the dispatcher: new jobs may be due. It never blocks.
+func (d *Dispatcher) Notify() {
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run dispatches until ctx ends, then waits for the sends in flight and
+// returns nil. At start every job left in state sending by a previous
+// process is re-queued (bbolt admits one process, so none is live).
+func (d *Dispatcher) Run(ctx context.Context) error {
+	if n, err := d.db.RequeueExpired(ctx, d.cfg.Now().Add(100*365*24*time.Hour)); err != nil {
+		return err
+	} else if n > 0 {
+		d.log.Info("re-queued jobs interrupted by the previous run", "count", n)
+	}
+	sem := make(chan struct{}, d.cfg.Workers)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	freed := make(chan struct{}, 1)
+	lastSweep := d.cfg.Now()
+	for {
+		if ctx.Err() != nil {
+			return nil
+		}
+		free := d.cfg.Workers - len(sem)
+		var claimed []*store.Delivery
+		if free > 0 {
+			n := min(free, d.cfg.ClaimBatch)
+			var err error
+			claimed, err = d.db.Claim(ctx, n, d.lease, d.admit)
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				d.log.Error("claim due jobs", "err", err)
+				if !sleep(ctx, time.Second) {
+					return nil
+				}
+				continue
+			}
+			for _, del := range claimed {
+				sem <- struct{}{}
+				wg.Add(1)
+				go func(del *store.Delivery) {
+					defer wg.Done()
+					defer func() {
+						<-sem
+						select {
+						case freed <- struct{}{}:
+						default:
+						}
+					}()
+					d.work(ctx, del)
+				}(del)
+			}
+		}
+		if now := d.cfg.Now(); now.Sub(lastSweep) > 10*time.Second {
+			lastSweep = now
+			if n, err := d.db.RequeueExpired(ctx, now); err != nil && ctx.Err() == nil {
+				d.log.Error("re-queue expired leases", "err", err)
+			} else if n > 0 {
+				d.log.Warn("re-queued jobs whose lease ran out", "count", n)
+			}
+		}
+		if free > 0 && len(claimed) == min(free, d.cfg.ClaimBatch) {
+			continue // there may be more due right now
+		}
+		wait := d.cfg.IdleWait
+		if free > 0 {
+			if t, ok := d.db.NextDue(); ok {
+				if w := t.Sub(d.cfg.Now()); w < wait {
+					wait = max(w, time.Millisecond)
+				}
+			}
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return nil
+		case <-d.wake:
+		case <-freed:
+		case <-timer.C:
+		}
+		timer.Stop()
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+func (d *Dispatcher) admit(del *store.Delivery) bool {
+	if a, ok := d.deliverers[del.Channel].(Admitter); ok {
+		return a.Admit(del)
+	}
+	return true
+}
+
+// work runs one attempt. It never panics: a panicking Deliverer costs a
+// temporary failure.
+func (d *Dispatcher) work(ctx context.Context, del *store.Delivery) {
+	deliverer, ok := d.deliverers[del.Channel]
+	if a, isAdmitter := deliverer.(Admitter); isAdmitter {
+		defer a.Done(del)
+	}
+	log := d.log.With("delivery_id", del.ID, "channel", del.Channel, "attempt", del.Attempts+1)
+	policy := d.cfg.policy(del.Channel)
+	start := d.cfg.Now()
+	var res *Result
+	var err error
+	if !ok {
+		err = Permanent(fmt.Errorf("channel %q is not configured on this beachd", del.Channel))
+	} else {
+		res, err = d.attempt(ctx, deliverer, del, policy)
+	}
+	took := d.cfg.Now().Sub(start)
+	o := store.Outcome{Attempt: store.Attempt{At: start, Duration: took}}
+	outcome := "sent"
+	if err == nil {
+		o.State = store.StateSent
+		o.Attempt.Outcome = "sent"
+		if res != nil {
+			o.ProviderID = res.ProviderID
+			o.Attempt.Receipt = res.Receipt.marshal()
+		}
+	} else {
+		e := AsError(err)
+		o.Error = e.Err.Error()
+		o.Attempt.Error = o.Error
+		o.MaybeSent = e.MaybeSent
+		o.ProviderID = e.ProviderID
+		if e.Receipt != nil {
+			o.Attempt.Receipt = e.Receipt.marshal()
+		}
+		lifeStart := del.CreatedAt
+		if r, ok := del.Extra["retriedAt"]; ok {
+			if t, perr := time.Parse(time.RFC3339Nano, r); perr == nil {
+				lifeStart = t
+			}
+		}
+		next, retry := time.Time{}, false
+		if !e.Permanent {
+			next, retry = policy.Next(del.Attempts+1, lifeStart, d.cfg.Now(), e.RetryAfter, d.cfg.Jitter)
+		}
+		switch {
+		case retry:
+			o.State, o.NextAttemptAt, outcome = store.StateRetrying, next, "retry"
+			log.Warn("delivery attempt failed; will retry", "err", o.Error, "next_attempt", next)
+		case e.Permanent:
+			o.State, outcome = store.StateDead, "dead"
+			o.DeadReason = "permanent failure: " + o.Error
+			log.Error("delivery failed permanently", "err", o.Error)
+		default:
+			o.State, outcome = store.StateDead, "dead"
+			o.DeadReason = fmt.Sprintf("gave up after %d attempts over %s: %s", del.Attempts+1, d.cfg.Now().Sub(lifeStart).Round(time.Second), o.Error)
+			log.Error("delivery lifetime over", "err", o.Error)
+		}
+		o.Attempt.Outcome = outcome
+	}
+	// Record even when ctx ended: the attempt happened.
+	rctx := context.WithoutCancel(ctx)
+	rec, rerr := d.db.Record(rctx, del.ID, del.LeaseUntil, o)
+	if rerr != nil {
+		if errors.Is(rerr, store.ErrLeaseLost) {
+			log.Warn("lease lost before the outcome was recorded; the job was claimed again", "outcome", outcome)
+		} else {
+			log.Error("record attempt", "err", rerr)
+		}
+		return
+	}
+	if d.obs != nil {
+		d.obs.Attempted(del.Channel, outcome, took)
+		if outcome == "sent" {
+			d.obs.Delivered(del.Channel, rec.SentAt.Sub(del.CreatedAt))
+		}
+	}
+	if outcome == "retry" {
+		d.Notify()
+	}
+}
+
+func (d *Dispatcher) attempt(ctx context.Context, deliverer Deliverer, del *store.Delivery, policy Policy) (res *Result, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			d.log.Error("deliverer panicked", "delivery_id", del.ID, "panic", p, "stack", string(debug.Stack()))
+			res, err = nil, Temporary(fmt.Errorf("deliverer panicked: %v", p))
+		}
+	}()
+	rec, err := d.db.Envelope(ctx, del.EnvelopeID)
+	if err != nil {
+		return nil, Temporary(fmt.Errorf("load envelope %s: %w", del.EnvelopeID, err))
+	}
+	var env envelope.Envelope
+	if err := json.Unmarshal(rec.Envelope, &env); err != nil {
+		return nil, Permanent(fmt.Errorf("stored envelope %s is unreadable: %w", del.EnvelopeID, err))
+	}
+	job := &Job{Delivery: del, Envelope: &env, Attempt: del.Attempts + 1}
+	if d.handles != nil && len(del.ApprovalIDs) > 0 {
+		h, err := d.handles.Handles(ctx, del, &env)
+		if err != nil {
+			return nil, Temporary(fmt.Errorf("approval handles: %w", err))
+		}
+		job.Approvals = h
+	}
+	actx, cancel := context.WithTimeout(ctx, policy.Timeout)
+	defer cancel()
+	return deliverer.Deliver(actx, job)
+}
