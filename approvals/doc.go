@@ -1,0 +1,22 @@
+// Package approvals turns approval-request parts into pending approvals,
+// asks each recipient on each channel through a token of their own, reads
+// their answers, and injects the first valid decision into the suspended
+// agent turn as an approval-response part.
+//
+// Invariants:
+//   - A token (email token, SMS code, WhatsApp button nonce, link token) is
+//     bound to one (approval, recipient, channel). Only its SHA-256 hash is
+//     stored; lookups compare hashes in constant time. Tokens never appear
+//     in logs.
+//   - The first valid decision wins across all channels. Storing it, voiding
+//     the other tokens, writing the audit entry and queuing the injection job
+//     happen in one bbolt transaction; the injection worker then delivers it
+//     at least once, with retries, and dead-letters it visibly, never drops it.
+//   - Nothing an inbound message says is obeyed unless its sender is the
+//     recipient the token was issued to. A message that fails this has no
+//     effect and its sender learns nothing that helps an attacker.
+//   - ParseDecision is pure: the first non-empty line decides, opt-out words
+//     never do, ambiguity means no decision.
+//
+// See THREATS.md for the threats of DESIGN.md §4 and the tests covering each.
+package approvals
