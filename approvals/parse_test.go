@@ -36,7 +36,7 @@ func TestParseDecision(t *testing.T) {
 		{"decline", "denied", "", true},
 		{"NO 123456", "denied", "123456", true},
 		{"no no no", "denied", "", true},
-		{"no\nyes", "denied", "", true},                  // only the first line counts
+		{"no\nyes", "denied", "", true},                        // only the first line counts
 		{"\r\n\tno thanks\r\n> yes", "denied", "thanks", true}, // CRLF
 		// No decision.
 		{"", "", "", false},
