@@ -1,0 +1,13 @@
+// Package api is beachd's HTTP surface (DESIGN.md §6): ingest, delivery
+// queries and operator actions, health and metrics, and the routes other
+// packages contribute (approvals, schedules, inbound provider webhooks).
+//
+// Every /v1 route but the inbound provider webhooks requires
+// "Authorization: Bearer <key>", compared in constant time against every
+// configured key. Errors are JSON {"error": "...", "problems": [...]}, mapped
+// from typed errors in one place (writeError); provider and internal error
+// text never reaches a caller raw.
+//
+// Ingest acknowledges (202) only after the envelope, its deliveries, its
+// approvals and its idempotency key are committed in one transaction.
+package api

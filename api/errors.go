@@ -1,0 +1,61 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/cool-ai/beachd/envelope"
+	"github.com/cool-ai/beachd/store"
+)
+
+// Sentinel errors of the api package.
+var (
+	// ErrUnauthorized: no or a wrong bearer key.
+	ErrUnauthorized = errors.New("missing or invalid API key")
+)
+
+type errorBody struct {
+	Error    string             `json:"error"`
+	Problems []envelope.Problem `json:"problems,omitempty"`
+}
+
+// WriteJSON writes v as JSON with the status.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+// WriteError maps err to a status and a JSON body. It is the only place
+// errors become HTTP responses; unknown errors are logged and answered 500
+// without their text.
+func WriteError(w http.ResponseWriter, log *slog.Logger, err error) {
+	var verr *envelope.ValidationError
+	var tooLarge *envelope.TooLargeError
+	switch {
+	case errors.As(err, &verr):
+		WriteJSON(w, http.StatusBadRequest, errorBody{Error: "invalid request", Problems: verr.Problems})
+	case errors.As(err, &tooLarge):
+		WriteJSON(w, http.StatusRequestEntityTooLarge, errorBody{Error: tooLarge.Error()})
+	case errors.Is(err, ErrUnauthorized):
+		w.Header().Set("WWW-Authenticate", `Bearer realm="beachd"`)
+		WriteJSON(w, http.StatusUnauthorized, errorBody{Error: err.Error()})
+	case errors.Is(err, store.ErrIdempotencyConflict):
+		WriteJSON(w, http.StatusConflict, errorBody{Error: "Idempotency-Key was already used with a different request body"})
+	case errors.Is(err, store.ErrDuplicateApproval):
+		WriteJSON(w, http.StatusConflict, errorBody{Error: "an approval with this approvalId already exists"})
+	case errors.Is(err, store.ErrNotFound):
+		WriteJSON(w, http.StatusNotFound, errorBody{Error: "not found"})
+	case errors.Is(err, store.ErrBadState):
+		WriteJSON(w, http.StatusConflict, errorBody{Error: err.Error()})
+	default:
+		if log != nil {
+			log.Error("request failed", "err", err)
+		}
+		WriteJSON(w, http.StatusInternalServerError, errorBody{Error: "internal error"})
+	}
+}

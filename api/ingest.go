@@ -1,0 +1,284 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/mail"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/cool-ai/beachd/envelope"
+	"github.com/cool-ai/beachd/store"
+)
+
+// ApprovalPreparer mints the approvals of an envelope at ingest: the
+// records and token hashes to store in the ingest transaction, and for each
+// recipient (by index in `to`) the approval ids its delivery asks about.
+// The approvals package implements it.
+type ApprovalPreparer interface {
+	Prepare(ctx context.Context, env *envelope.Envelope, to []envelope.Recipient, agent string) (approvals []store.NewApproval, perRecipient [][]string, err error)
+}
+
+// IngestConfig is what ingest checks requests against.
+type IngestConfig struct {
+	Registry *envelope.Registry
+	Limits   envelope.Limits
+	// MaxRecipients per request; default 100.
+	MaxRecipients int
+	// Channels that are configured (have a deliverer).
+	Channels map[string]bool
+	// Endpoints are the configured webhook endpoints.
+	Endpoints map[string]bool
+	// Agents are the configured agent names.
+	Agents map[string]bool
+}
+
+// Ingester validates delivery requests and stores them. It is used by the
+// HTTP API, `beachd send`, the scheduler and approvals' confirmations.
+type Ingester struct {
+	cfg      IngestConfig
+	db       *store.DB
+	preparer ApprovalPreparer
+	notify   func()
+	observe  func(deliveries []*store.Delivery)
+}
+
+// NewIngester builds an Ingester. preparer may be nil (approval-request parts
+// are then delivered without tokens); notify is called after each accepted
+// ingest (the dispatcher's wake-up); observe (metrics) may be nil.
+func NewIngester(cfg IngestConfig, db *store.DB, preparer ApprovalPreparer, notify func(), observe func([]*store.Delivery)) *Ingester {
+	if cfg.MaxRecipients <= 0 {
+		cfg.MaxRecipients = 100
+	}
+	if notify == nil {
+		notify = func() {}
+	}
+	return &Ingester{cfg: cfg, db: db, preparer: preparer, notify: notify, observe: observe}
+}
+
+// DeliveryRequest is the body of POST /v1/deliveries.
+type DeliveryRequest struct {
+	Envelope json.RawMessage      `json:"envelope"`
+	To       []envelope.Recipient `json:"to"`
+	Agent    string               `json:"agent,omitempty"`
+}
+
+// Accepted is the 202 answer.
+type Accepted struct {
+	ID         string              `json:"id"`
+	Deliveries []AcceptedDelivery `json:"deliveries"`
+}
+
+// AcceptedDelivery is one delivery in the 202 answer.
+type AcceptedDelivery struct {
+	ID      string `json:"id"`
+	Channel string `json:"channel"`
+	To      string `json:"to"`
+	Status  string `json:"status"`
+}
+
+// Accept decodes, validates and stores a delivery request body. Bad input
+// is a *envelope.ValidationError listing every problem; nothing is stored
+// then.
+func (in *Ingester) Accept(ctx context.Context, body []byte, idempotencyKey, source string) (*Accepted, bool, error) {
+	var req DeliveryRequest
+	if err := envelope.StrictUnmarshal(body, &req); err != nil {
+		return nil, false, &envelope.ValidationError{Problems: []envelope.Problem{{Reason: err.Error()}}}
+	}
+	var probs []envelope.Problem
+	var env *envelope.Envelope
+	if len(req.Envelope) == 0 || string(req.Envelope) == "null" {
+		probs = append(probs, envelope.Problem{Path: "envelope", Reason: "required"})
+	} else {
+		e, err := envelope.Decode(req.Envelope, in.cfg.Limits)
+		if err != nil {
+			return nil, false, prefixProblems("envelope", err)
+		}
+		env = e
+	}
+	if len(idempotencyKey) > 255 {
+		probs = append(probs, envelope.Problem{Path: "Idempotency-Key", Reason: "longer than 255 characters"})
+	}
+	if len(probs) > 0 {
+		return nil, false, &envelope.ValidationError{Problems: probs}
+	}
+	res, err := in.ingest(ctx, env, req.To, req.Agent, source, idempotencyKey, store.HashRequest(body))
+	if err != nil {
+		return nil, false, err
+	}
+	return accepted(res), res.Replayed, nil
+}
+
+// Enqueue validates and stores an envelope built inside beachd (a schedule's
+// result, an approval confirmation). It returns the envelope id.
+func (in *Ingester) Enqueue(ctx context.Context, env *envelope.Envelope, to []envelope.Recipient, agent, source string) (string, error) {
+	res, err := in.ingest(ctx, env, to, agent, source, "", [32]byte{})
+	if err != nil {
+		return "", err
+	}
+	return res.EnvelopeID, nil
+}
+
+func (in *Ingester) ingest(ctx context.Context, env *envelope.Envelope, to []envelope.Recipient, agent, source, key string, hash [32]byte) (*store.IngestResult, error) {
+	var probs []envelope.Problem
+	if err := in.cfg.Registry.Validate(env); err != nil {
+		if ve, ok := err.(*envelope.ValidationError); ok {
+			for _, p := range ve.Problems {
+				probs = append(probs, envelope.Problem{Path: joinPath("envelope", p.Path), Reason: p.Reason})
+			}
+		} else {
+			return nil, err
+		}
+	}
+	to, rprobs := in.checkRecipients(to)
+	probs = append(probs, rprobs...)
+	hasApprovals := len(env.PartsOf(envelope.PartApprovalRequest)) > 0
+	switch {
+	case agent != "" && !in.cfg.Agents[agent]:
+		probs = append(probs, envelope.Problem{Path: "agent", Reason: fmt.Sprintf("unknown agent %q (configure it under agents)", agent)})
+	case agent == "" && hasApprovals:
+		if len(in.cfg.Agents) == 1 {
+			for a := range in.cfg.Agents {
+				agent = a
+			}
+		} else {
+			probs = append(probs, envelope.Problem{Path: "agent", Reason: "required when the envelope carries an approval-request: the decision is injected into that agent"})
+		}
+	}
+	if len(probs) > 0 {
+		return nil, &envelope.ValidationError{Problems: probs}
+	}
+	raw, err := json.Marshal(env)
+	if err != nil {
+		return nil, fmt.Errorf("encode envelope: %w", err)
+	}
+	ing := store.Ingest{Envelope: raw, Agent: agent, Source: source, IdempotencyKey: key, RequestHash: hash}
+	var per [][]string
+	if hasApprovals && in.preparer != nil {
+		ing.Approvals, per, err = in.preparer.Prepare(ctx, env, to, agent)
+		if err != nil {
+			return nil, fmt.Errorf("prepare approvals: %w", err)
+		}
+	}
+	for i, r := range to {
+		nd := store.NewDelivery{Channel: r.Channel, To: r.Target()}
+		if i < len(per) {
+			nd.ApprovalIDs = per[i]
+		}
+		ing.Deliveries = append(ing.Deliveries, nd)
+	}
+	res, err := in.db.Ingest(ctx, ing)
+	if err != nil {
+		return nil, err
+	}
+	if !res.Replayed {
+		in.notify()
+		if in.observe != nil {
+			in.observe(res.Deliveries)
+		}
+	}
+	return res, nil
+}
+
+var e164 = regexp.MustCompile(`^\+[1-9][0-9]{6,14}$`)
+
+// NormalizeEmail checks an RFC 5322 address and returns its addr-spec with
+// the domain lower-cased.
+func NormalizeEmail(s string) (string, error) {
+	a, err := mail.ParseAddress(s)
+	if err != nil {
+		return "", fmt.Errorf("not an RFC 5322 address: %v", err)
+	}
+	at := strings.LastIndexByte(a.Address, '@')
+	if at <= 0 || at == len(a.Address)-1 {
+		return "", fmt.Errorf("not an address with a domain")
+	}
+	return a.Address[:at] + "@" + strings.ToLower(a.Address[at+1:]), nil
+}
+
+func (in *Ingester) checkRecipients(to []envelope.Recipient) ([]envelope.Recipient, []envelope.Problem) {
+	var probs []envelope.Problem
+	add := func(path, format string, args ...any) {
+		probs = append(probs, envelope.Problem{Path: path, Reason: fmt.Sprintf(format, args...)})
+	}
+	if len(to) == 0 {
+		add("to", "at least one recipient is required")
+	}
+	if len(to) > in.cfg.MaxRecipients {
+		add("to", "%d recipients; at most %d are allowed", len(to), in.cfg.MaxRecipients)
+		return nil, probs
+	}
+	out := make([]envelope.Recipient, 0, len(to))
+	seen := map[string]int{}
+	for i, r := range to {
+		path := fmt.Sprintf("to[%d]", i)
+		switch r.Channel {
+		case envelope.ChannelEmail:
+			a, err := NormalizeEmail(r.Address)
+			if err != nil {
+				add(path+".address", "%v", err)
+			}
+			r.Address = a
+		case envelope.ChannelSMS, envelope.ChannelWhatsApp:
+			r.Address = strings.TrimPrefix(r.Address, "whatsapp:")
+			if !e164.MatchString(r.Address) {
+				add(path+".address", "must be an E.164 number like +447700900123, got %q", r.Address)
+			}
+		case envelope.ChannelWebhook:
+			if r.Endpoint == "" {
+				add(path+".endpoint", "required for the webhook channel")
+			} else if !in.cfg.Endpoints[r.Endpoint] {
+				add(path+".endpoint", "unknown webhook endpoint %q (configure it under webhooks.endpoints)", r.Endpoint)
+			}
+		case "":
+			add(path+".channel", "required: one of %s", strings.Join(envelope.Channels, ", "))
+			continue
+		default:
+			add(path+".channel", "unknown channel %q: one of %s", r.Channel, strings.Join(envelope.Channels, ", "))
+			continue
+		}
+		if envelope.KnownChannel(r.Channel) && !in.cfg.Channels[r.Channel] {
+			add(path+".channel", "channel %q is not configured on this beachd", r.Channel)
+		}
+		k := r.Channel + "\x00" + r.Target()
+		if j, dup := seen[k]; dup {
+			add(path, "duplicate of to[%d]", j)
+			continue
+		}
+		seen[k] = i
+		out = append(out, r)
+	}
+	return out, probs
+}
+
+func joinPath(prefix, p string) string {
+	if p == "" {
+		return prefix
+	}
+	return prefix + "." + p
+}
+
+func prefixProblems(prefix string, err error) error {
+	ve, ok := err.(*envelope.ValidationError)
+	if !ok {
+		return err
+	}
+	out := &envelope.ValidationError{}
+	for _, p := range ve.Problems {
+		out.Problems = append(out.Problems, envelope.Problem{Path: joinPath(prefix, p.Path), Reason: p.Reason})
+	}
+	return out
+}
+
+func accepted(res *store.IngestResult) *Accepted {
+	a := &Accepted{ID: res.EnvelopeID, Deliveries: []AcceptedDelivery{}}
+	for _, d := range res.Deliveries {
+		a.Deliveries = append(a.Deliveries, AcceptedDelivery{ID: d.ID, Channel: d.Channel, To: d.To, Status: string(store.StateQueued)})
+	}
+	return a
+}
+
+// since is a helper for latency metrics.
+func since(t time.Time, now time.Time) float64 { return now.Sub(t).Seconds() }

@@ -1,0 +1,322 @@
+package api
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cool-ai/beachd/envelope"
+	"github.com/cool-ai/beachd/store"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Route is an HTTP route another package contributes.
+type Route struct {
+	Method  string // GET, POST, … ("" for any)
+	Pattern string // net/http ServeMux pattern path, e.g. /v1/approvals/{id}
+	Handler http.Handler
+	// Auth requires the bearer key. Inbound provider webhooks and approval
+	// pages carry their own proof and set it false.
+	Auth bool
+}
+
+// Config configures the server.
+type Config struct {
+	// APIKeys are the accepted bearer keys; at least one is required.
+	APIKeys []string
+	// MaxBodyBytes bounds request bodies; default 8 MiB + 64 KiB.
+	MaxBodyBytes int64
+	// Ready reports readiness for /readyz; nil means always ready.
+	Ready func() error
+	Now   func() time.Time
+}
+
+// Server is the HTTP API.
+type Server struct {
+	cfg     Config
+	keys    [][32]byte
+	db      *store.DB
+	ingest  *Ingester
+	log     *slog.Logger
+	metrics *Metrics
+	gatherer prometheus.Gatherer
+	mux     *http.ServeMux
+}
+
+// New builds the server and its routes.
+func New(cfg Config, db *store.DB, ingest *Ingester, metrics *Metrics, gatherer prometheus.Gatherer, log *slog.Logger, extra []Route) (*Server, error) {
+	if len(cfg.APIKeys) == 0 {
+		return nil, errors.New("api: at least one API key is required")
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = 8<<20 + 64<<10
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{cfg: cfg, db: db, ingest: ingest, log: log, metrics: metrics, gatherer: gatherer, mux: http.NewServeMux()}
+	for _, k := range cfg.APIKeys {
+		if k == "" {
+			return nil, errors.New("api: an API key is empty")
+		}
+		s.keys = append(s.keys, sha256.Sum256([]byte(k)))
+	}
+	routes := []Route{
+		{"POST", "/v1/deliveries", http.HandlerFunc(s.postDeliveries), true},
+		{"GET", "/v1/deliveries", http.HandlerFunc(s.listDeliveries), true},
+		{"GET", "/v1/deliveries/{id}", http.HandlerFunc(s.getDelivery), true},
+		{"POST", "/v1/deliveries/{id}/retry", http.HandlerFunc(s.retryDelivery), true},
+		{"GET", "/healthz", http.HandlerFunc(s.healthz), false},
+		{"GET", "/readyz", http.HandlerFunc(s.readyz), false},
+	}
+	if gatherer != nil {
+		routes = append(routes, Route{"GET", "/metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}), false})
+	}
+	for _, r := range append(routes, extra...) {
+		if err := s.handle(r); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+func (s *Server) handle(r Route) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("api: route %s %s: %v", r.Method, r.Pattern, p)
+		}
+	}()
+	h := r.Handler
+	if r.Auth {
+		h = s.requireKey(h)
+	}
+	pattern := r.Pattern
+	if r.Method != "" {
+		pattern = r.Method + " " + r.Pattern
+	}
+	s.mux.Handle(pattern, h)
+	return nil
+}
+
+// ServeHTTP serves the API.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("handler panicked", "path", r.URL.Path, "panic", p)
+			WriteError(w, nil, fmt.Errorf("panic"))
+		}
+	}()
+	s.mux.ServeHTTP(w, r)
+}
+
+// requireKey checks the bearer key against every configured key without
+// stopping early, so the time taken says nothing about which key matched.
+func (s *Server) requireKey(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		auth := r.Header.Get("Authorization")
+		tok, ok := strings.CutPrefix(auth, "Bearer ")
+		match := 0
+		if ok {
+			h := sha256.Sum256([]byte(strings.TrimSpace(tok)))
+			for _, k := range s.keys {
+				match |= subtle.ConstantTimeCompare(h[:], k[:])
+			}
+		}
+		if match != 1 {
+			WriteError(w, s.log, ErrUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) postDeliveries(w http.ResponseWriter, r *http.Request) {
+	start := s.cfg.Now()
+	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
+		WriteError(w, s.log, &envelope.ValidationError{Problems: []envelope.Problem{{Path: "Content-Type", Reason: "must be application/json"}}})
+		return
+	}
+	body, err := envelope.ReadLimited(r.Body, s.cfg.MaxBodyBytes)
+	if err != nil {
+		var tl *envelope.TooLargeError
+		if errors.As(err, &tl) {
+			WriteError(w, s.log, err)
+			return
+		}
+		WriteError(w, s.log, &envelope.ValidationError{Problems: []envelope.Problem{{Reason: "could not read the body: " + err.Error()}}})
+		return
+	}
+	acc, replayed, err := s.ingest.Accept(r.Context(), body, r.Header.Get("Idempotency-Key"), "api")
+	if err != nil {
+		if s.metrics != nil {
+			s.metrics.rejected.Inc()
+		}
+		WriteError(w, s.log, err)
+		return
+	}
+	if replayed {
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
+	if s.metrics != nil {
+		s.metrics.ingestSeconds.Observe(since(start, s.cfg.Now()))
+	}
+	WriteJSON(w, http.StatusAccepted, acc)
+}
+
+// DeliveryView is a delivery with its attempts.
+type DeliveryView struct {
+	*store.Delivery
+	AttemptLog []store.Attempt `json:"attemptLog"`
+}
+
+// EnvelopeView is an envelope's deliveries.
+type EnvelopeView struct {
+	ID         string          `json:"id"`
+	CreatedAt  time.Time       `json:"createdAt"`
+	Agent      string          `json:"agent,omitempty"`
+	Source     string          `json:"source,omitempty"`
+	Envelope   json.RawMessage `json:"envelope"`
+	Deliveries []DeliveryView  `json:"deliveries"`
+}
+
+func (s *Server) deliveryView(ctx context.Context, d *store.Delivery) (DeliveryView, error) {
+	atts, err := s.db.Attempts(ctx, d.ID)
+	if err != nil {
+		return DeliveryView{}, err
+	}
+	if atts == nil {
+		atts = []store.Attempt{}
+	}
+	return DeliveryView{Delivery: d, AttemptLog: atts}, nil
+}
+
+func (s *Server) getDelivery(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	ctx := r.Context()
+	if strings.HasPrefix(id, "dlv_") {
+		d, err := s.db.Delivery(ctx, id)
+		if err != nil {
+			WriteError(w, s.log, err)
+			return
+		}
+		v, err := s.deliveryView(ctx, d)
+		if err != nil {
+			WriteError(w, s.log, err)
+			return
+		}
+		WriteJSON(w, http.StatusOK, v)
+		return
+	}
+	rec, err := s.db.Envelope(ctx, id)
+	if err != nil {
+		WriteError(w, s.log, err)
+		return
+	}
+	out := EnvelopeView{ID: rec.ID, CreatedAt: rec.CreatedAt, Agent: rec.Agent, Source: rec.Source, Envelope: rec.Envelope, Deliveries: []DeliveryView{}}
+	for _, did := range rec.DeliveryIDs {
+		d, err := s.db.Delivery(ctx, did)
+		if err != nil {
+			WriteError(w, s.log, err)
+			return
+		}
+		v, err := s.deliveryView(ctx, d)
+		if err != nil {
+			WriteError(w, s.log, err)
+			return
+		}
+		out.Deliveries = append(out.Deliveries, v)
+	}
+	WriteJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	st := store.State(q.Get("state"))
+	if st != "" && !st.Valid() {
+		WriteError(w, s.log, &envelope.ValidationError{Problems: []envelope.Problem{{Path: "state", Reason: fmt.Sprintf("unknown state %q: one of queued, sending, sent, retrying, dead", st)}}})
+		return
+	}
+	limit := 100
+	if l := q.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > 1000 {
+			WriteError(w, s.log, &envelope.ValidationError{Problems: []envelope.Problem{{Path: "limit", Reason: "must be an integer from 1 to 1000"}}})
+			return
+		}
+		limit = n
+	}
+	ds, err := s.db.ListDeliveries(r.Context(), st, q.Get("after"), limit)
+	if err != nil {
+		WriteError(w, s.log, err)
+		return
+	}
+	if ds == nil {
+		ds = []*store.Delivery{}
+	}
+	out := map[string]any{"deliveries": ds}
+	if len(ds) == limit {
+		out["next"] = ds[len(ds)-1].ID
+	}
+	WriteJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) retryDelivery(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	ctx := r.Context()
+	var ids []string
+	if strings.HasPrefix(id, "dlv_") {
+		ids = []string{id}
+	} else {
+		rec, err := s.db.Envelope(ctx, id)
+		if err != nil {
+			WriteError(w, s.log, err)
+			return
+		}
+		for _, did := range rec.DeliveryIDs {
+			if d, err := s.db.Delivery(ctx, did); err == nil && d.State == store.StateDead {
+				ids = append(ids, did)
+			}
+		}
+		if len(ids) == 0 {
+			WriteError(w, s.log, fmt.Errorf("%w: the envelope has no dead deliveries", store.ErrBadState))
+			return
+		}
+	}
+	var out []*store.Delivery
+	for _, did := range ids {
+		d, err := s.db.Retry(ctx, did)
+		if err != nil {
+			WriteError(w, s.log, err)
+			return
+		}
+		out = append(out, d)
+	}
+	s.ingest.notify()
+	WriteJSON(w, http.StatusOK, map[string]any{"deliveries": out})
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Ready != nil {
+		if err := s.cfg.Ready(); err != nil {
+			WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": err.Error()})
+			return
+		}
+	}
+	WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
