@@ -38,6 +38,7 @@ var (
 // adds it here so that Open creates it.
 var allBuckets = [][]byte{bMeta, bEnvelopes, bDeliveries, bAttempts, bDue, bLeases, bByState,
 	bIdempotency, bProviderIDs, bKV,
+	bTwilioSeen,
 	bApprovals, bApprovalTokens, bApprovalAudit, bInjections, bInjectionDue, bInbound,
 	bSchedules, bScheduleRuns}
 

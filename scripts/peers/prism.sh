@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs the Twilio contract-test peer into a project-local directory
+# (.peers/node_modules, gitignored): Stoplight Prism, which serves Twilio's own
+# OpenAPI description of the 2010 API as a validating mock, and the npm
+# package @twilio-alpha/mcp, which ships that description
+# (twilio-oai/spec/json/twilio_api_v2010.json). channels/twilio's contract
+# tests find both there. Idempotent: does nothing when both are installed.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+dir="$root/.peers"
+prism="$dir/node_modules/.bin/prism"
+
+have_spec() {
+	[ -n "$(find "$dir/node_modules/@twilio-alpha/mcp" -path '*twilio-oai/spec/json/twilio_api_v2010.json' -print -quit 2>/dev/null)" ]
+}
+
+if [ -x "$prism" ] && have_spec; then
+	exit 0
+fi
+if ! command -v npm >/dev/null 2>&1; then
+	echo "prism.sh: npm is missing; Twilio contract tests will skip (and fail under CI)" >&2
+	exit 0
+fi
+mkdir -p "$dir"
+if [ ! -f "$dir/package.json" ]; then
+	printf '{"name":"beachd-peers","private":true}\n' >"$dir/package.json"
+fi
+npm install --prefix "$dir" --no-audit --no-fund --loglevel=error \
+	@stoplight/prism-cli@5.14.2 @twilio-alpha/mcp >/dev/null
+"$prism" --version >/dev/null
+have_spec
