@@ -1,0 +1,167 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+func openScheduleDB(t *testing.T, path string) *DB {
+	t.Helper()
+	db, err := Open(path, Options{})
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	return db
+}
+
+func TestClaimScheduleSlotOnceAcrossReopen(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "beachd.db")
+	db := openScheduleDB(t, path)
+	t0 := time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC)
+	if _, err := db.InitScheduleState(ctx, "brief", t0.Add(-time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	run := ScheduleRun{Schedule: "brief", Slot: t0, Trigger: TriggerCron, State: RunRunning, ClaimedAt: t0}
+	st, err := db.ClaimScheduleSlot(ctx, run)
+	if err != nil {
+		t.Fatalf("first claim: %v", err)
+	}
+	if !st.Cursor.Equal(t0) {
+		t.Fatalf("cursor = %v, want %v", st.Cursor, t0)
+	}
+	if _, err := db.ClaimScheduleSlot(ctx, run); !errors.Is(err, ErrSlotTaken) {
+		t.Fatalf("second claim: err = %v, want ErrSlotTaken", err)
+	}
+	db.Close()
+
+	db = openScheduleDB(t, path)
+	defer db.Close()
+	// Same slot after a restart, also as a catch-up: refused.
+	run.Trigger = TriggerCatchUp
+	if _, err := db.ClaimScheduleSlot(ctx, run); !errors.Is(err, ErrSlotTaken) {
+		t.Fatalf("claim after reopen: err = %v, want ErrSlotTaken", err)
+	}
+	// An earlier slot (the clock went back): refused by the cursor.
+	early := ScheduleRun{Schedule: "brief", Slot: t0.Add(-time.Minute), Trigger: TriggerCron, State: RunRunning}
+	if _, err := db.ClaimScheduleSlot(ctx, early); !errors.Is(err, ErrSlotTaken) {
+		t.Fatalf("claim before cursor: err = %v, want ErrSlotTaken", err)
+	}
+	// A manual run at the very same instant has its own identity.
+	man := ScheduleRun{Schedule: "brief", Slot: t0, Trigger: TriggerManual, State: RunRunning}
+	if _, err := db.ClaimScheduleSlot(ctx, man); err != nil {
+		t.Fatalf("manual claim: %v", err)
+	}
+	st, ok, err := db.ScheduleState(ctx, "brief")
+	if err != nil || !ok || !st.Cursor.Equal(t0) {
+		t.Fatalf("state = %+v %v %v; manual run must not move the cursor", st, ok, err)
+	}
+	// The next slot is free.
+	next := ScheduleRun{Schedule: "brief", Slot: t0.Add(24 * time.Hour), Trigger: TriggerCron, State: RunRunning}
+	if _, err := db.ClaimScheduleSlot(ctx, next); err != nil {
+		t.Fatalf("next slot: %v", err)
+	}
+}
+
+func TestScheduleRunsNewestFirstAndPerSchedule(t *testing.T) {
+	ctx := context.Background()
+	db := openScheduleDB(t, filepath.Join(t.TempDir(), "b.db"))
+	defer db.Close()
+	t0 := time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC)
+	for i := range 3 {
+		for _, name := range []string{"a", "ab", "b"} {
+			r := ScheduleRun{Schedule: name, Slot: t0.Add(time.Duration(i) * time.Hour), Trigger: TriggerCron, State: RunSucceeded}
+			if _, err := db.ClaimScheduleSlot(ctx, r); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	runs, err := db.ScheduleRuns(ctx, "a", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 3 {
+		t.Fatalf("runs of a = %d, want 3 (prefix must not match ab)", len(runs))
+	}
+	for i, r := range runs {
+		want := t0.Add(time.Duration(2-i) * time.Hour)
+		if r.Schedule != "a" || !r.Slot.Equal(want) {
+			t.Fatalf("runs[%d] = %s %v, want a %v", i, r.Schedule, r.Slot, want)
+		}
+	}
+	runs, _ = db.ScheduleRuns(ctx, "b", 1)
+	if len(runs) != 1 || !runs[0].Slot.Equal(t0.Add(2*time.Hour)) {
+		t.Fatalf("latest of b = %+v", runs)
+	}
+	runs, _ = db.ScheduleRuns(ctx, "nope", 0)
+	if len(runs) != 0 {
+		t.Fatalf("unknown schedule has runs: %+v", runs)
+	}
+}
+
+func TestScheduleRunsPruned(t *testing.T) {
+	ctx := context.Background()
+	db := openScheduleDB(t, filepath.Join(t.TempDir(), "p.db"))
+	defer db.Close()
+	t0 := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	for i := range maxRunsPerSchedule + 5 {
+		r := ScheduleRun{Schedule: "s", Slot: t0.Add(time.Duration(i) * time.Minute), Trigger: TriggerCron, State: RunSkipped}
+		if _, err := db.ClaimScheduleSlot(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runs, _ := db.ScheduleRuns(ctx, "s", 0)
+	if len(runs) != maxRunsPerSchedule {
+		t.Fatalf("kept %d runs, want %d", len(runs), maxRunsPerSchedule)
+	}
+	if !runs[len(runs)-1].Slot.Equal(t0.Add(5 * time.Minute)) {
+		t.Fatalf("oldest kept = %v, want the 6th", runs[len(runs)-1].Slot)
+	}
+	// Pruning never reopens a slot: the cursor still refuses the first one.
+	r := ScheduleRun{Schedule: "s", Slot: t0, Trigger: TriggerCron, State: RunRunning}
+	if _, err := db.ClaimScheduleSlot(ctx, r); !errors.Is(err, ErrSlotTaken) {
+		t.Fatalf("pruned slot claimed again: %v", err)
+	}
+}
+
+func TestInterruptScheduleRuns(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "i.db")
+	db := openScheduleDB(t, path)
+	t0 := time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC)
+	for i, state := range []string{RunRunning, RunQueued, RunSucceeded, RunRetrying} {
+		r := ScheduleRun{Schedule: "s", Slot: t0.Add(time.Duration(i) * time.Hour), Trigger: TriggerCron, State: state}
+		if _, err := db.ClaimScheduleSlot(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	db = openScheduleDB(t, path)
+	defer db.Close()
+	got, err := db.InterruptScheduleRuns(ctx, t0.Add(5*time.Hour), "interrupted")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 {
+		t.Fatalf("interrupted %d runs, want 3", len(got))
+	}
+	runs, _ := db.ScheduleRuns(ctx, "s", 0)
+	for _, r := range runs {
+		if !r.Finished() {
+			t.Fatalf("run %s still %s", r.ID(), r.State)
+		}
+	}
+	if runs[1].State != RunSucceeded {
+		t.Fatalf("succeeded run rewritten: %+v", runs[1])
+	}
+	if runs[3].State != RunFailed || runs[3].Reason != "interrupted" {
+		t.Fatalf("running run = %+v", runs[3])
+	}
+	// Updating a run that was never claimed is refused.
+	if err := db.UpdateScheduleRun(ctx, ScheduleRun{Schedule: "s", Slot: t0.Add(time.Minute), Trigger: TriggerCron}); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("update of unclaimed run: %v", err)
+	}
+}
