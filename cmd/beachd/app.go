@@ -1,0 +1,236 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"sort"
+	"sync/atomic"
+	"time"
+
+	"github.com/cool-ai/beachd/agent"
+	"github.com/cool-ai/beachd/api"
+	"github.com/cool-ai/beachd/channels"
+	"github.com/cool-ai/beachd/envelope"
+	"github.com/cool-ai/beachd/render"
+	"github.com/cool-ai/beachd/store"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"golang.org/x/sync/errgroup"
+)
+
+// worker is a long-running part of the daemon.
+type worker struct {
+	name string
+	run  func(ctx context.Context) error
+}
+
+// app is the daemon, built in reading order by buildApp. Each area's
+// wire<Area> method (wire_<area>.go) fills its part.
+type app struct {
+	cfg    *Config
+	log    *slog.Logger
+	now    func() time.Time
+	dev    bool
+	stdout io.Writer
+
+	db         *store.DB
+	registry   *envelope.Registry
+	renderer   *render.Renderer
+	httpClient *http.Client
+	metrics    *prometheus.Registry
+	apiMetrics *api.Metrics
+
+	deliverers map[string]channels.Deliverer
+	policies   map[string]channels.Policy
+	routes     []api.Route
+	workers    []worker
+	banner     []string
+
+	handles  channels.HandleSource
+	inbound  interface {
+		HandleInbound(context.Context, envelope.Inbound) (envelope.InboundResult, error)
+	}
+	enqueuer *api.Ingester
+	preparer api.ApprovalPreparer
+	agents   *agent.Client
+
+	dispatcher *channels.Dispatcher
+	server     *api.Server
+	listener   net.Listener
+	ready      atomic.Bool
+	// onListen runs once the listener is bound (dev mode prints its banner).
+	onListen []func(addr string)
+}
+
+// buildApp opens the store and builds every part. Nothing runs yet.
+// A listener may be passed in (tests bind :0 themselves).
+func buildApp(ctx context.Context, cfg *Config, reg *envelope.Registry, log *slog.Logger, stdout io.Writer, dev bool, ln net.Listener) (a *app, err error) {
+	a = &app{cfg: cfg, log: log, now: time.Now, dev: dev, stdout: stdout, registry: reg,
+		deliverers: map[string]channels.Deliverer{}, policies: map[string]channels.Policy{},
+		httpClient: &http.Client{Timeout: 30 * time.Second},
+		metrics:    prometheus.NewRegistry()}
+	defer func() {
+		if err != nil {
+			a.close()
+		}
+	}()
+	a.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("data_dir: %w", err)
+	}
+	a.db, err = store.Open(filepath.Join(cfg.DataDir, "beachd.db"), store.Options{})
+	if err != nil {
+		return nil, err
+	}
+	if a.apiMetrics, err = api.NewMetrics(a.metrics, a.db); err != nil {
+		return nil, err
+	}
+	if ln == nil {
+		if ln, err = net.Listen("tcp", cfg.Listen); err != nil {
+			return nil, fmt.Errorf("listen: %w", err)
+		}
+	}
+	a.listener = ln
+	// The order matters: the renderer and approvals come before the
+	// channels that use them; schedules come last, they use everything.
+	steps := []struct {
+		name string
+		fn   func() error
+	}{
+		{"render", a.wireRender},
+		{"approvals", a.wireApprovals},
+		{"webhook", a.wireWebhook},
+		{"email", a.wireEmail},
+		{"twilio", a.wireTwilio},
+	}
+	for _, s := range steps {
+		if err := s.fn(); err != nil {
+			return nil, fmt.Errorf("set up %s: %w", s.name, err)
+		}
+	}
+	configured := map[string]bool{}
+	for ch := range a.deliverers {
+		configured[ch] = true
+	}
+	endpoints := map[string]bool{}
+	for name := range cfg.Webhooks.Endpoints {
+		endpoints[name] = true
+	}
+	agents := map[string]bool{}
+	for name := range cfg.Agents {
+		agents[name] = true
+	}
+	a.dispatcher, err = channels.NewDispatcher(channels.DispatcherConfig{Workers: cfg.Dispatch.Workers, Policies: a.policies},
+		a.db, a.deliverers, a.handles, a.apiMetrics, log.With("component", "dispatcher"))
+	if err != nil {
+		return nil, err
+	}
+	a.enqueuer = api.NewIngester(api.IngestConfig{Registry: reg,
+		Limits:        envelope.Limits{MaxBytes: cfg.Limits.MaxEnvelopeBytes, MaxParts: cfg.Limits.MaxParts},
+		MaxRecipients: cfg.Limits.MaxRecipients, Channels: configured, Endpoints: endpoints, Agents: agents},
+		a.db, a.preparer, a.dispatcher.Notify, a.apiMetrics.Ingested)
+	if err := a.wireSchedules(); err != nil {
+		return nil, fmt.Errorf("set up schedules: %w", err)
+	}
+	maxBody := cfg.Limits.MaxEnvelopeBytes
+	if maxBody <= 0 {
+		maxBody = envelope.DefaultLimits.MaxBytes
+	}
+	a.server, err = api.New(api.Config{APIKeys: cfg.APIKeys, MaxBodyBytes: maxBody + 64<<10, Ready: a.readyErr},
+		a.db, a.enqueuer, a.apiMetrics, a.metrics, log.With("component", "api"), a.routes)
+	if err != nil {
+		return nil, err
+	}
+	a.workers = append([]worker{{"dispatcher", a.dispatcher.Run}}, a.workers...)
+	return a, nil
+}
+
+func (a *app) readyErr() error {
+	if !a.ready.Load() {
+		return errors.New("starting")
+	}
+	return nil
+}
+
+// addr is the bound listen address.
+func (a *app) addr() string { return a.listener.Addr().String() }
+
+// run serves HTTP and runs every worker until ctx ends, then shuts down:
+// HTTP first (with a deadline), then the workers, then the store.
+func (a *app) run(ctx context.Context) error {
+	defer a.close()
+	g, gctx := errgroup.WithContext(ctx)
+	srv := &http.Server{Handler: a.server, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
+		WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10,
+		ErrorLog: slog.NewLogLogger(a.log.Handler(), slog.LevelWarn)}
+	g.Go(func() error {
+		if err := srv.Serve(a.listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("http: %w", err)
+		}
+		return nil
+	})
+	g.Go(func() error {
+		<-gctx.Done()
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(gctx), 10*time.Second)
+		defer cancel()
+		return srv.Shutdown(sctx)
+	})
+	for _, w := range a.workers {
+		w := w
+		g.Go(func() (err error) {
+			defer func() {
+				if p := recover(); p != nil {
+					err = fmt.Errorf("%s panicked: %v\n%s", w.name, p, debug.Stack())
+				}
+			}()
+			if err := w.run(gctx); err != nil && gctx.Err() == nil {
+				return fmt.Errorf("%s: %w", w.name, err)
+			}
+			return nil
+		})
+	}
+	a.ready.Store(true)
+	for _, f := range a.onListen {
+		f(a.addr())
+	}
+	a.log.Info("beachd is running", "listen", a.addr(), "data_dir", a.cfg.DataDir, "channels", a.channelNames())
+	err := g.Wait()
+	a.ready.Store(false)
+	return err
+}
+
+func (a *app) channelNames() []string {
+	var out []string
+	for ch := range a.deliverers {
+		out = append(out, ch)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (a *app) close() {
+	if a.db != nil {
+		if err := a.db.Close(); err != nil {
+			a.log.Error("close store", "err", err)
+		}
+		a.db = nil
+	}
+}
+
+func newLogger(cfg LogConfig, w io.Writer) *slog.Logger {
+	var lvl slog.Level
+	_ = lvl.UnmarshalText([]byte(cfg.Level))
+	opts := &slog.HandlerOptions{Level: lvl}
+	if cfg.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}

@@ -1,0 +1,281 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/cool-ai/beachd/envelope"
+	"go.yaml.in/yaml/v3"
+)
+
+// Config is beachd's configuration file (DESIGN.md §7). Sections owned by a
+// channel or feature live in config_<area>.go beside this file.
+type Config struct {
+	Listen    string    `yaml:"listen"`
+	DataDir   string    `yaml:"data_dir"`
+	PublicURL string    `yaml:"public_url"`
+	APIKeys   []string  `yaml:"api_keys"`
+	Log       LogConfig `yaml:"log"`
+
+	Agents    map[string]AgentConfig      `yaml:"agents"`
+	Webhooks  WebhooksConfig              `yaml:"webhooks"`
+	Email     *EmailConfig                `yaml:"email"`  // nil: the email channel is off
+	Twilio    *TwilioConfig               `yaml:"twilio"` // nil: SMS and WhatsApp are off
+	PartTypes []envelope.ConsumerPartType `yaml:"part_types"`
+	Schedules []ScheduleConfig            `yaml:"schedules"`
+	Approvals ApprovalsConfig             `yaml:"approvals"`
+	Render    RenderConfig                `yaml:"render"`
+	Limits    LimitsConfig                `yaml:"limits"`
+	Dispatch  DispatchConfig              `yaml:"dispatch"`
+}
+
+// LogConfig selects the log format and level.
+type LogConfig struct {
+	Format string `yaml:"format"` // text (default) or json
+	Level  string `yaml:"level"`  // debug, info (default), warn, error
+}
+
+// LimitsConfig bounds inputs (DESIGN.md §8). Zero means the default.
+type LimitsConfig struct {
+	MaxEnvelopeBytes int64 `yaml:"max_envelope_bytes"` // default 8 MiB
+	MaxParts         int   `yaml:"max_parts"`          // default 256
+	MaxRecipients    int   `yaml:"max_recipients"`     // default 100
+}
+
+// DispatchConfig tunes the dispatcher.
+type DispatchConfig struct {
+	Workers int `yaml:"workers"` // concurrent sends, default 32
+}
+
+// validator collects configuration problems, each naming its key.
+type validator struct{ problems []string }
+
+func (v *validator) errorf(key, format string, args ...any) {
+	v.problems = append(v.problems, key+": "+fmt.Sprintf(format, args...))
+}
+
+func (v *validator) err() error {
+	if len(v.problems) == 0 {
+		return nil
+	}
+	return &ConfigError{Problems: v.problems}
+}
+
+// ConfigError lists every problem of a configuration.
+type ConfigError struct{ Problems []string }
+
+func (e *ConfigError) Error() string {
+	return "invalid configuration:\n  " + strings.Join(e.Problems, "\n  ")
+}
+
+// defaults fills the zero values that have defaults.
+func (c *Config) defaults() {
+	if c.Listen == "" {
+		c.Listen = "127.0.0.1:8025"
+	}
+	if c.DataDir == "" {
+		c.DataDir = "./data"
+	}
+	if c.PublicURL == "" {
+		c.PublicURL = "http://" + c.Listen
+	}
+	if c.Log.Format == "" {
+		c.Log.Format = "text"
+	}
+	if c.Log.Level == "" {
+		c.Log.Level = "info"
+	}
+	c.PublicURL = strings.TrimRight(c.PublicURL, "/")
+}
+
+// registry builds the part-type registry from the canonical set and the
+// configured consumer types.
+func (c *Config) registry(v *validator) *envelope.Registry {
+	reg := envelope.NewRegistry()
+	for i, pt := range c.PartTypes {
+		if err := reg.RegisterPartType(pt); err != nil {
+			v.errorf(fmt.Sprintf("part_types[%d]", i), "%v", err)
+		}
+	}
+	return reg
+}
+
+// validate checks the whole configuration and returns every problem.
+func (c *Config) validate() (*envelope.Registry, error) {
+	v := &validator{}
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		v.errorf("listen", "must be host:port: %v", err)
+	}
+	if strings.TrimSpace(c.DataDir) == "" {
+		v.errorf("data_dir", "required")
+	}
+	if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		v.errorf("public_url", "must be an absolute http(s) URL, got %q", c.PublicURL)
+	}
+	if len(c.APIKeys) == 0 {
+		v.errorf("api_keys", "at least one key is required")
+	}
+	for i, k := range c.APIKeys {
+		if len(k) < 16 {
+			v.errorf(fmt.Sprintf("api_keys[%d]", i), "must be at least 16 characters")
+		}
+	}
+	switch c.Log.Format {
+	case "text", "json":
+	default:
+		v.errorf("log.format", "must be text or json, got %q", c.Log.Format)
+	}
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		v.errorf("log.level", "must be debug, info, warn or error, got %q", c.Log.Level)
+	}
+	if c.Limits.MaxEnvelopeBytes < 0 || c.Limits.MaxParts < 0 || c.Limits.MaxRecipients < 0 {
+		v.errorf("limits", "limits cannot be negative")
+	}
+	if c.Dispatch.Workers < 0 || c.Dispatch.Workers > 4096 {
+		v.errorf("dispatch.workers", "must be between 1 and 4096")
+	}
+	reg := c.registry(v)
+	for name, a := range c.Agents {
+		a.validate(v, "agents."+name)
+	}
+	c.Webhooks.validate(v)
+	for name, ep := range c.Webhooks.Endpoints {
+		for i, pt := range ep.Consumes {
+			if _, ok := reg.PartType(pt); !ok {
+				v.errorf(fmt.Sprintf("webhooks.endpoints.%s.consumes[%d]", name, i), "unknown part type %q", pt)
+			}
+		}
+	}
+	if c.Email != nil {
+		c.Email.validate(v)
+	}
+	if c.Twilio != nil {
+		c.Twilio.validate(v)
+	}
+	c.Approvals.validate(v)
+	c.Render.validate(v)
+	seen := map[string]bool{}
+	for i := range c.Schedules {
+		s := &c.Schedules[i]
+		if s.Name != "" && seen[s.Name] {
+			v.errorf(fmt.Sprintf("schedules[%d].name", i), "duplicate schedule name %q", s.Name)
+		}
+		seen[s.Name] = true
+		s.validate(v, i, c)
+	}
+	return reg, v.err()
+}
+
+var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+// loadConfig reads, expands and decodes a configuration file. Unknown keys
+// are errors; ${ENV} references in values are expanded with getenv, and a
+// reference to an unset variable is an error naming the key.
+func loadConfig(path string, getenv func(string) string) (*Config, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	return parseConfig(raw, path, getenv)
+}
+
+func parseConfig(raw []byte, name string, getenv func(string) string) (*Config, error) {
+	if len(raw) > 1<<20 {
+		return nil, fmt.Errorf("%s: larger than 1 MiB", name)
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(raw, &root); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	var missing []string
+	expandNode(&root, "", getenv, &missing)
+	if len(missing) > 0 {
+		return nil, &ConfigError{Problems: missing}
+	}
+	expanded, err := yaml.Marshal(&root)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	var cfg Config
+	if len(bytes.TrimSpace(raw)) > 0 {
+		dec := yaml.NewDecoder(bytes.NewReader(expanded))
+		dec.KnownFields(true)
+		if err := dec.Decode(&cfg); err != nil {
+			return nil, fmt.Errorf("%s: %s", name, describeYAMLError(err))
+		}
+	}
+	cfg.defaults()
+	return &cfg, nil
+}
+
+func describeYAMLError(err error) string {
+	var te *yaml.TypeError
+	if errors.As(err, &te) {
+		out := make([]string, len(te.Errors))
+		for i, e := range te.Errors {
+			e = strings.Replace(e, "not found in type main.", "is not a known key (in ", 1)
+			if strings.Contains(e, "is not a known key (in ") {
+				e += ")"
+			}
+			out[i] = e
+		}
+		return strings.Join(out, "; ")
+	}
+	return err.Error()
+}
+
+func expandNode(n *yaml.Node, path string, getenv func(string) string, missing *[]string) {
+	switch n.Kind {
+	case yaml.DocumentNode:
+		for _, c := range n.Content {
+			expandNode(c, path, getenv, missing)
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			key := n.Content[i].Value
+			p := key
+			if path != "" {
+				p = path + "." + key
+			}
+			expandNode(n.Content[i+1], p, getenv, missing)
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			expandNode(c, fmt.Sprintf("%s[%d]", path, i), getenv, missing)
+		}
+	case yaml.ScalarNode:
+		if !strings.Contains(n.Value, "${") {
+			return
+		}
+		n.Value = envRef.ReplaceAllStringFunc(n.Value, func(m string) string {
+			name := m[2 : len(m)-1]
+			v := getenv(name)
+			if v == "" {
+				*missing = append(*missing, fmt.Sprintf("%s: environment variable %s is not set", path, name))
+			}
+			return v
+		})
+		// Resolve the expanded value's type again (a quoted reference stays a
+		// string; an unquoted one may be a number, as if written in place).
+		if n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) == 0 {
+			n.Tag = ""
+		}
+	}
+}
+
+// durationOr returns d, or def when d is zero.
+func durationOr(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}

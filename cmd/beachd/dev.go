@@ -1,0 +1,128 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/base32"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// DevCmd runs beachd on an embedded default: a data dir under the working
+// directory, a generated API key, a local webhook sink, a local mail server
+// (SMTP + IMAP) and recorded SMS/WhatsApp, so a newcomer can send an
+// envelope and answer an approval with nothing else installed.
+type DevCmd struct {
+	Listen  string `default:"127.0.0.1:8025" help:"Address of the HTTP API."`
+	DataDir string `name:"data-dir" default:"beachd-dev-data" help:"Data directory (created if missing)." type:"path"`
+}
+
+// devSinkEndpoint is the webhook endpoint `beachd dev` delivers to: its own
+// sink at /dev/sink.
+const devSinkEndpoint = "dev-sink"
+
+// Run starts the dev daemon.
+func (c *DevCmd) Run(g *globals) error {
+	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	key := g.getenv("BEACHD_API_KEY")
+	if key == "" {
+		var err error
+		if key, err = persistentSecret(filepath.Join(c.DataDir, "dev-api-key"), func() string { return "bd_" + randomToken(24) }); err != nil {
+			return err
+		}
+	}
+	sinkSecret, err := persistentSecret(filepath.Join(c.DataDir, "dev-sink-secret"), func() string {
+		b := make([]byte, 24)
+		rand.Read(b)
+		return "whsec_" + base64.StdEncoding.EncodeToString(b)
+	})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", c.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w (is another beachd running? pass --listen 127.0.0.1:0)", c.Listen, err)
+	}
+	addr := ln.Addr().String()
+	cfg := devConfig(addr, c.DataDir, key, sinkSecret)
+	return serve(g, cfg, true, ln)
+}
+
+// devConfig is the embedded default configuration of `beachd dev`.
+func devConfig(addr, dataDir, apiKey, sinkSecret string) *Config {
+	cfg := &Config{
+		Listen:    addr,
+		DataDir:   dataDir,
+		PublicURL: "http://" + addr,
+		APIKeys:   []string{apiKey},
+		Log:       LogConfig{Format: "text", Level: "info"},
+		Agents:    map[string]AgentConfig{devAgentName: devAgentConfig(addr)},
+		Webhooks: WebhooksConfig{Endpoints: map[string]EndpointConfig{
+			devSinkEndpoint: devSinkConfig(addr, sinkSecret),
+		}},
+	}
+	cfg.defaults()
+	return cfg
+}
+
+// persistentSecret reads a secret from path, creating it with gen when the
+// file does not exist, so that `beachd dev` keeps its key across restarts.
+func persistentSecret(path string, gen func() string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err == nil {
+		if s := strings.TrimSpace(string(b)); s != "" {
+			return s, nil
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return "", err
+	}
+	s := gen()
+	if err := os.WriteFile(path, []byte(s+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("write %s: %w", path, err)
+	}
+	return s, nil
+}
+
+func randomToken(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b))
+}
+
+func printDevBanner(w io.Writer, a *app, addr string) {
+	base := "http://" + addr
+	key := a.cfg.APIKeys[0]
+	fmt.Fprintf(w, `
+beachd dev is running.
+
+  API          %[1]s   (API key: %[2]s)
+  data         %[3]s
+  webhook sink %[1]s/dev/sink   (endpoint %[4]q; GET it to see what arrived)
+  dev agent    %[1]s/dev/agent/  (agent %[5]q; GET %[1]s/dev/agent/received lists injected decisions)
+`, base, key, a.cfg.DataDir, devSinkEndpoint, devAgentName)
+	for _, line := range a.banner {
+		fmt.Fprintln(w, "  "+line)
+	}
+	fmt.Fprintf(w, `
+Send the sample envelope:
+
+  curl -sS -H 'Authorization: Bearer %[2]s' -H 'Content-Type: application/json' \
+       --data @testdata/dev-request.json %[1]s/v1/deliveries
+
+then see where it went:
+
+  curl -sS %[1]s/dev/sink
+  BEACHD_API_KEY=%[2]s go run ./cmd/beachd deliveries list --url %[1]s
+
+`, base, key)
+}
