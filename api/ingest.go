@@ -67,7 +67,7 @@ type DeliveryRequest struct {
 
 // Accepted is the 202 answer.
 type Accepted struct {
-	ID         string              `json:"id"`
+	ID         string             `json:"id"`
 	Deliveries []AcceptedDelivery `json:"deliveries"`
 }
 

@@ -42,14 +42,14 @@ type Config struct {
 
 // Server is the HTTP API.
 type Server struct {
-	cfg     Config
-	keys    [][32]byte
-	db      *store.DB
-	ingest  *Ingester
-	log     *slog.Logger
-	metrics *Metrics
+	cfg      Config
+	keys     [][32]byte
+	db       *store.DB
+	ingest   *Ingester
+	log      *slog.Logger
+	metrics  *Metrics
 	gatherer prometheus.Gatherer
-	mux     *http.ServeMux
+	mux      *http.ServeMux
 }
 
 // New builds the server and its routes.

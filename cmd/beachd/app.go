@@ -54,8 +54,8 @@ type app struct {
 	workers    []worker
 	banner     []string
 
-	handles  channels.HandleSource
-	inbound  interface {
+	handles channels.HandleSource
+	inbound interface {
 		HandleInbound(context.Context, envelope.Inbound) (envelope.InboundResult, error)
 	}
 	enqueuer *api.Ingester
