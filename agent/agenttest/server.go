@@ -1,0 +1,136 @@
+// Package agenttest runs a real a2a-go (v0.3.x) JSON-RPC agent server over
+// httptest for beachd's tests: a Beach-like agent that suspends a turn on an
+// approval-request and resumes when an approval-response is injected.
+package agenttest
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/a2aproject/a2a-go/a2a"
+	"github.com/a2aproject/a2a-go/a2asrv"
+	"github.com/a2aproject/a2a-go/a2asrv/eventqueue"
+
+	"github.com/cool-ai/beachd/envelope"
+)
+
+// Received is one approval-response the agent received.
+type Received struct {
+	ContextID string
+	TaskID    string
+	MessageID string
+	Response  envelope.ApprovalResponse
+	Raw       map[string]any // the data part as received
+	Metadata  map[string]any // the data part's metadata
+	At        time.Time
+}
+
+// Server is an a2a-go agent. A new message whose text starts with
+// "approve:" suspends its task (input-required) with an approval-request
+// data part whose approvalId is the rest of the text; a message "reply:X"
+// answers at once with a Message of text X; any other new message completes
+// its task with a response text part and a domain-data part. A message into
+// an existing task that carries an approval-response part is recorded and
+// completes the task.
+type Server struct {
+	URL string
+	srv *httptest.Server
+
+	mu       sync.Mutex
+	received []Received
+	notify   chan struct{}
+}
+
+// Start starts the server; Close it when done.
+func Start() *Server {
+	s := &Server{notify: make(chan struct{}, 1)}
+	h := a2asrv.NewHandler(&executor{s: s}, a2asrv.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	s.srv = httptest.NewServer(a2asrv.NewJSONRPCHandler(h))
+	s.URL = s.srv.URL + "/"
+	return s
+}
+
+// Close stops the server.
+func (s *Server) Close() { s.srv.Close() }
+
+// Received returns a copy of the approval-responses received so far.
+func (s *Server) Received() []Received {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Received(nil), s.received...)
+}
+
+// Notify is signalled (without blocking) after each received response.
+func (s *Server) Notify() <-chan struct{} { return s.notify }
+
+type executor struct{ s *Server }
+
+func (e *executor) Execute(ctx context.Context, rc *a2asrv.RequestContext, q eventqueue.Queue) error {
+	msg := rc.Message
+	if rc.StoredTask != nil {
+		for _, p := range msg.Parts {
+			dp, ok := p.(a2a.DataPart)
+			if !ok || dp.Metadata["partType"] != envelope.PartApprovalResponse {
+				continue
+			}
+			b, _ := json.Marshal(dp.Data)
+			var ar envelope.ApprovalResponse
+			_ = json.Unmarshal(b, &ar)
+			e.s.mu.Lock()
+			e.s.received = append(e.s.received, Received{ContextID: msg.ContextID, TaskID: string(msg.TaskID),
+				MessageID: msg.ID, Response: ar, Raw: dp.Data, Metadata: dp.Metadata, At: time.Now()})
+			e.s.mu.Unlock()
+			select {
+			case e.s.notify <- struct{}{}:
+			default:
+			}
+		}
+		done := a2a.NewStatusUpdateEvent(rc, a2a.TaskStateCompleted,
+			a2a.NewMessageForTask(a2a.MessageRoleAgent, rc, a2a.TextPart{Text: "Resumed."}))
+		done.Final = true
+		return q.Write(ctx, done)
+	}
+	text := ""
+	for _, p := range msg.Parts {
+		if tp, ok := p.(a2a.TextPart); ok {
+			text += tp.Text
+		}
+	}
+	if r, ok := strings.CutPrefix(text, "reply:"); ok {
+		return q.Write(ctx, &a2a.Message{ID: a2a.NewMessageID(), Role: a2a.MessageRoleAgent, ContextID: rc.ContextID,
+			Parts: a2a.ContentParts{a2a.TextPart{Text: r}}})
+	}
+	if err := q.Write(ctx, a2a.NewSubmittedTask(rc, msg)); err != nil {
+		return err
+	}
+	if id, ok := strings.CutPrefix(text, "approve:"); ok {
+		req := map[string]any{"approvalId": id, "toolName": "book_flight", "toolCallId": "call-" + id,
+			"args": map[string]any{"flight": "BA2043", "seats": 6}, "handler": "travel",
+			"turn": string(rc.TaskID), "session": rc.ContextID, "summary": "Book BA2043 for 6 people"}
+		ev := a2a.NewStatusUpdateEvent(rc, a2a.TaskStateInputRequired, a2a.NewMessageForTask(a2a.MessageRoleAgent, rc,
+			a2a.TextPart{Text: "I need your approval to book BA2043.", Metadata: map[string]any{"partType": "response"}},
+			a2a.DataPart{Data: req, Metadata: map[string]any{"partType": envelope.PartApprovalRequest}}))
+		ev.Final = true
+		return q.Write(ctx, ev)
+	}
+	art := a2a.NewArtifactEvent(rc, a2a.TextPart{Text: "Today's brief: " + text},
+		a2a.DataPart{Data: map[string]any{"tasks": 3}})
+	if err := q.Write(ctx, art); err != nil {
+		return err
+	}
+	done := a2a.NewStatusUpdateEvent(rc, a2a.TaskStateCompleted, nil)
+	done.Final = true
+	return q.Write(ctx, done)
+}
+
+func (e *executor) Cancel(ctx context.Context, rc *a2asrv.RequestContext, q eventqueue.Queue) error {
+	ev := a2a.NewStatusUpdateEvent(rc, a2a.TaskStateCanceled, nil)
+	ev.Final = true
+	return q.Write(ctx, ev)
+}
