@@ -1,0 +1,414 @@
+package twilio
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"strings"
+	"time"
+
+	openapi "github.com/twilio/twilio-go/rest/api/v2010"
+
+	"github.com/cool-ai/beachd/channels"
+	"github.com/cool-ai/beachd/envelope"
+)
+
+// Store is what the deliverers keep between runs (WhatsApp windows,
+// opt-outs). *store.DB implements it.
+type Store interface {
+	GetKV(ctx context.Context, key string) ([]byte, bool, error)
+	PutKV(ctx context.Context, key string, val []byte) error
+	DeleteKV(ctx context.Context, key string) error
+}
+
+// ContentTemplate is an approved WhatsApp content template. Variables maps
+// the template's variable names ("1", "2", …) to the source of each value:
+// one of TemplateSources.
+type ContentTemplate struct {
+	ContentSID string
+	Variables  map[string]string
+}
+
+// TemplateSources are the values a template variable may take: the message
+// text, the first approval's summary, tool name, link, SMS code and id, and
+// the payloads of its first three quick-reply buttons.
+var TemplateSources = []string{"body", "summary", "tool", "link", "code", "approval_id", "button1", "button2", "button3"}
+
+// Templates are the content templates used outside the WhatsApp window.
+type Templates struct {
+	// Approval is used for deliveries that ask for an approval; its
+	// quick-reply buttons carry the payloads (variables button1…3).
+	Approval *ContentTemplate
+	// Result is used for everything else.
+	Result *ContentTemplate
+}
+
+// Config configures the SMS and WhatsApp deliverers.
+type Config struct {
+	// SMSFrom is the sending number (E.164) for SMS; WhatsAppFrom the
+	// WhatsApp sender ("whatsapp:+…" or "+…"). MessagingServiceSID, when
+	// set, is used instead of a From number on both channels.
+	SMSFrom             string
+	WhatsAppFrom        string
+	MessagingServiceSID string
+	// StatusCallback is public_url + "/v1/inbound/twilio"; empty sends none.
+	StatusCallback string
+	// Templates for WhatsApp outside the 24-hour window.
+	Templates Templates
+	// CallReserve is the part of an attempt's deadline kept for the HTTP
+	// call when waiting for the rate limiter; default 5s.
+	CallReserve time.Duration
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+}
+
+// Validate reports the first problem with c for the given channel.
+func (c Config) validate(channel string) error {
+	switch channel {
+	case envelope.ChannelSMS:
+		if c.MessagingServiceSID == "" && !isE164(c.SMSFrom) {
+			return fmt.Errorf("twilio: sms_from %q must be an E.164 number (or set messaging_service_sid)", c.SMSFrom)
+		}
+	case envelope.ChannelWhatsApp:
+		if c.MessagingServiceSID == "" && !isE164(strings.TrimPrefix(c.WhatsAppFrom, "whatsapp:")) {
+			return fmt.Errorf("twilio: whatsapp_from %q must be whatsapp:+E.164 (or set messaging_service_sid)", c.WhatsAppFrom)
+		}
+	}
+	for name, t := range map[string]*ContentTemplate{"approval": c.Templates.Approval, "result": c.Templates.Result} {
+		if t == nil {
+			continue
+		}
+		if t.ContentSID == "" {
+			return fmt.Errorf("twilio: whatsapp_templates.%s.content_sid is required", name)
+		}
+		for k, v := range t.Variables {
+			if !validSource(v) {
+				return fmt.Errorf("twilio: whatsapp_templates.%s.variables.%s: %q is not one of %v", name, k, v, TemplateSources)
+			}
+		}
+	}
+	return nil
+}
+
+func validSource(s string) bool {
+	for _, x := range TemplateSources {
+		if s == x {
+			return true
+		}
+	}
+	return false
+}
+
+// Deps are the parts the deliverers share.
+type Deps struct {
+	// Client is the shared Twilio client.
+	Client *Client
+	Store  Store
+	// Limiter paces each sender; shared by SMS and WhatsApp.
+	Limiter *Limiter
+	// Render turns a job into a message; nil uses FallbackRender.
+	Render RenderFunc
+	Log    *slog.Logger
+}
+
+// sender is the machinery SMS and WhatsApp share.
+type sender struct {
+	channel string
+	cfg     Config
+	api     messageAPI
+	store   Store
+	limiter *Limiter
+	render  RenderFunc
+	log     *slog.Logger
+}
+
+// SMS delivers jobs as SMS through Twilio.
+type SMS struct{ s *sender }
+
+// WhatsApp delivers jobs as WhatsApp messages through Twilio.
+type WhatsApp struct{ s *sender }
+
+var (
+	_ channels.Deliverer = (*SMS)(nil)
+	_ channels.Deliverer = (*WhatsApp)(nil)
+)
+
+// NewSMS builds the SMS deliverer.
+func NewSMS(cfg Config, deps Deps) (*SMS, error) {
+	s, err := newSender(envelope.ChannelSMS, cfg, deps)
+	if err != nil {
+		return nil, err
+	}
+	return &SMS{s: s}, nil
+}
+
+// NewWhatsApp builds the WhatsApp deliverer.
+func NewWhatsApp(cfg Config, deps Deps) (*WhatsApp, error) {
+	s, err := newSender(envelope.ChannelWhatsApp, cfg, deps)
+	if err != nil {
+		return nil, err
+	}
+	return &WhatsApp{s: s}, nil
+}
+
+func newSender(channel string, cfg Config, deps Deps) (*sender, error) {
+	if err := cfg.validate(channel); err != nil {
+		return nil, err
+	}
+	if deps.Client == nil || deps.Store == nil {
+		return nil, errors.New("twilio: a client and a store are required")
+	}
+	if cfg.CallReserve <= 0 {
+		cfg.CallReserve = 5 * time.Second
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if deps.Limiter == nil {
+		deps.Limiter = NewLimiter(LimiterConfig{})
+	}
+	if deps.Render == nil {
+		deps.Render = FallbackRender
+	}
+	if deps.Log == nil {
+		deps.Log = slog.New(slog.DiscardHandler)
+	}
+	return &sender{channel: channel, cfg: cfg, api: deps.Client, store: deps.Store, limiter: deps.Limiter,
+		render: deps.Render, log: deps.Log}, nil
+}
+
+// Deliver sends job as one SMS.
+func (d *SMS) Deliver(ctx context.Context, job *channels.Job) (*channels.Result, error) {
+	return d.s.deliver(ctx, job)
+}
+
+// Deliver sends job as one WhatsApp message.
+func (d *WhatsApp) Deliver(ctx context.Context, job *channels.Job) (*channels.Result, error) {
+	return d.s.deliver(ctx, job)
+}
+
+var e164 = regexp.MustCompile(`^\+[1-9][0-9]{6,14}$`)
+
+func isE164(s string) bool { return e164.MatchString(s) }
+
+// Keys in the Store.
+func optOutKey(channel, number string) string { return "twilio-optout/" + channel + "/" + number }
+func windowKey(number string) string          { return "wa-window/" + number }
+
+// whatsAppWindow is how long after the user's last message free-form
+// messages are allowed; a margin keeps us off the edge.
+const whatsAppWindow = 24*time.Hour - 5*time.Minute
+
+func (s *sender) address(n string) string {
+	if s.channel == envelope.ChannelWhatsApp {
+		return "whatsapp:" + n
+	}
+	return n
+}
+
+func (s *sender) from() string {
+	if s.channel == envelope.ChannelWhatsApp {
+		if strings.HasPrefix(s.cfg.WhatsAppFrom, "whatsapp:") {
+			return s.cfg.WhatsAppFrom
+		}
+		return "whatsapp:" + s.cfg.WhatsAppFrom
+	}
+	return s.cfg.SMSFrom
+}
+
+// senderKey names the limiter's bucket: the Messaging Service, or the From
+// number.
+func (s *sender) senderKey() string {
+	if s.cfg.MessagingServiceSID != "" {
+		return s.cfg.MessagingServiceSID
+	}
+	return s.from()
+}
+
+// OptedOut reports whether number has opted out on channel.
+func optedOut(ctx context.Context, st Store, channel, number string) (bool, error) {
+	_, ok, err := st.GetKV(ctx, optOutKey(channel, number))
+	return ok, err
+}
+
+func (s *sender) windowOpen(ctx context.Context, number string) (bool, error) {
+	v, ok, err := s.store.GetKV(ctx, windowKey(number))
+	if err != nil || !ok {
+		return false, err
+	}
+	t, err := time.Parse(time.RFC3339Nano, string(v))
+	if err != nil {
+		return false, nil
+	}
+	return s.cfg.Now().Sub(t) < whatsAppWindow, nil
+}
+
+func (s *sender) deliver(ctx context.Context, job *channels.Job) (*channels.Result, error) {
+	d := job.Delivery
+	to := d.To
+	if !isE164(to) {
+		return nil, channels.Permanent(fmt.Errorf("%w: %s", ErrBadNumber, redact(to)))
+	}
+	if out, err := optedOut(ctx, s.store, s.channel, to); err != nil {
+		return nil, channels.Temporary(fmt.Errorf("read opt-out: %w", err))
+	} else if out {
+		return nil, channels.Permanent(ErrOptedOut)
+	}
+	in := RenderInput{Channel: s.channel, Job: job, Now: s.cfg.Now()}
+	if s.channel == envelope.ChannelWhatsApp {
+		open, err := s.windowOpen(ctx, to)
+		if err != nil {
+			return nil, channels.Temporary(fmt.Errorf("read whatsapp window: %w", err))
+		}
+		in.WindowOpen = open
+		in.Template = s.cfg.Templates.Result
+		if len(job.Approvals) > 0 && s.cfg.Templates.Approval != nil {
+			in.Template = s.cfg.Templates.Approval
+		}
+	}
+	msg, err := s.render(in)
+	if err != nil {
+		return nil, channels.Permanent(fmt.Errorf("render %s: %w", s.channel, err))
+	}
+	if s.channel == envelope.ChannelWhatsApp && !in.WindowOpen && msg.ContentSID == "" {
+		return nil, channels.Permanent(ErrOutsideWindow)
+	}
+	if msg.Body == "" && msg.ContentSID == "" && len(msg.MediaURLs) == 0 {
+		return nil, channels.Permanent(ErrEmptyMessage)
+	}
+
+	if d.MaybeSent || d.ProviderID != "" {
+		res, err := s.recover(ctx, job, msg)
+		if err != nil || res != nil {
+			return res, err
+		}
+	}
+
+	if ra, err := s.limiter.Wait(ctx, s.senderKey(), s.cfg.CallReserve); err != nil {
+		return nil, channels.Temporary(fmt.Errorf("wait for the %s rate limit: %w", s.channel, err))
+	} else if ra > 0 {
+		return nil, &channels.Error{RetryAfter: ra, Err: fmt.Errorf("%s rate limit: next slot for this sender in %s", s.channel, ra.Round(time.Millisecond))}
+	}
+
+	p := s.params(to, msg)
+	m, info, err := s.api.CreateMessage(ctx, p)
+	if err != nil {
+		e := classify(ctx, err, info, true)
+		if errors.Is(e.Err, ErrOptedOut) {
+			if perr := s.store.PutKV(context.WithoutCancel(ctx), optOutKey(s.channel, to), []byte(s.cfg.Now().UTC().Format(time.RFC3339))); perr != nil {
+				s.log.Warn("record opt-out", "delivery_id", d.ID, "err", perr)
+			}
+		}
+		return nil, e
+	}
+	return s.result(m, false), nil
+}
+
+func (s *sender) params(to string, msg *Message) *openapi.CreateMessageParams {
+	p := (&openapi.CreateMessageParams{}).SetTo(s.address(to))
+	if s.cfg.MessagingServiceSID != "" {
+		p.SetMessagingServiceSid(s.cfg.MessagingServiceSID)
+	} else {
+		p.SetFrom(s.from())
+	}
+	if s.cfg.StatusCallback != "" {
+		p.SetStatusCallback(s.cfg.StatusCallback)
+	}
+	if msg.ContentSID != "" {
+		p.SetContentSid(msg.ContentSID)
+		if len(msg.ContentVariables) > 0 {
+			b, _ := json.Marshal(msg.ContentVariables)
+			p.SetContentVariables(string(b))
+		}
+	} else if msg.Body != "" {
+		p.SetBody(msg.Body)
+	}
+	if len(msg.MediaURLs) > 0 {
+		p.SetMediaUrl(msg.MediaURLs)
+	}
+	return p
+}
+
+func (s *sender) result(m *openapi.ApiV2010Message, recovered bool) *channels.Result {
+	sid, status := deref(m.Sid), deref(m.Status)
+	meta := map[string]any{"source": "twilio", "sid": sid, "status": status}
+	if m.ErrorCode != nil {
+		meta["errorCode"] = *m.ErrorCode
+	}
+	if recovered {
+		meta["recovered"] = true
+	}
+	return &channels.Result{ProviderID: sid, Receipt: channels.Receipt{Data: m, Meta: meta}}
+}
+
+// recover looks for the message a previous, maybe-sent attempt created. It
+// returns a Result when Twilio has it, (nil, nil) when it does not, and an
+// error when it cannot tell (then nothing is sent: the next attempt asks
+// again).
+func (s *sender) recover(ctx context.Context, job *channels.Job, msg *Message) (*channels.Result, error) {
+	d := job.Delivery
+	if d.ProviderID != "" {
+		m, info, err := s.api.FetchMessage(ctx, d.ProviderID)
+		if err == nil {
+			s.log.Info("earlier attempt reached twilio; not sending again", "delivery_id", d.ID, "channel", s.channel)
+			return s.result(m, true), nil
+		}
+		e := classify(ctx, err, info, false)
+		if _, status, _, _ := info.snapshot(); status != 404 {
+			e.Permanent = false
+			e.Err = fmt.Errorf("look up earlier attempt: %w", e.Err)
+			return nil, e
+		}
+		// 404: the recorded SID is unknown; fall through to the listing.
+	}
+	if msg.ContentSID != "" && msg.Body == "" {
+		// A template message's body is Twilio's rendering of it, which we
+		// cannot match: send again (at-least-once).
+		s.log.Warn("maybe-sent template message cannot be matched; sending again", "delivery_id", d.ID, "channel", s.channel)
+		return nil, nil
+	}
+	from := ""
+	if s.cfg.MessagingServiceSID == "" {
+		from = s.from()
+	}
+	list, info, err := s.api.RecentMessages(ctx, s.address(d.To), from, 50)
+	if err != nil {
+		e := classify(ctx, err, info, false)
+		e.Permanent = false
+		e.Err = fmt.Errorf("look up earlier attempt: %w", e.Err)
+		return nil, e
+	}
+	since := d.CreatedAt.Add(-time.Minute)
+	for i := range list {
+		m := &list[i]
+		if deref(m.Direction) != "" && !strings.HasPrefix(deref(m.Direction), "outbound") {
+			continue
+		}
+		if created, err := time.Parse(time.RFC1123Z, deref(m.DateCreated)); err == nil && created.Before(since) {
+			continue
+		}
+		if body := deref(m.Body); body == msg.Body || (msg.Body != "" && strings.Contains(body, msg.Body)) {
+			s.log.Info("earlier attempt reached twilio; not sending again", "delivery_id", d.ID, "channel", s.channel)
+			return s.result(m, true), nil
+		}
+	}
+	return nil, nil
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+// redact keeps a phone number's country code and last two digits.
+func redact(n string) string {
+	if len(n) <= 5 {
+		return "***"
+	}
+	return n[:3] + strings.Repeat("*", len(n)-5) + n[len(n)-2:]
+}

@@ -1,0 +1,32 @@
+// Package twilio delivers envelopes as SMS and WhatsApp messages through
+// Twilio and takes answers and delivery statuses back through Twilio's signed
+// webhooks.
+//
+// Sending. SMS and WhatsApp share one Client (credentials, connection pool,
+// API base URL, timeout). Each Deliver call renders the envelope, checks the
+// recipient has not opted out, waits for a token from the sender's token
+// bucket (a burst is paced, never rejected: when the wait would outlast the
+// attempt, the attempt ends early with a RetryAfter the dispatcher honours),
+// and creates one Message. Twilio has no idempotency key, so a job marked
+// MaybeSent (a timeout after the POST, or a lease that ran out mid-send) is
+// looked up first — by the SID we recorded, or by listing recent messages to
+// that number from our sender since the delivery was created and matching
+// the body — and is not sent again when Twilio already has it.
+//
+// Errors are classified from Twilio's error codes and HTTP statuses:
+// invalid, unreachable, landline and opted-out recipients are permanent;
+// throttles (429, 20429, 63017), 5xx and unreadable error bodies are
+// temporary, honouring Retry-After.
+//
+// Receiving. Handler serves POST /v1/inbound/twilio. It bounds the body,
+// verifies X-Twilio-Signature against the configured public URL before it
+// acts on anything, answers with empty TwiML, and then either records a
+// status callback on the delivery it belongs to or hands an inbound message
+// to the approvals decider. A MessageSid seen before has no second effect.
+// STOP-family words opt the number out of further sends on that channel;
+// START and UNSTOP opt it back in. Neither is ever a decision.
+//
+// Development. Recorder is a Deliverer that keeps what it would have sent;
+// DevHandler lists those messages and turns a local form post into the same
+// inbound message a real webhook would produce.
+package twilio

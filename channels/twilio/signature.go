@@ -1,0 +1,79 @@
+package twilio
+
+import (
+	"crypto/hmac"
+	"crypto/sha1"
+	"crypto/subtle"
+	"encoding/base64"
+	"net/url"
+	"sort"
+	"strings"
+)
+
+// Signature computes X-Twilio-Signature for a POST to fullURL with the
+// given form parameters: base64(HMAC-SHA1(authToken, fullURL + each
+// parameter name and value, sorted by name, values of a repeated name in
+// sorted order, no delimiters)).
+func Signature(authToken, fullURL string, params url.Values) string {
+	keys := make([]string, 0, len(params))
+	for k := range params {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	mac := hmac.New(sha1.New, []byte(authToken))
+	mac.Write([]byte(fullURL))
+	for _, k := range keys {
+		vs := params[k]
+		if len(vs) > 1 {
+			vs = append([]string(nil), vs...)
+			sort.Strings(vs)
+		}
+		for _, v := range vs {
+			mac.Write([]byte(k))
+			mac.Write([]byte(v))
+		}
+	}
+	return base64.StdEncoding.EncodeToString(mac.Sum(nil))
+}
+
+// ValidSignature reports whether sig is Twilio's signature of a POST to
+// fullURL with params. fullURL is the exact URL configured at Twilio. Like
+// Twilio's own libraries, it also accepts the signature of the same URL
+// with the scheme's default port written out (or left out), because
+// Twilio's signing is not consistent about it. The comparison is constant
+// time.
+func ValidSignature(authToken, fullURL string, params url.Values, sig string) bool {
+	if sig == "" || authToken == "" {
+		return false
+	}
+	ok := false
+	for _, u := range urlVariants(fullURL) {
+		want := Signature(authToken, u, params)
+		if subtle.ConstantTimeCompare([]byte(want), []byte(sig)) == 1 {
+			ok = true
+		}
+	}
+	return ok
+}
+
+func urlVariants(raw string) []string {
+	out := []string{raw}
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return out
+	}
+	def := map[string]string{"https": "443", "http": "80"}[u.Scheme]
+	if def == "" {
+		return out
+	}
+	v := *u
+	switch u.Port() {
+	case "":
+		v.Host = u.Host + ":" + def
+	case def:
+		v.Host = strings.TrimSuffix(u.Host, ":"+def)
+	default:
+		return out
+	}
+	return append(out, v.String())
+}

@@ -1,0 +1,324 @@
+package twilio
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cool-ai/beachd/envelope"
+	"github.com/cool-ai/beachd/store"
+)
+
+// decider takes inbound messages to the approvals package.
+type decider interface {
+	HandleInbound(ctx context.Context, in envelope.Inbound) (envelope.InboundResult, error)
+}
+
+// WebhookStore is what the inbound handler needs from the store.
+// *store.DB implements it.
+type WebhookStore interface {
+	Store
+	DeliveryByProviderID(ctx context.Context, channel, pid string) (*store.Delivery, error)
+	SetProviderStatus(ctx context.Context, id, status, detail string) (*store.Delivery, error)
+	MarkSeen(ctx context.Context, key string) (bool, error)
+	ForgetSeen(ctx context.Context, key string) error
+}
+
+// HandlerConfig configures the inbound webhook.
+type HandlerConfig struct {
+	// AuthToken signs Twilio's requests.
+	AuthToken string
+	// URL is the exact URL configured at Twilio (and sent as
+	// StatusCallback): public_url + "/v1/inbound/twilio".
+	URL string
+	// MaxBody bounds a request body; default 64 KiB.
+	MaxBody int64
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+}
+
+// Handler serves POST /v1/inbound/twilio.
+type Handler struct {
+	cfg   HandlerConfig
+	store WebhookStore
+	dec   decider
+	log   *slog.Logger
+}
+
+var _ http.Handler = (*Handler)(nil)
+
+// NewHandler builds the inbound handler.
+func NewHandler(cfg HandlerConfig, st WebhookStore, dec decider, log *slog.Logger) (*Handler, error) {
+	if cfg.AuthToken == "" {
+		return nil, errors.New("twilio: webhook needs the auth token")
+	}
+	if u, err := url.Parse(cfg.URL); err != nil || !u.IsAbs() {
+		return nil, fmt.Errorf("twilio: webhook URL %q must be absolute (public_url + /v1/inbound/twilio)", cfg.URL)
+	}
+	if st == nil || dec == nil {
+		return nil, errors.New("twilio: webhook needs a store and a decider")
+	}
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = 64 << 10
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Handler{cfg: cfg, store: st, dec: dec, log: log}, nil
+}
+
+// emptyTwiML is the answer to every accepted webhook: do nothing more.
+const emptyTwiML = `<?xml version="1.0" encoding="UTF-8"?><Response></Response>`
+
+func writeTwiML(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "text/xml; charset=utf-8")
+	w.WriteHeader(http.StatusOK)
+	io.WriteString(w, emptyTwiML)
+}
+
+func (h *Handler) reject(w http.ResponseWriter, code int, reason string) {
+	h.log.Warn("twilio webhook rejected", "status", code, "reason", reason)
+	http.Error(w, http.StatusText(code), code)
+}
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		h.reject(w, http.StatusMethodNotAllowed, "method "+r.Method)
+		return
+	}
+	sig := r.Header.Get("X-Twilio-Signature")
+	if sig == "" {
+		h.reject(w, http.StatusForbidden, "no X-Twilio-Signature")
+		return
+	}
+	if ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || ct != "application/x-www-form-urlencoded" {
+		h.reject(w, http.StatusUnsupportedMediaType, "content type is not a form")
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxBody))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			h.reject(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body over %d bytes", h.cfg.MaxBody))
+			return
+		}
+		h.reject(w, http.StatusBadRequest, "read body: "+err.Error())
+		return
+	}
+	form, err := url.ParseQuery(string(body))
+	if err != nil {
+		h.reject(w, http.StatusBadRequest, "malformed form body")
+		return
+	}
+	// Nothing below runs for a request Twilio did not sign.
+	if !ValidSignature(h.cfg.AuthToken, h.cfg.URL, form, sig) {
+		h.reject(w, http.StatusForbidden, "X-Twilio-Signature does not match")
+		return
+	}
+	code, reason := h.process(r.Context(), form)
+	if code != http.StatusOK {
+		h.reject(w, code, reason)
+		return
+	}
+	writeTwiML(w)
+}
+
+// process acts on a verified form. It returns 200, or the status and reason
+// of a refusal; 500 makes Twilio retry.
+func (h *Handler) process(ctx context.Context, form url.Values) (int, string) {
+	sid := form.Get("MessageSid")
+	if sid == "" {
+		sid = form.Get("SmsSid")
+	}
+	if sid == "" || len(sid) > 64 {
+		return http.StatusBadRequest, "no MessageSid"
+	}
+	status := strings.ToLower(form.Get("MessageStatus"))
+	if status == "" && form.Get("Body") == "" && form.Get("ButtonPayload") == "" {
+		status = strings.ToLower(form.Get("SmsStatus"))
+	}
+	if status != "" && status != "received" {
+		return h.statusCallback(ctx, sid, status, form.Get("ErrorCode"), form)
+	}
+	return h.inbound(ctx, inboundFromForm(form, h.cfg.Now()))
+}
+
+// statusRank orders Twilio's message statuses so that a late "sent" does
+// not overwrite "delivered".
+var statusRank = map[string]int{
+	"accepted": 1, "scheduled": 1, "queued": 2, "sending": 3, "sent": 4,
+	"delivered": 5, "undelivered": 5, "failed": 5, "canceled": 5, "read": 6,
+}
+
+func (h *Handler) statusCallback(ctx context.Context, sid, status, errCode string, form url.Values) (int, string) {
+	if _, known := statusRank[status]; !known {
+		h.log.Warn("twilio status callback with an unknown status; ignored", "status", truncate(status, 32))
+		return http.StatusOK, ""
+	}
+	channel := envelope.ChannelSMS
+	if strings.HasPrefix(form.Get("To"), "whatsapp:") || strings.HasPrefix(form.Get("From"), "whatsapp:") {
+		channel = envelope.ChannelWhatsApp
+	}
+	d, err := h.store.DeliveryByProviderID(ctx, channel, sid)
+	if errors.Is(err, store.ErrNotFound) {
+		other := envelope.ChannelWhatsApp
+		if channel == other {
+			other = envelope.ChannelSMS
+		}
+		d, err = h.store.DeliveryByProviderID(ctx, other, sid)
+	}
+	if errors.Is(err, store.ErrNotFound) {
+		// Not ours (or not recorded yet): no effect, and no retry wanted.
+		h.log.Info("twilio status callback for an unknown message; ignored", "status", status)
+		return http.StatusOK, ""
+	}
+	if err != nil {
+		return http.StatusInternalServerError, "look up delivery: " + err.Error()
+	}
+	key := "status/" + sid + "/" + status
+	first, err := h.store.MarkSeen(ctx, key)
+	if err != nil {
+		return http.StatusInternalServerError, err.Error()
+	}
+	if !first {
+		h.log.Info("duplicate twilio status callback; no effect", "delivery_id", d.ID, "status", status)
+		return http.StatusOK, ""
+	}
+	if statusRank[status] < statusRank[d.ProviderStatus] {
+		h.log.Info("stale twilio status callback; kept the later status", "delivery_id", d.ID, "status", status, "current", d.ProviderStatus)
+		return http.StatusOK, ""
+	}
+	detail := ""
+	if errCode != "" && errCode != "0" {
+		n, _ := strconv.Atoi(errCode)
+		desc := permanentCodes[n]
+		if desc == "" {
+			desc = "see https://www.twilio.com/docs/api/errors/" + strconv.Itoa(n)
+		}
+		detail = fmt.Sprintf("twilio %s: error %d: %s", status, n, desc)
+		if optOutCodes[n] {
+			if err := h.store.PutKV(ctx, optOutKey(d.Channel, d.To), []byte(h.cfg.Now().UTC().Format(time.RFC3339))); err != nil {
+				h.store.ForgetSeen(ctx, key)
+				return http.StatusInternalServerError, err.Error()
+			}
+		}
+	}
+	if _, err := h.store.SetProviderStatus(ctx, d.ID, status, detail); err != nil {
+		h.store.ForgetSeen(ctx, key)
+		return http.StatusInternalServerError, "record status: " + err.Error()
+	}
+	h.log.Info("twilio status recorded", "delivery_id", d.ID, "channel", d.Channel, "status", status)
+	return http.StatusOK, ""
+}
+
+// inboundFromForm turns Twilio's inbound message parameters into the
+// normalised inbound message (opt-out handling comes later).
+func inboundFromForm(form url.Values, now time.Time) envelope.Inbound {
+	from, to := form.Get("From"), form.Get("To")
+	channel := envelope.ChannelSMS
+	if strings.HasPrefix(from, "whatsapp:") {
+		channel = envelope.ChannelWhatsApp
+	}
+	sid := form.Get("MessageSid")
+	if sid == "" {
+		sid = form.Get("SmsSid")
+	}
+	in := envelope.Inbound{
+		Channel:       channel,
+		From:          strings.TrimPrefix(from, "whatsapp:"),
+		To:            strings.TrimPrefix(to, "whatsapp:"),
+		MessageID:     sid,
+		ButtonPayload: form.Get("ButtonPayload"),
+		Text:          strings.TrimSpace(form.Get("Body")),
+		// The SID of our message a WhatsApp reply quotes (or whose button
+		// was pressed): the delivery it answers.
+		InReplyTo:  form.Get("OriginalRepliedMessageSid"),
+		ReceivedAt: now,
+	}
+	if in.Text == "" && in.ButtonPayload != "" {
+		in.Text = strings.TrimSpace(form.Get("ButtonText"))
+	}
+	if wa := form.Get("WaId"); channel == envelope.ChannelWhatsApp && in.From == "" && wa != "" {
+		in.From = "+" + strings.TrimPrefix(wa, "+")
+	}
+	return in
+}
+
+// Carrier keywords. Twilio matches the whole message body, case-insensitive.
+// YES is an opt-in word at Twilio but a decision word here, so only START
+// and UNSTOP opt back in.
+var (
+	stopWords  = map[string]bool{"STOP": true, "STOPALL": true, "STOP ALL": true, "UNSUBSCRIBE": true, "CANCEL": true, "END": true, "QUIT": true, "OPTOUT": true, "OPT OUT": true, "OPT-OUT": true, "REVOKE": true}
+	startWords = map[string]bool{"START": true, "UNSTOP": true}
+)
+
+// keyword normalises a body for keyword matching: trimmed, upper-case,
+// trailing punctuation removed, inner spaces collapsed.
+func keyword(text string) string {
+	t := strings.ToUpper(strings.Join(strings.Fields(text), " "))
+	return strings.TrimRight(t, ".!?")
+}
+
+// inbound handles one inbound message (from a real webhook or /dev/reply).
+func (h *Handler) inbound(ctx context.Context, in envelope.Inbound) (int, string) {
+	if !isE164(in.From) {
+		// A short code or alphanumeric sender: nobody we asked.
+		h.log.Info("twilio inbound from a sender that is not an E.164 number; ignored", "channel", in.Channel)
+		return http.StatusOK, ""
+	}
+	key := "msg/" + in.MessageID
+	first, err := h.store.MarkSeen(ctx, key)
+	if err != nil {
+		return http.StatusInternalServerError, err.Error()
+	}
+	if !first {
+		h.log.Info("duplicate twilio inbound message; no effect", "channel", in.Channel, "from", redact(in.From))
+		return http.StatusOK, ""
+	}
+	fail := func(reason string) (int, string) {
+		if err := h.store.ForgetSeen(context.WithoutCancel(ctx), key); err != nil {
+			h.log.Error("forget seen message", "err", err)
+		}
+		return http.StatusInternalServerError, reason
+	}
+	stamp := []byte(in.ReceivedAt.UTC().Format(time.RFC3339Nano))
+	if in.Channel == envelope.ChannelWhatsApp {
+		if err := h.store.PutKV(ctx, windowKey(in.From), stamp); err != nil {
+			return fail("record whatsapp window: " + err.Error())
+		}
+	}
+	if in.ButtonPayload == "" {
+		switch kw := keyword(in.Text); {
+		case stopWords[kw]:
+			if err := h.store.PutKV(ctx, optOutKey(in.Channel, in.From), stamp); err != nil {
+				return fail("record opt-out: " + err.Error())
+			}
+			in.IgnoredBecause = "opt-out: carrier keyword " + kw
+			h.log.Info("recipient opted out", "channel", in.Channel, "from", redact(in.From))
+		case startWords[kw]:
+			if err := h.store.DeleteKV(ctx, optOutKey(in.Channel, in.From)); err != nil {
+				return fail("clear opt-out: " + err.Error())
+			}
+			in.IgnoredBecause = "opt-in: carrier keyword " + kw
+			h.log.Info("recipient opted back in", "channel", in.Channel, "from", redact(in.From))
+		}
+	}
+	res, err := h.dec.HandleInbound(ctx, in)
+	if err != nil {
+		return fail("hand inbound message to approvals: " + err.Error())
+	}
+	h.log.Info("twilio inbound message handled", "channel", in.Channel, "from", redact(in.From), "outcome", res.Outcome)
+	return http.StatusOK, ""
+}
