@@ -1,0 +1,235 @@
+package schedule
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/cool-ai/beachd/envelope"
+	"github.com/cool-ai/beachd/store"
+)
+
+// maxReason bounds a recorded failure reason (and the error notice's text).
+const maxReason = 500
+
+// perform runs the turn of one claimed slot with its retries, records every
+// step, and returns the final record. A panic anywhere in it is recovered
+// and recorded as a failed run.
+func (s *Scheduler) perform(ctx context.Context, def Definition, run store.ScheduleRun) (out store.ScheduleRun) {
+	start := s.cfg.Now()
+	log := s.log.With("schedule", def.Name, "run_id", run.ID())
+	defer func() {
+		if p := recover(); p != nil {
+			log.Error("schedule run panicked", "panic", p, "stack", string(debug.Stack()))
+			run.State, run.FinishedAt = store.RunFailed, s.cfg.Now()
+			run.Reason = truncate(fmt.Sprintf("panic: %v", p))
+			s.record(run)
+			out = run
+		}
+		s.m.runs.WithLabelValues(def.Name, out.State).Inc()
+		s.m.lastRun.WithLabelValues(def.Name).Set(float64(out.FinishedAt.Unix()))
+		s.m.duration.WithLabelValues(def.Name).Observe(out.FinishedAt.Sub(start).Seconds())
+	}()
+	for attempt := 1; ; attempt++ {
+		run.Attempts, run.State = attempt, store.RunRunning
+		if attempt > 1 {
+			s.record(run)
+		}
+		envID, contextID, taskID, err := s.attempt(ctx, def, run)
+		run.ContextID, run.TaskID = contextID, taskID
+		if err == nil {
+			run.State, run.EnvelopeID, run.Reason = store.RunSucceeded, envID, ""
+			log.Info("schedule run succeeded", "attempt", attempt, "envelope_id", envID)
+			break
+		}
+		run.Reason = truncate(err.Error())
+		if ctx.Err() != nil {
+			run.State = store.RunFailed
+			run.Reason = truncate("interrupted: beachd is shutting down (" + err.Error() + ")")
+			break
+		}
+		if attempt > def.Retries {
+			run.State = store.RunFailed
+			log.Warn("schedule run failed", "attempt", attempt, "err", err)
+			break
+		}
+		run.State = store.RunRetrying
+		s.record(run)
+		log.Warn("schedule run attempt failed; retrying", "attempt", attempt, "retry_in", def.RetryDelay, "err", err)
+		if !sleep(ctx, def.RetryDelay) {
+			run.State = store.RunFailed
+			run.Reason = truncate("interrupted: beachd is shutting down (" + run.Reason + ")")
+			break
+		}
+	}
+	run.FinishedAt = s.cfg.Now()
+	if run.State == store.RunFailed && def.ErrorNotice && ctx.Err() == nil {
+		id, err := s.enq.Enqueue(ctx, errorNotice(def, run), def.To, def.Agent, "schedule:"+def.Name)
+		if err != nil {
+			log.Error("enqueue schedule error notice", "err", err)
+		} else {
+			run.ErrorNoticeID = id
+		}
+	}
+	s.record(run)
+	return run
+}
+
+type attemptResult struct {
+	envID, contextID, taskID string
+	err                      error
+}
+
+// attempt starts the turn, waits for it within the schedule's timeout and
+// enqueues its result. An agent call that ignores its context is abandoned
+// AbandonAfter past the timeout, so that one stuck agent cannot hold its
+// schedule for ever.
+func (s *Scheduler) attempt(ctx context.Context, def Definition, run store.ScheduleRun) (envID, contextID, taskID string, err error) {
+	contextID = def.Session
+	if contextID == "" {
+		contextID = fmt.Sprintf("beachd-%s-%d-%d", def.Name, run.Slot.UnixNano(), run.Attempts)
+		if run.Trigger == store.TriggerManual {
+			contextID += "-manual"
+		}
+	}
+	actx, cancel := context.WithTimeout(ctx, def.Timeout)
+	defer cancel()
+	ch := make(chan attemptResult, 1)
+	go func() {
+		var r attemptResult
+		defer func() {
+			if p := recover(); p != nil {
+				s.log.Error("schedule attempt panicked", "schedule", def.Name, "panic", p, "stack", string(debug.Stack()))
+				r.err = fmt.Errorf("panic: %v", p)
+			}
+			ch <- r
+		}()
+		r = s.turn(actx, def, run, contextID)
+	}()
+	t := time.NewTimer(def.Timeout + s.cfg.AbandonAfter)
+	defer t.Stop()
+	var r attemptResult
+	select {
+	case r = <-ch:
+	case <-t.C:
+		return "", contextID, "", fmt.Errorf("%w after %s (the agent call did not return; abandoned)", ErrTimeout, def.Timeout)
+	}
+	if r.contextID == "" {
+		r.contextID = contextID
+	}
+	if r.err != nil && errors.Is(r.err, context.DeadlineExceeded) && ctx.Err() == nil {
+		r.err = fmt.Errorf("%w after %s: %v", ErrTimeout, def.Timeout, r.err)
+	}
+	return r.envID, r.contextID, r.taskID, r.err
+}
+
+func (s *Scheduler) turn(ctx context.Context, def Definition, run store.ScheduleRun, contextID string) attemptResult {
+	var r attemptResult
+	t, err := s.agents.StartTurn(ctx, def.Agent, def.Message, contextID)
+	if err != nil {
+		r.err = fmt.Errorf("start turn: %w", err)
+		return r
+	}
+	if t == nil {
+		r.err = fmt.Errorf("start turn: %w (no turn)", ErrNoResult)
+		return r
+	}
+	r.contextID, r.taskID = t.ContextID, t.TaskID
+	env, err := s.agents.WaitTurn(ctx, def.Agent, t, s.cfg.Poll)
+	if err != nil {
+		r.err = fmt.Errorf("wait for turn: %w", err)
+		return r
+	}
+	if env == nil || len(env.Parts) == 0 {
+		r.err = ErrNoResult
+		return r
+	}
+	if env.Meta.FinalizedBy == "error" {
+		text := ""
+		for _, p := range env.Parts {
+			if p.Text != nil {
+				text += " " + *p.Text
+			}
+		}
+		r.err = fmt.Errorf("%w:%s", ErrAgentFailed, text)
+		if text == "" {
+			r.err = ErrAgentFailed
+		}
+		return r
+	}
+	m := &env.Meta
+	if m.SessionID == "" {
+		m.SessionID = firstNonEmpty(r.contextID, contextID)
+	}
+	if m.TurnID == "" {
+		m.TurnID = firstNonEmpty(r.taskID, run.ID())
+	}
+	if m.ProducedAt.IsZero() {
+		m.ProducedAt = s.cfg.Now().UTC()
+	}
+	if m.FinalizedBy == "" {
+		m.FinalizedBy = "complete"
+	}
+	if env.Role == "" {
+		env.Role = "agent"
+	}
+	id, err := s.enq.Enqueue(ctx, env, def.To, def.Agent, "schedule:"+def.Name)
+	if err != nil {
+		r.err = fmt.Errorf("enqueue result: %w", err)
+		return r
+	}
+	r.envID = id
+	return r
+}
+
+// errorNotice is the envelope delivered when a run fails for good: one
+// `error` part saying which schedule, which slot and why.
+func errorNotice(def Definition, run store.ScheduleRun) *envelope.Envelope {
+	slot := run.Slot
+	text := fmt.Sprintf("The scheduled run %q for %s failed after %d attempt(s): %s",
+		def.Name, slot.UTC().Format(time.RFC3339), run.Attempts, run.Reason)
+	session := run.ContextID
+	if session == "" {
+		session = "schedule:" + def.Name
+	}
+	return &envelope.Envelope{
+		Role:  "agent",
+		Parts: []envelope.Part{{Text: &text, Metadata: map[string]any{"partType": envelope.PartError}}},
+		Meta: envelope.Meta{SessionID: session, TurnID: run.ID(), ProducedAt: run.FinishedAt.UTC(),
+			FinalizedBy: "error"},
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+func truncate(s string) string {
+	s = strings.TrimSpace(s)
+	if len(s) <= maxReason {
+		return s
+	}
+	cut := maxReason
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}

@@ -1,0 +1,522 @@
+package schedule
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/cool-ai/beachd/agent"
+	"github.com/cool-ai/beachd/envelope"
+	"github.com/cool-ai/beachd/store"
+)
+
+// Agents is the part of agent.Client the scheduler uses: start a turn, wait
+// for it to settle.
+type Agents interface {
+	StartTurn(ctx context.Context, agentName, text, contextID string) (*agent.Turn, error)
+	WaitTurn(ctx context.Context, agentName string, turn *agent.Turn, poll time.Duration) (*envelope.Envelope, error)
+}
+
+var _ Agents = (*agent.Client)(nil)
+
+// Enqueuer stores a result envelope and its deliveries (api.Ingester does).
+// It returns the envelope id.
+type Enqueuer interface {
+	Enqueue(ctx context.Context, env *envelope.Envelope, to []envelope.Recipient, agent, source string) (string, error)
+}
+
+// Config configures a Scheduler. Zero values have the documented defaults.
+type Config struct {
+	Schedules []Definition
+	// Agents are the configured agent names schedules may use; nil skips
+	// the check.
+	Agents map[string]bool
+	// DefaultZone is the zone of specs that name none; nil means time.Local.
+	DefaultZone *time.Location
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+	// Grace is how late a slot may be noticed and still count as on time
+	// rather than missed; default 1 minute.
+	Grace time.Duration
+	// MaxSleep bounds the wait between two looks at the clock, so that a
+	// wall-clock step is noticed within it; default 30s.
+	MaxSleep time.Duration
+	// Poll is how often a running turn's task is polled; default 1s.
+	Poll time.Duration
+	// ShutdownWait bounds how long Run waits for runs in progress to record
+	// their interruption when ctx ends; default 10s.
+	ShutdownWait time.Duration
+	// AbandonAfter is how long past its timeout an attempt whose agent call
+	// ignores cancellation is waited for before it is abandoned; default 5s.
+	AbandonAfter time.Duration
+	// Log receives the scheduler's log; default discard.
+	Log *slog.Logger
+	// Metrics is where the per-schedule metrics are registered; nil: none.
+	Metrics prometheus.Registerer
+}
+
+// Scheduler fires the configured schedules. Build it with New, run it with
+// Run; List and RunNow may be called from any goroutine.
+type Scheduler struct {
+	cfg    Config
+	db     *store.DB
+	agents Agents
+	enq    Enqueuer
+	log    *slog.Logger
+	m      *metrics
+	jobs   []*job
+	byName map[string]*job
+	wake   chan struct{}
+	wg     sync.WaitGroup
+
+	mu   sync.Mutex
+	base context.Context // Run's context while Run is active
+}
+
+// job is one schedule's live state. Fields below def/spec are guarded by
+// Scheduler.mu.
+type job struct {
+	def  Definition
+	spec *Spec
+
+	loaded  bool
+	cursor  time.Time // mirror of the stored cursor
+	retryAt time.Time // after a store error, do not look before this
+	running bool
+	current store.ScheduleRun
+	queued  *store.ScheduleRun
+}
+
+// New checks the definitions and builds a Scheduler. It starts nothing.
+// A bad definition is a *ConfigError naming the schedule and key.
+func New(cfg Config, db *store.DB, agents Agents, enq Enqueuer) (*Scheduler, error) {
+	if db == nil || agents == nil || enq == nil {
+		return nil, errors.New("schedule: db, agents and enqueuer are required")
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Grace <= 0 {
+		cfg.Grace = time.Minute
+	}
+	if cfg.MaxSleep <= 0 {
+		cfg.MaxSleep = 30 * time.Second
+	}
+	if cfg.Poll <= 0 {
+		cfg.Poll = time.Second
+	}
+	if cfg.ShutdownWait <= 0 {
+		cfg.ShutdownWait = 10 * time.Second
+	}
+	if cfg.AbandonAfter <= 0 {
+		cfg.AbandonAfter = 5 * time.Second
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	specs, err := Check(cfg.Schedules, CheckOptions{Agents: cfg.Agents, DefaultZone: cfg.DefaultZone, Now: cfg.Now()})
+	if err != nil {
+		return nil, err
+	}
+	m, err := newMetrics(cfg.Metrics)
+	if err != nil {
+		return nil, err
+	}
+	s := &Scheduler{cfg: cfg, db: db, agents: agents, enq: enq, log: cfg.Log, m: m,
+		byName: map[string]*job{}, wake: make(chan struct{}, 1)}
+	for i, d := range cfg.Schedules {
+		j := &job{def: d.withDefaults(), spec: specs[i]}
+		s.jobs = append(s.jobs, j)
+		s.byName[d.Name] = j
+	}
+	slices.SortFunc(s.jobs, func(a, b *job) int {
+		switch {
+		case a.def.Name < b.def.Name:
+			return -1
+		case a.def.Name > b.def.Name:
+			return 1
+		}
+		return 0
+	})
+	return s, nil
+}
+
+// Run fires schedules until ctx ends, then waits (up to ShutdownWait) for
+// runs in progress to record their interruption and returns nil. At start it
+// marks runs a previous process left unfinished as failed; their slots stay
+// claimed.
+func (s *Scheduler) Run(ctx context.Context) error {
+	if err := s.begin(ctx); err != nil {
+		return err
+	}
+	defer s.end()
+	for {
+		next := s.tick()
+		d := s.cfg.MaxSleep
+		if !next.IsZero() {
+			if w := next.Sub(s.cfg.Now()); w < d {
+				d = max(w, 0)
+			}
+		}
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+		case <-s.wake:
+			t.Stop()
+		}
+	}
+}
+
+// begin makes the scheduler active: RunNow works from here on.
+func (s *Scheduler) begin(ctx context.Context) error {
+	s.mu.Lock()
+	if s.base != nil {
+		s.mu.Unlock()
+		return errors.New("schedule: Run is already active")
+	}
+	s.base = ctx
+	s.mu.Unlock()
+	now := s.cfg.Now()
+	runs, err := s.db.InterruptScheduleRuns(ctx, now, "interrupted: beachd stopped before the run finished")
+	if err != nil {
+		s.mu.Lock()
+		s.base = nil
+		s.mu.Unlock()
+		return fmt.Errorf("recover schedule runs: %w", err)
+	}
+	for _, r := range runs {
+		s.log.Warn("schedule run interrupted by a restart", "schedule", r.Schedule, "run_id", r.ID(), "slot", r.Slot)
+		s.m.runs.WithLabelValues(r.Schedule, store.RunFailed).Inc()
+	}
+	return nil
+}
+
+// end waits for runs in progress (bounded) and makes the scheduler inactive.
+func (s *Scheduler) end() {
+	done := make(chan struct{})
+	go func() {
+		s.wg.Wait()
+		close(done)
+	}()
+	t := time.NewTimer(s.cfg.ShutdownWait)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		s.log.Warn("schedule runs still in progress at shutdown; they are recorded as interrupted at the next start")
+	}
+	s.mu.Lock()
+	s.base = nil
+	s.mu.Unlock()
+}
+
+// tick looks at every enabled schedule once and returns the earliest instant
+// something is due (zero: nothing ever).
+func (s *Scheduler) tick() time.Time {
+	now := s.cfg.Now()
+	var next time.Time
+	for _, j := range s.jobs {
+		if j.def.Disabled {
+			continue
+		}
+		n := s.tickJob(j, now)
+		if !n.IsZero() && (next.IsZero() || n.Before(next)) {
+			next = n
+		}
+	}
+	return next
+}
+
+// storeRetry is the pause after a store error before a schedule is looked at
+// again.
+const storeRetry = 5 * time.Second
+
+func (s *Scheduler) tickJob(j *job, now time.Time) time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	name := j.def.Name
+	if now.Before(j.retryAt) {
+		return j.retryAt
+	}
+	if !j.loaded {
+		st, err := s.db.InitScheduleState(context.Background(), name, now)
+		if err != nil {
+			s.log.Error("load schedule state", "schedule", name, "err", err)
+			j.retryAt = now.Add(storeRetry)
+			return j.retryAt
+		}
+		j.cursor, j.loaded = st.Cursor, true
+	}
+	first := j.spec.Next(j.cursor)
+	if first.IsZero() {
+		return time.Time{}
+	}
+	if first.After(now) {
+		s.m.nextRun.WithLabelValues(name).Set(float64(first.Unix()))
+		return first
+	}
+	latest := j.spec.Latest(j.cursor, now)
+	if latest.IsZero() {
+		latest = first
+	}
+	run := store.ScheduleRun{Schedule: name, Slot: latest, Trigger: store.TriggerCron, ClaimedAt: now}
+	if now.Sub(latest) > s.cfg.Grace {
+		// Every due slot is stale: beachd was down, or the clock jumped.
+		if j.def.CatchUp == CatchUpSkip {
+			run.State = store.RunMissed
+			run.FinishedAt = now
+			run.Reason = "missed while beachd was not running (catch_up: skip)"
+			if !first.Equal(latest) {
+				run.Reason = fmt.Sprintf("missed, with every slot since %s, while beachd was not running (catch_up: skip)",
+					first.UTC().Format(time.RFC3339))
+			}
+			if s.claim(j, run, now) {
+				s.log.Info("schedule slot missed", "schedule", name, "slot", latest, "first_missed", first)
+				s.m.runs.WithLabelValues(name, store.RunMissed).Inc()
+			}
+			return s.nextAfterCursor(j, now)
+		}
+		run.Trigger = store.TriggerCatchUp
+	} else if !first.Equal(latest) {
+		s.log.Info("schedule slots passed unobserved; firing the latest", "schedule", name, "first", first, "slot", latest)
+	}
+	s.fire(j, run, now)
+	return s.nextAfterCursor(j, now)
+}
+
+func (s *Scheduler) nextAfterCursor(j *job, now time.Time) time.Time {
+	if now.Before(j.retryAt) {
+		return j.retryAt
+	}
+	n := j.spec.Next(j.cursor)
+	if !n.IsZero() {
+		s.m.nextRun.WithLabelValues(j.def.Name).Set(float64(n.Unix()))
+	}
+	return n
+}
+
+// fire applies the overlap policy to a due slot and claims it. Called with
+// s.mu held.
+func (s *Scheduler) fire(j *job, run store.ScheduleRun, now time.Time) {
+	switch {
+	case !j.running:
+		run.State = store.RunRunning
+		run.StartedAt = now
+	case j.def.Overlap == OverlapQueue && j.queued == nil:
+		run.State = store.RunQueued
+		run.Reason = fmt.Sprintf("waiting for the run %s (overlap: queue)", j.current.ID())
+	case j.def.Overlap == OverlapQueue:
+		run.State = store.RunSkipped
+		run.FinishedAt = now
+		run.Reason = fmt.Sprintf("overlap: the run %s is in progress and another is already queued", j.current.ID())
+	default:
+		run.State = store.RunSkipped
+		run.FinishedAt = now
+		run.Reason = fmt.Sprintf("overlap: the run %s is still in progress (overlap: skip)", j.current.ID())
+	}
+	if !s.claim(j, run, now) {
+		return
+	}
+	switch run.State {
+	case store.RunRunning:
+		s.launch(s.base, j, run)
+	case store.RunQueued:
+		q := run
+		j.queued = &q
+		s.log.Info("schedule slot queued behind the running one", "schedule", run.Schedule, "slot", run.Slot)
+	case store.RunSkipped:
+		s.log.Warn("schedule slot skipped", "schedule", run.Schedule, "slot", run.Slot, "reason", run.Reason)
+		s.m.runs.WithLabelValues(run.Schedule, store.RunSkipped).Inc()
+	}
+}
+
+// claim records run durably, moving the cursor; false when the slot was
+// taken (then the cursor is re-read) or the store failed. Called with s.mu
+// held.
+func (s *Scheduler) claim(j *job, run store.ScheduleRun, now time.Time) bool {
+	st, err := s.db.ClaimScheduleSlot(context.Background(), run)
+	switch {
+	case err == nil:
+		j.cursor = st.Cursor
+		return true
+	case errors.Is(err, store.ErrSlotTaken):
+		// Someone (an earlier life of this process) had it. Never fire it.
+		s.log.Warn("schedule slot already claimed; not firing it again", "schedule", run.Schedule, "slot", run.Slot)
+		if stored, ok, err := s.db.ScheduleState(context.Background(), run.Schedule); err == nil && ok && stored.Cursor.After(j.cursor) {
+			j.cursor = stored.Cursor
+		}
+		if !j.cursor.After(run.Slot) {
+			j.cursor = run.Slot
+		}
+		return false
+	default:
+		s.log.Error("claim schedule slot", "schedule", run.Schedule, "slot", run.Slot, "err", err)
+		j.retryAt = now.Add(storeRetry)
+		return false
+	}
+}
+
+// launch starts run in its own goroutine. Called with s.mu held.
+func (s *Scheduler) launch(ctx context.Context, j *job, run store.ScheduleRun) {
+	j.running = true
+	j.current = run
+	s.m.running.WithLabelValues(run.Schedule).Set(1)
+	s.wg.Add(1)
+	go s.execute(ctx, j, run)
+}
+
+func (s *Scheduler) execute(ctx context.Context, j *job, run store.ScheduleRun) {
+	defer s.wg.Done()
+	s.perform(ctx, j.def, run)
+	s.finish(ctx, j)
+}
+
+// finish ends a run: the queued slot, if any, starts now.
+func (s *Scheduler) finish(ctx context.Context, j *job) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q := j.queued
+	j.queued = nil
+	if q == nil {
+		j.running = false
+		s.m.running.WithLabelValues(j.def.Name).Set(0)
+		return
+	}
+	now := s.cfg.Now()
+	if ctx.Err() != nil {
+		q.State, q.FinishedAt = store.RunFailed, now
+		q.Reason = "interrupted: beachd stopped before the run started"
+		s.record(*q)
+		s.m.runs.WithLabelValues(q.Schedule, store.RunFailed).Inc()
+		j.running = false
+		s.m.running.WithLabelValues(j.def.Name).Set(0)
+		return
+	}
+	q.State, q.StartedAt, q.Reason = store.RunRunning, now, ""
+	s.record(*q)
+	s.launch(ctx, j, *q)
+}
+
+// record rewrites a run, logging a store failure (the run goes on).
+func (s *Scheduler) record(run store.ScheduleRun) {
+	if err := s.db.UpdateScheduleRun(context.Background(), run); err != nil {
+		s.log.Error("record schedule run", "schedule", run.Schedule, "run_id", run.ID(), "err", err)
+	}
+}
+
+// RunNow fires the schedule at once (a manual run, which takes no cron
+// slot) and returns the claimed run; the turn goes on in the background.
+// It fails with ErrBusy while the schedule has a run in progress.
+func (s *Scheduler) RunNow(ctx context.Context, name string) (store.ScheduleRun, error) {
+	j, ok := s.byName[name]
+	if !ok {
+		return store.ScheduleRun{}, fmt.Errorf("%q: %w", name, ErrUnknownSchedule)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.base == nil || s.base.Err() != nil {
+		return store.ScheduleRun{}, ErrNotRunning
+	}
+	if j.running {
+		return store.ScheduleRun{}, fmt.Errorf("%q: %w (%s)", name, ErrBusy, j.current.ID())
+	}
+	now := s.cfg.Now()
+	run := store.ScheduleRun{Schedule: name, Slot: now, Trigger: store.TriggerManual, State: store.RunRunning,
+		ClaimedAt: now, StartedAt: now}
+	if _, err := s.db.ClaimScheduleSlot(ctx, run); err != nil {
+		if errors.Is(err, store.ErrSlotTaken) {
+			return store.ScheduleRun{}, fmt.Errorf("%q: %w (a manual run started at this instant)", name, ErrBusy)
+		}
+		return store.ScheduleRun{}, fmt.Errorf("run %s now: %w", name, err)
+	}
+	s.log.Info("schedule run started by hand", "schedule", name, "run_id", run.ID())
+	s.launch(s.base, j, run)
+	return run, nil
+}
+
+// Status is what List says about a schedule.
+type Status struct {
+	Name     string `json:"name"`
+	Cron     string `json:"cron"`
+	TimeZone string `json:"timeZone,omitempty"`
+	Agent    string `json:"agent"`
+	Enabled  bool   `json:"enabled"`
+	CatchUp  string `json:"catchUp"`
+	Overlap  string `json:"overlap"`
+	Running  bool   `json:"running"`
+	// Next is the next slot (none for a disabled schedule).
+	Next time.Time `json:"next,omitzero"`
+	// Last is the latest run record (of any state); LastOutcome the state of
+	// the latest finished one.
+	Last        *store.ScheduleRun  `json:"last,omitempty"`
+	LastOutcome string              `json:"lastOutcome,omitempty"`
+	Recent      []store.ScheduleRun `json:"recent"`
+}
+
+// recentRuns is how many runs List returns per schedule.
+const recentRuns = 10
+
+// List returns every schedule with its next slot and recent runs, by name.
+func (s *Scheduler) List(ctx context.Context) ([]Status, error) {
+	now := s.cfg.Now()
+	out := make([]Status, 0, len(s.jobs))
+	for _, j := range s.jobs {
+		st := Status{Name: j.def.Name, Cron: j.def.Cron, TimeZone: j.def.TimeZone, Agent: j.def.Agent,
+			Enabled: !j.def.Disabled, CatchUp: j.def.CatchUp, Overlap: j.def.Overlap}
+		if st.TimeZone == "" && j.spec.Location != nil {
+			st.TimeZone = j.spec.Location.String()
+		}
+		s.mu.Lock()
+		st.Running = j.running
+		cursor := j.cursor
+		s.mu.Unlock()
+		if !j.def.Disabled {
+			n := time.Time{}
+			if !cursor.IsZero() {
+				n = j.spec.Next(cursor)
+			}
+			if n.IsZero() || now.Sub(n) > s.cfg.Grace {
+				n = j.spec.Next(now)
+			}
+			st.Next = n
+		}
+		runs, err := s.db.ScheduleRuns(ctx, j.def.Name, recentRuns)
+		if err != nil {
+			return nil, fmt.Errorf("list schedules: %w", err)
+		}
+		st.Recent = runs
+		if st.Recent == nil {
+			st.Recent = []store.ScheduleRun{}
+		}
+		if len(runs) > 0 {
+			last := runs[0]
+			st.Last = &last
+		}
+		for _, r := range runs {
+			if r.Finished() {
+				st.LastOutcome = r.State
+				break
+			}
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+// Wake makes Run look at the clock now (tests, and after a clock step).
+func (s *Scheduler) Wake() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
