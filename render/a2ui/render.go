@@ -1,0 +1,467 @@
+package a2ui
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// Options tune a rendering. The zero value is usable.
+type Options struct {
+	// MaxOutputBytes bounds each of Result.Text and Result.HTML. Zero means
+	// 256 KiB. Past the bound the output is cut and ends with a note.
+	MaxOutputBytes int
+	// Now is the reference time for relative values (the now() function,
+	// time-only inputs). Zero means the Unix epoch, so output stays
+	// deterministic; callers pass their injected clock.
+	Now time.Time
+	// Locale selects number, currency and plural rules ("en" default; "de",
+	// "fr", "es", "it", "nl", "pt", "ru", "pl", "ar", "ja" ... by language).
+	// Month and day names are English in every locale.
+	Locale string
+	// TimeZone is where dates are shown. Nil means UTC.
+	TimeZone *time.Location
+	// TextWidth is the column at which Result.Text wraps. Zero means 72.
+	TextWidth int
+}
+
+// Result is a rendering of every surface in the input.
+type Result struct {
+	Text, HTML string
+	// Title is the first h1/h2 text, or "", as an email subject fallback.
+	Title string
+	// Texts lists every visible string the HTML shows, in order.
+	Texts []string
+	// Warnings says what could not be rendered and why.
+	Warnings []string
+}
+
+const (
+	defaultMaxOutput = 256 << 10
+	defaultTextWidth = 72
+	minTextWidth     = 20
+	maxTextWidth     = 200
+
+	maxInputBytes      = 8 << 20 // larger inputs are refused with a warning
+	maxDepth           = 64      // component nesting bound
+	maxComponents      = 2000    // components kept per surface
+	maxNodes           = 10000   // rendered component instances per Render
+	maxTemplateItems   = 1000    // items instantiated per list template
+	maxSurfaces        = 50      // surfaces rendered per Render
+	maxMessages        = 10000   // messages replayed per Render
+	maxWarnings        = 100     // warnings kept
+	maxEvalDepth       = 32      // nested function calls / interpolations
+	maxPointerTokens   = 64      // JSON Pointer segments
+	maxRegexLen        = 1000    // regex() pattern length
+	unreadableFallback = "(surface could not be read)"
+)
+
+// Render renders every surface in data. It never fails: bad input yields
+// warnings and as much output as can be recovered.
+func Render(data json.RawMessage, opt Options) (res Result) {
+	defer func() {
+		if p := recover(); p != nil {
+			// A bug of ours must not fail a delivery; the fuzz test calls
+			// render directly so that such bugs are still found.
+			res = Result{
+				Text:     unreadableFallback,
+				HTML:     "<p>" + unreadableFallback + "</p>",
+				Warnings: []string{fmt.Sprintf("internal error while rendering the surface: %v", p)},
+			}
+		}
+	}()
+	return render(data, opt)
+}
+
+func (o Options) withDefaults() Options {
+	if o.MaxOutputBytes <= 0 {
+		o.MaxOutputBytes = defaultMaxOutput
+	}
+	if o.TimeZone == nil {
+		o.TimeZone = time.UTC
+	}
+	if o.Now.IsZero() {
+		o.Now = time.Unix(0, 0)
+	}
+	if o.Locale == "" {
+		o.Locale = "en"
+	}
+	if o.TextWidth <= 0 {
+		o.TextWidth = defaultTextWidth
+	}
+	o.TextWidth = max(minTextWidth, min(o.TextWidth, maxTextWidth))
+	return o
+}
+
+// renderer holds the state of one Render call.
+type renderer struct {
+	opt      Options
+	loc      locale
+	warnings []string
+	seenWarn map[string]bool
+	surfaces map[string]*surface
+	order    []string
+	nodes    int // component instances built so far, across surfaces
+}
+
+func (r *renderer) warn(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	if r.seenWarn[msg] {
+		return
+	}
+	r.seenWarn[msg] = true
+	if len(r.warnings) < maxWarnings {
+		r.warnings = append(r.warnings, msg)
+	} else if len(r.warnings) == maxWarnings {
+		r.warnings = append(r.warnings, "more warnings were dropped")
+	}
+}
+
+func render(data []byte, opt Options) Result {
+	opt = opt.withDefaults()
+	r := &renderer{
+		opt:      opt,
+		loc:      lookupLocale(opt.Locale),
+		seenWarn: map[string]bool{},
+		surfaces: map[string]*surface{},
+	}
+	if len(data) > maxInputBytes {
+		r.warn("surface data is %d bytes, over the %d byte limit", len(data), maxInputBytes)
+		return r.unreadable()
+	}
+	msgs, ok := r.readMessages(data)
+	if !ok {
+		return r.unreadable()
+	}
+	for _, m := range msgs {
+		r.apply(m)
+	}
+	return r.output()
+}
+
+func (r *renderer) unreadable() Result {
+	return Result{
+		Text:     unreadableFallback,
+		HTML:     `<p style="margin:0;color:#5f6368;font-family:Arial,Helvetica,sans-serif;font-size:14px">` + unreadableFallback + `</p>`,
+		Warnings: r.warnings,
+	}
+}
+
+var messageKeys = []string{"createSurface", "updateComponents", "updateDataModel", "deleteSurface", "watchDataModel"}
+
+func isMessage(m map[string]any) bool {
+	for _, k := range messageKeys {
+		if _, ok := m[k]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// readMessages decodes data as one or more JSON values (a JSONL stream is
+// several) and flattens them to A2UI messages. ok is false when nothing at
+// all could be decoded.
+func (r *renderer) readMessages(data []byte) (msgs []map[string]any, ok bool) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	decoded := 0
+	for {
+		var v any
+		err := dec.Decode(&v)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			r.warn("surface data is not valid JSON: %v", err)
+			break
+		}
+		decoded++
+		r.flatten(v, 0, &msgs)
+		if len(msgs) >= maxMessages {
+			r.warn("more than %d messages; the rest were ignored", maxMessages)
+			msgs = msgs[:maxMessages]
+			break
+		}
+	}
+	if decoded == 0 {
+		if len(bytes.TrimSpace(data)) == 0 {
+			r.warn("surface data is empty")
+		}
+		return nil, false
+	}
+	if len(msgs) == 0 {
+		r.warn("surface data holds no A2UI messages (createSurface, updateComponents, updateDataModel)")
+		return nil, false
+	}
+	return msgs, true
+}
+
+func (r *renderer) flatten(v any, depth int, out *[]map[string]any) {
+	if depth > 4 {
+		return
+	}
+	switch t := v.(type) {
+	case []any:
+		for _, e := range t {
+			r.flatten(e, depth+1, out)
+		}
+	case map[string]any:
+		switch {
+		case isMessage(t):
+			*out = append(*out, t)
+		case t["messages"] != nil:
+			r.flatten(t["messages"], depth+1, out)
+		case t["data"] != nil:
+			r.flatten(t["data"], depth+1, out)
+		default:
+			r.warn("ignored an object that is not an A2UI message")
+		}
+	default:
+		r.warn("ignored a %s where an A2UI message was expected", jsonKind(v))
+	}
+}
+
+// apply replays one message (or one combined object) into the surfaces.
+func (r *renderer) apply(m map[string]any) {
+	if v, ok := m["version"]; ok {
+		if s, _ := v.(string); s != "v0.9" {
+			r.warn("message version %s; rendered as v0.9", compactJSON(v, 40))
+		}
+	}
+	if v, ok := m["createSurface"]; ok {
+		r.createSurface(v)
+	}
+	if v, ok := m["updateDataModel"]; ok {
+		r.updateDataModel(v)
+	}
+	if v, ok := m["updateComponents"]; ok {
+		r.updateComponents(v)
+	}
+	if v, ok := m["deleteSurface"]; ok {
+		body, _ := v.(map[string]any)
+		id := str(body["surfaceId"])
+		if s := r.surfaces[id]; s != nil && !s.deleted {
+			s.deleted = true
+			r.warn("surface %q was deleted; it is not shown", id)
+		}
+	}
+}
+
+func (r *renderer) surface(body any, create bool) *surface {
+	b, _ := body.(map[string]any)
+	id := str(b["surfaceId"])
+	s := r.surfaces[id]
+	if s != nil && s.deleted {
+		if !create {
+			r.warn("update for deleted surface %q ignored", id)
+			return nil
+		}
+		s = nil
+	}
+	if s == nil {
+		if len(r.order) >= maxSurfaces {
+			r.warn("more than %d surfaces; the rest were ignored", maxSurfaces)
+			return nil
+		}
+		s = &surface{id: id, comps: map[string]map[string]any{}}
+		if _, seen := r.surfaces[id]; !seen {
+			r.order = append(r.order, id)
+		}
+		r.surfaces[id] = s
+	}
+	return s
+}
+
+func (r *renderer) createSurface(body any) {
+	s := r.surface(body, true)
+	if s == nil {
+		return
+	}
+	b, _ := body.(map[string]any)
+	s.catalogID = str(b["catalogId"])
+	if s.catalogID != "" && !strings.Contains(s.catalogID, "basic") && !strings.Contains(s.catalogID, "standard") {
+		r.warn("surface %q uses catalog %q; components outside the basic catalog are rendered as best we can", s.id, s.catalogID)
+	}
+	if th, ok := b["theme"].(map[string]any); ok {
+		s.theme = th
+	}
+}
+
+func (r *renderer) updateComponents(body any) {
+	s := r.surface(body, false)
+	if s == nil {
+		return
+	}
+	b, _ := body.(map[string]any)
+	list, ok := b["components"].([]any)
+	if !ok {
+		r.warn("updateComponents for surface %q has no components list", s.id)
+		return
+	}
+	for _, c := range list {
+		comp, ok := normalizeComponent(c)
+		if !ok {
+			r.warn("surface %q: ignored a component without an id", s.id)
+			continue
+		}
+		id := str(comp["id"])
+		if _, exists := s.comps[id]; !exists {
+			if len(s.order) >= maxComponents {
+				r.warn("surface %q has more than %d components; the rest were ignored", s.id, maxComponents)
+				return
+			}
+			s.order = append(s.order, id)
+		}
+		s.comps[id] = comp
+	}
+}
+
+// normalizeComponent accepts the v0.9 shape {"id", "component": "Text", ...}
+// and the older {"id", "component": {"Text": {...}}} shape.
+func normalizeComponent(c any) (map[string]any, bool) {
+	m, ok := c.(map[string]any)
+	if !ok {
+		return nil, false
+	}
+	id, ok := m["id"].(string)
+	if !ok || id == "" {
+		return nil, false
+	}
+	if inner, ok := m["component"].(map[string]any); ok && len(inner) == 1 {
+		for typ, props := range inner {
+			out := map[string]any{"id": id, "component": typ}
+			if p, ok := props.(map[string]any); ok {
+				for k, v := range p {
+					if k != "id" && k != "component" {
+						out[k] = v
+					}
+				}
+			}
+			if w, ok := m["weight"]; ok {
+				out["weight"] = w
+			}
+			return out, true
+		}
+	}
+	return m, true
+}
+
+func (r *renderer) updateDataModel(body any) {
+	s := r.surface(body, false)
+	if s == nil {
+		return
+	}
+	b, _ := body.(map[string]any)
+	if ups, ok := b["updates"].([]any); ok {
+		for _, u := range ups {
+			um, _ := u.(map[string]any)
+			if um == nil {
+				continue
+			}
+			r.setData(s, um)
+		}
+		return
+	}
+	r.setData(s, b)
+}
+
+func (r *renderer) setData(s *surface, u map[string]any) {
+	path := "/"
+	if p, ok := u["path"].(string); ok {
+		path = p
+	}
+	val, has := u["value"]
+	if !has {
+		if c, ok := u["contents"]; ok { // older name
+			val, has = c, true
+		}
+	}
+	nd, err := setPointer(s.data, path, val, !has)
+	if err != nil {
+		r.warn("surface %q: data update at %q: %v", s.id, path, err)
+		return
+	}
+	s.data = nd
+}
+
+// output lays out every live surface and assembles the Result.
+func (r *renderer) output() Result {
+	var texts []string
+	var textParts []string
+	hw := newHTMLWriter(r.opt.MaxOutputBytes)
+	title := ""
+	live := 0
+	for _, id := range r.order {
+		s := r.surfaces[id]
+		if s == nil || s.deleted {
+			continue
+		}
+		live++
+		roots := r.buildSurface(s)
+		if title == "" {
+			title = findTitle(roots)
+		}
+		textParts = append(textParts, r.textSurface(s, roots))
+		r.htmlSurface(hw, s, roots)
+	}
+	res := Result{Title: title, Warnings: r.warnings}
+	if live == 0 {
+		return res
+	}
+	res.HTML, texts = hw.finish()
+	res.Texts = texts
+	res.Text = truncateText(joinBlocks(textParts), r.opt.MaxOutputBytes)
+	if strings.TrimSpace(res.Text) == "" {
+		res.Text = "(the surface has nothing to show)"
+	}
+	res.Warnings = r.warnings
+	return res
+}
+
+func joinBlocks(parts []string) string {
+	var out []string
+	for _, p := range parts {
+		if strings.TrimSpace(p) != "" {
+			out = append(out, strings.TrimRight(p, "\n"))
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return strings.Join(out, "\n\n") + "\n"
+}
+
+const textTruncNote = "\n[… output truncated]\n"
+
+// truncateText cuts s at a line boundary so that, with the note, it fits in
+// limit bytes.
+func truncateText(s string, limit int) string {
+	if len(s) <= limit {
+		return s
+	}
+	cut := limit - len(textTruncNote)
+	if cut <= 0 {
+		return cutUTF8(s, limit)
+	}
+	head := cutUTF8(s, cut)
+	if i := strings.LastIndexByte(head, '\n'); i > 0 {
+		head = head[:i]
+	}
+	return head + textTruncNote
+}
+
+// cutUTF8 returns the longest prefix of s of at most n bytes that does not
+// split a UTF-8 sequence.
+func cutUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && n < len(s) && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n]
+}
