@@ -57,4 +57,8 @@ type FetchedArtifact struct {
 	// Note explains why an artifact became a link instead (too big, slow,
 	// wrong type); empty when Bytes are present.
 	Note string
+	// URL is where a recipient can fetch the artifact: its public URI, or
+	// beachd's short-lived signed link (public_url + token) when it has none.
+	// Used for SMS and WhatsApp, and in email when Bytes are absent.
+	URL string
 }

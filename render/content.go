@@ -1,0 +1,484 @@
+package render
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"path"
+	"sort"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/cool-ai/beachd/envelope"
+)
+
+// content is what one channel makes of an envelope before templates run.
+type content struct {
+	view        View
+	attachments []Attachment
+	mediaURLs   []string
+	warnings    []string
+	textSrc     string // the Markdown-ish source of view.Text
+	// texts lists every surface text (a2ui Result.Texts), for tests.
+	surfaceTexts []string
+}
+
+func (c *content) warnf(format string, args ...any) {
+	c.warnings = append(c.warnings, fmt.Sprintf(format, args...))
+}
+
+// build filters the envelope for channel and turns each part into view
+// material, following DESIGN.md §3.
+func (r *Renderer) build(in *Input, channel string) (*content, error) {
+	if in.Envelope == nil {
+		return nil, ErrNoEnvelope
+	}
+	reg := in.Registry
+	if reg == nil {
+		reg = envelope.NewRegistry()
+	}
+	if in.Now.IsZero() {
+		in.Now = in.Envelope.Meta.ProducedAt
+	}
+	var consumes []string
+	if channel == envelope.ChannelWebhook {
+		consumes = in.Consumes
+	}
+	env := reg.Filter(in.Envelope, channel, consumes)
+	c := &content{view: View{Channel: channel, Recipient: in.Recipient, Now: in.Now}}
+
+	fetched := map[string]FetchedArtifact{}
+	for _, f := range in.Artifacts {
+		fetched[f.ArtifactID] = f
+	}
+	handles := map[string]ApprovalHandle{}
+	for _, h := range in.Approvals {
+		handles[h.ApprovalID] = h
+	}
+
+	var texts []string
+	var sawResponse, sawClarify, sawError bool
+	var domainData []envelope.Part
+	for i, p := range env.Parts {
+		switch pt := p.PartType(); pt {
+		case envelope.PartResponse, envelope.PartClarify, envelope.PartError:
+			if t := strings.TrimSpace(p.TextValue()); t != "" {
+				texts = append(texts, t)
+			}
+			sawResponse = sawResponse || pt == envelope.PartResponse
+			sawClarify = sawClarify || pt == envelope.PartClarify
+			sawError = sawError || pt == envelope.PartError
+		case envelope.PartA2UISurface:
+			res := r.renderSurface(p.Data, in)
+			for _, w := range res.Warnings {
+				c.warnf("surface %d: %s", i, w)
+			}
+			if strings.TrimSpace(res.Text) == "" && strings.TrimSpace(res.HTML) == "" {
+				c.warnf("surface %d: rendered nothing", i)
+				continue
+			}
+			c.view.Surfaces = append(c.view.Surfaces, SurfaceView{
+				Title: oneLine(res.Title),
+				Text:  strings.TrimRight(res.Text, "\n "),
+				HTML:  template.HTML(res.HTML), // a2ui guarantees escaped, email-safe HTML
+			})
+			c.surfaceTexts = append(c.surfaceTexts, res.Texts...)
+		case envelope.PartDomainData:
+			domainData = append(domainData, p)
+		case envelope.PartArtifact:
+			var a envelope.Artifact
+			if err := p.DecodeData(&a); err != nil {
+				c.warnf("artifact part %d: %v", i, err)
+				continue
+			}
+			r.addArtifact(c, channel, a, fetched[a.ArtifactID])
+		case envelope.PartCitation:
+			c.view.Citations = append(c.view.Citations, citationOf(p, len(c.view.Citations)+1))
+		case envelope.PartApprovalRequest:
+			var ar envelope.ApprovalRequest
+			if err := p.DecodeData(&ar); err != nil {
+				c.warnf("approval-request part %d: %v", i, err)
+				continue
+			}
+			h, ok := handles[ar.ApprovalID]
+			if !ok {
+				c.warnf("approval %s: no handle for this recipient; shown without a way to answer", ar.ApprovalID)
+			}
+			c.view.Approvals = append(c.view.Approvals, r.approvalView(ar, p, h, ok, channel, in.Now))
+		default:
+			// Consumer types kept on this channel: text is body text, data an
+			// email attachment.
+			if p.Text != nil {
+				if t := strings.TrimSpace(*p.Text); t != "" {
+					texts = append(texts, t)
+				}
+			} else if channel == envelope.ChannelEmail {
+				c.attachJSON(sanitizeFilename(pt)+".json", p.Data)
+			} else {
+				c.warnf("part %d (%s): data dropped on %s", i, pt, channel)
+			}
+		}
+	}
+	if len(domainData) > 0 {
+		switch {
+		case len(c.view.Surfaces) > 0:
+			// shown through the surface
+		case r.cfg.AttachDomainData:
+			for i, p := range domainData {
+				name := "domain-data"
+				if s, _ := p.Metadata["slotKey"].(string); s != "" {
+					name = sanitizeFilename(s)
+				}
+				if len(domainData) > 1 {
+					name += fmt.Sprintf("-%d", i+1)
+				}
+				c.attachJSON(name+".json", p.Data)
+			}
+		default:
+			c.warnf("domain-data not shown: no surface, and attaching domain data is off")
+		}
+	}
+	// Email carries one token per message: the first answerable approval.
+	for i := range c.view.Approvals {
+		a := &c.view.Approvals[i]
+		if a.Token != "" {
+			a.ByReply = true
+			break
+		}
+	}
+
+	switch {
+	case len(c.view.Approvals) > 0:
+		c.view.Kind = KindApprovalRequest
+	case env.Meta.FinalizedBy == "error" || (sawError && !sawResponse):
+		c.view.Kind = KindError
+	case env.Meta.FinalizedBy == "clarifying" || (sawClarify && !sawResponse):
+		c.view.Kind = KindClarification
+	default:
+		c.view.Kind = KindResult
+	}
+	c.textSrc = strings.Join(texts, "\n\n")
+	if channel == envelope.ChannelWhatsApp {
+		c.view.Text = markdownWhatsApp(c.textSrc)
+	} else {
+		c.view.Text = markdownText(c.textSrc)
+	}
+	if channel == envelope.ChannelEmail {
+		c.view.HTML = template.HTML(markdownHTML(c.textSrc))
+	}
+	if c.textSrc == "" && len(c.view.Surfaces) == 0 && len(c.view.Approvals) == 0 &&
+		len(c.view.Artifacts) == 0 && len(c.attachments) == 0 {
+		return nil, ErrEmpty
+	}
+	c.view.DefaultSubject = defaultSubject(c)
+	return c, nil
+}
+
+// Message kinds (template names).
+const (
+	KindResult               = "result"
+	KindClarification        = "clarification"
+	KindError                = "error"
+	KindApprovalRequest      = "approval-request"
+	KindApprovalConfirmation = "approval-confirmation"
+	KindAlreadyDecided       = "already-decided"
+	KindNotUnderstood        = "not-understood"
+)
+
+func (c *content) attachJSON(name string, data json.RawMessage) {
+	var buf bytes.Buffer
+	if json.Indent(&buf, data, "", "  ") != nil {
+		buf.Reset()
+		buf.Write(data)
+	}
+	buf.WriteByte('\n')
+	c.attachments = append(c.attachments, Attachment{Filename: uniqueName(c.attachments, name), MimeType: "application/json", Bytes: buf.Bytes()})
+	c.view.Attached = append(c.view.Attached, c.attachments[len(c.attachments)-1].Filename)
+}
+
+func (r *Renderer) addArtifact(c *content, channel string, a envelope.Artifact, f FetchedArtifact) {
+	name := a.Name
+	if name == "" {
+		name = f.Name
+	}
+	mimeType := a.MimeType
+	if mimeType == "" {
+		mimeType = f.MimeType
+	}
+	if name == "" {
+		name = a.ArtifactID + extensionFor(mimeType)
+	}
+	name = sanitizeFilename(name)
+	size := a.SizeBytes
+	link := f.URL
+	if link == "" && safeURL(a.URI) {
+		link = a.URI
+	}
+	v := ArtifactView{ID: a.ArtifactID, Name: name, MimeType: mimeType, URL: link, Note: f.Note}
+	if channel == envelope.ChannelEmail {
+		b := f.Bytes
+		if b == nil {
+			b = a.Bytes
+		}
+		switch {
+		case b != nil && int64(len(b)) <= r.cfg.MaxAttachmentBytes:
+			name = uniqueName(c.attachments, name)
+			v.Name, v.Attached, v.Note = name, true, ""
+			size = int64(len(b))
+			c.attachments = append(c.attachments, Attachment{Filename: name, MimeType: mimeType, Bytes: b})
+		case b != nil:
+			v.Note = fmt.Sprintf("too large to attach (%s; the limit is %s)", humanSize(int64(len(b))), humanSize(r.cfg.MaxAttachmentBytes))
+			size = int64(len(b))
+		}
+	}
+	if size > 0 {
+		v.Size = humanSize(size)
+	}
+	if !v.Attached && v.URL == "" {
+		if v.Note == "" {
+			v.Note = "not available by link"
+		}
+		c.warnf("artifact %s: neither attached nor linked", a.ArtifactID)
+	}
+	if channel == envelope.ChannelWhatsApp && v.URL != "" && whatsAppMedia(mimeType) {
+		c.mediaURLs = append(c.mediaURLs, v.URL)
+	}
+	c.view.Artifacts = append(c.view.Artifacts, v)
+}
+
+// whatsAppMedia: types WhatsApp shows as media rather than as a link.
+func whatsAppMedia(mimeType string) bool {
+	mt := strings.ToLower(strings.TrimSpace(strings.SplitN(mimeType, ";", 2)[0]))
+	switch {
+	case mt == "image/jpeg", mt == "image/png", mt == "application/pdf",
+		strings.HasPrefix(mt, "audio/"), mt == "video/mp4":
+		return true
+	}
+	return false
+}
+
+func (r *Renderer) approvalView(ar envelope.ApprovalRequest, p envelope.Part, h ApprovalHandle, ok bool, channel string, now time.Time) ApprovalView {
+	if ok && h.Request.ApprovalID != "" {
+		// The approvals package's copy wins: it is what was stored.
+		ar = h.Request
+	}
+	v := ApprovalView{
+		ApprovalID: ar.ApprovalID,
+		Summary:    oneLine(ar.Summary),
+		Tool:       oneLine(ar.ToolName),
+		Handler:    oneLine(ar.Handler),
+		Why:        reasonOf(p),
+	}
+	if v.Summary == "" {
+		v.Summary = "Run " + v.Tool
+	}
+	keys := make([]string, 0, len(ar.Args))
+	for k := range ar.Args {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for i, k := range keys {
+		if i == 12 {
+			v.Args = append(v.Args, Arg{Name: "…", Value: fmt.Sprintf("%d more", len(keys)-12)})
+			break
+		}
+		v.Args = append(v.Args, Arg{Name: truncRunes(oneLine(k), 40), Value: truncRunes(argValue(ar.Args[k]), 160)})
+	}
+	exp := h.ExpiresAt
+	if exp.IsZero() && ar.ExpiresAt != nil {
+		exp = *ar.ExpiresAt
+	}
+	if !exp.IsZero() {
+		v.Expires = exp.In(r.cfg.TimeZone).Format("Mon 2 Jan 2006, 15:04 MST")
+		v.ExpiresIn = relative(exp.Sub(now))
+	}
+	if ok {
+		v.Token, v.Code, v.LinkURL = h.Token, h.Code, h.LinkURL
+		if h.Token != "" {
+			v.SubjectTag = "[approval:" + h.Token + "]"
+		}
+		for i, b := range h.Buttons {
+			if i == 3 {
+				break
+			}
+			v.Buttons = append(v.Buttons, Button{Title: truncRunes(oneLine(b.Title), 20), Payload: b.Payload})
+		}
+		switch channel {
+		case envelope.ChannelEmail:
+			v.Answerable = h.Token != "" || h.LinkURL != ""
+		case envelope.ChannelSMS:
+			v.Answerable = h.Code != "" || h.LinkURL != ""
+		case envelope.ChannelWhatsApp:
+			v.Answerable = len(h.Buttons) > 0 || h.Code != "" || h.LinkURL != ""
+		default:
+			v.Answerable = h.LinkURL != ""
+		}
+	}
+	return v
+}
+
+func reasonOf(p envelope.Part) string {
+	m, err := p.DataObject()
+	if err != nil {
+		return ""
+	}
+	for _, k := range []string{"reason", "why", "justification", "rationale"} {
+		if s, ok := m[k].(string); ok && strings.TrimSpace(s) != "" {
+			return truncRunes(strings.TrimSpace(s), 500)
+		}
+	}
+	return ""
+}
+
+func argValue(v any) string {
+	if s, ok := v.(string); ok {
+		return oneLine(s)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return oneLine(string(b))
+}
+
+func relative(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "already expired"
+	case d < 90*time.Second:
+		return "in about a minute"
+	case d < 90*time.Minute:
+		return fmt.Sprintf("in %d minutes", int((d+30*time.Second)/time.Minute))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("in %d hours", int((d+30*time.Minute)/time.Hour))
+	}
+	return fmt.Sprintf("in %d days", int((d+12*time.Hour)/(24*time.Hour)))
+}
+
+func citationOf(p envelope.Part, n int) CitationView {
+	cv := CitationView{N: n}
+	if p.Text != nil {
+		cv.Text = truncRunes(oneLine(markdownText(*p.Text)), 300)
+		return cv
+	}
+	m, err := p.DataObject()
+	if err != nil {
+		return cv
+	}
+	str := func(keys ...string) string {
+		for _, k := range keys {
+			if s, ok := m[k].(string); ok && strings.TrimSpace(s) != "" {
+				return strings.TrimSpace(s)
+			}
+		}
+		return ""
+	}
+	cv.Title = truncRunes(oneLine(str("title", "name", "source", "label")), 200)
+	if u := str("url", "uri", "href", "link"); safeURL(u) {
+		cv.URL = u
+	}
+	cv.Text = truncRunes(oneLine(str("text", "snippet", "quote", "excerpt", "description")), 300)
+	if cv.Title == "" && cv.URL == "" && cv.Text == "" {
+		cv.Text = truncRunes(oneLine(str("path")), 200)
+	}
+	return cv
+}
+
+// oneLine folds every run of whitespace and control characters into one
+// space and trims.
+func oneLine(s string) string {
+	var b strings.Builder
+	space := false
+	for _, r := range s {
+		if unicode.IsSpace(r) || unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
+			space = true
+			continue
+		}
+		if space && b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		space = false
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// truncRunes cuts s to at most n runes, ending in "…" when cut.
+func truncRunes(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return strings.TrimRight(string(r[:n-1]), " ") + "…"
+}
+
+func humanSize(n int64) string {
+	switch {
+	case n < 1000:
+		return fmt.Sprintf("%d bytes", n)
+	case n < 1000*1000:
+		return fmt.Sprintf("%.0f kB", float64(n)/1000)
+	case n < 1000*1000*1000:
+		return fmt.Sprintf("%.1f MB", float64(n)/1e6)
+	}
+	return fmt.Sprintf("%.1f GB", float64(n)/1e9)
+}
+
+var extensions = map[string]string{
+	"application/pdf": ".pdf", "application/json": ".json", "text/plain": ".txt", "text/csv": ".csv",
+	"text/html": ".html", "text/calendar": ".ics", "image/png": ".png", "image/jpeg": ".jpg",
+	"image/gif": ".gif", "image/webp": ".webp", "image/svg+xml": ".svg", "audio/mpeg": ".mp3",
+	"audio/ogg": ".ogg", "video/mp4": ".mp4", "application/zip": ".zip",
+}
+
+func extensionFor(mimeType string) string {
+	mt := strings.ToLower(strings.TrimSpace(strings.SplitN(mimeType, ";", 2)[0]))
+	if e, ok := extensions[mt]; ok {
+		return e
+	}
+	return ".bin"
+}
+
+// sanitizeFilename keeps a file name safe for a Content-Disposition and any
+// file system: no paths, no control characters, at most 100 characters.
+func sanitizeFilename(s string) string {
+	s = path.Base(strings.ReplaceAll(s, "\\", "/"))
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case unicode.IsControl(r), strings.ContainsRune(`/\:*?"<>|`, r):
+			b.WriteByte('_')
+		default:
+			b.WriteRune(r)
+		}
+	}
+	out := strings.Trim(oneLine(b.String()), ". ")
+	if out == "" {
+		out = "file"
+	}
+	return truncRunes(out, 100)
+}
+
+func uniqueName(have []Attachment, name string) string {
+	taken := func(n string) bool {
+		for _, a := range have {
+			if a.Filename == n {
+				return true
+			}
+		}
+		return false
+	}
+	if !taken(name) {
+		return name
+	}
+	ext := path.Ext(name)
+	base := strings.TrimSuffix(name, ext)
+	for i := 2; ; i++ {
+		if n := fmt.Sprintf("%s-%d%s", base, i, ext); !taken(n) {
+			return n
+		}
+	}
+}

@@ -1,0 +1,118 @@
+package render
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/cool-ai/beachd/envelope"
+)
+
+// TestGolden renders every sample envelope on every channel and compares
+// what a person would read with the golden files.
+func TestGolden(t *testing.T) {
+	envs := loadEnvelopes(t)
+	r := newTestRenderer(t, Config{AttachDomainData: true, PublicURL: "https://beachd.example.org"})
+	for _, name := range sortedNames(envs) {
+		env := envs[name]
+		t.Run(name, func(t *testing.T) {
+			t.Run("email", func(t *testing.T) {
+				e, err := r.Email(testInput(t, name, env, envelope.ChannelEmail))
+				if err != nil {
+					t.Fatal(err)
+				}
+				golden(t, name+".email.txt", emailDump(e))
+				golden(t, name+".email.html", e.HTML)
+			})
+			t.Run("sms", func(t *testing.T) {
+				s, err := r.SMS(testInput(t, name, env, envelope.ChannelSMS))
+				if err != nil {
+					t.Fatal(err)
+				}
+				golden(t, name+".sms.txt", smsDump(s))
+			})
+			t.Run("whatsapp", func(t *testing.T) {
+				w, err := r.WhatsApp(testInput(t, name, env, envelope.ChannelWhatsApp))
+				if err != nil {
+					t.Fatal(err)
+				}
+				golden(t, name+".whatsapp.txt", whatsAppDump(w))
+			})
+			t.Run("webhook", func(t *testing.T) {
+				f, err := r.Webhook(testInput(t, name, env, envelope.ChannelWebhook))
+				if err != nil {
+					t.Fatal(err)
+				}
+				b, err := json.MarshalIndent(f, "", "  ")
+				if err != nil {
+					t.Fatal(err)
+				}
+				golden(t, name+".webhook.json", string(b)+"\n")
+			})
+		})
+	}
+}
+
+func emailDump(e *Email) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Subject: %s\n", e.Subject)
+	keys := make([]string, 0, len(e.Headers))
+	for k := range e.Headers {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%s: %s\n", k, e.Headers[k])
+	}
+	for _, a := range e.Attachments {
+		fmt.Fprintf(&b, "Attachment: %s (%s, %d bytes)\n", a.Filename, a.MimeType, len(a.Bytes))
+	}
+	for _, w := range e.Warnings {
+		fmt.Fprintf(&b, "Warning: %s\n", w)
+	}
+	b.WriteString("\n")
+	b.WriteString(e.Text)
+	return b.String()
+}
+
+func smsDump(s *SMS) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Encoding: %s\nSegments: %d\nTruncated: %v\nCharacters: %d\n", s.Encoding, s.Segments, s.Truncated, len([]rune(s.Body)))
+	for _, w := range s.Warnings {
+		fmt.Fprintf(&b, "Warning: %s\n", w)
+	}
+	b.WriteString("\n" + s.Body + "\n")
+	for i, p := range s.Parts {
+		fmt.Fprintf(&b, "\n--- part %d ---\n%s\n", i+1, p)
+	}
+	return b.String()
+}
+
+func whatsAppDump(w *WhatsApp) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Characters: %d\n", len([]rune(w.Body)))
+	for _, bt := range w.Buttons {
+		fmt.Fprintf(&b, "Button: %s [%s]\n", bt.Title, bt.Payload)
+	}
+	for _, u := range w.MediaURLs {
+		fmt.Fprintf(&b, "Media: %s\n", u)
+	}
+	if w.ContentSID != "" {
+		fmt.Fprintf(&b, "ContentSID: %s\n", w.ContentSID)
+		keys := make([]string, 0, len(w.ContentVariables))
+		for k := range w.ContentVariables {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			fmt.Fprintf(&b, "Variable %s: %s\n", k, w.ContentVariables[k])
+		}
+	}
+	for _, x := range w.Warnings {
+		fmt.Fprintf(&b, "Warning: %s\n", x)
+	}
+	b.WriteString("\n" + w.Body + "\n")
+	return b.String()
+}
