@@ -147,7 +147,7 @@ type endpointState struct {
 // and no proxy from the environment (webhooks go where configured).
 func NewTransport() *http.Transport {
 	return &http.Transport{
-		DialContext: (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          512,
 		MaxIdleConnsPerHost:   128,
@@ -420,6 +420,10 @@ func (d *Deliverer) attempt(ctx context.Context, job *channels.Job, ep *endpoint
 	h["Content-Type"] = []string{"application/json"}
 	h["User-Agent"] = []string{d.ua}
 	ep.Signer.SetHeaders(h, job.Delivery.ID, now, payload)
+	// A present but empty Idempotency-Key is not sent; it tells net/http the
+	// POST may be replayed on a fresh connection when a kept-alive one turns
+	// out to be closed. That is safe: webhook-id makes a repeat recognisable.
+	h["Idempotency-Key"] = nil
 
 	var wrote atomic.Bool
 	req = req.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
