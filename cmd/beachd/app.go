@@ -105,6 +105,7 @@ func buildApp(ctx context.Context, cfg *Config, reg *envelope.Registry, log *slo
 		name string
 		fn   func() error
 	}{
+		{"dev", a.wireDev},
 		{"render", a.wireRender},
 		{"approvals", a.wireApprovals},
 		{"webhook", a.wireWebhook},

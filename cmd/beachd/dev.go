@@ -12,6 +12,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/cool-ai/beachd/api"
+	"github.com/cool-ai/beachd/channels/webhook"
 )
 
 // DevCmd runs beachd on an embedded default: a data dir under the working
@@ -125,4 +128,26 @@ then see where it went:
   BEACHD_API_KEY=%[2]s go run ./cmd/beachd deliveries list --url %[1]s
 
 `, base, key)
+}
+
+// wireDev mounts what only `beachd dev` has: the webhook sink its dev-sink
+// endpoint delivers to, and the dev agent decisions are injected into.
+func (a *app) wireDev() error {
+	if !a.dev {
+		return nil
+	}
+	ep, ok := a.cfg.Webhooks.Endpoints[devSinkEndpoint]
+	if !ok {
+		return nil
+	}
+	secrets, err := webhook.ParseSecrets(ep.secretList())
+	if err != nil {
+		return fmt.Errorf("dev sink secret: %w", err)
+	}
+	sink := webhook.NewSink(webhook.SinkConfig{Secrets: secrets, Keep: 200})
+	a.routes = append(a.routes,
+		api.Route{Method: "POST", Pattern: "/dev/sink", Handler: sink},
+		api.Route{Method: "GET", Pattern: "/dev/sink", Handler: sink})
+	a.routes = append(a.routes, (&devAgent{}).routes(a.log.With("component", "dev-agent"))...)
+	return nil
 }

@@ -1,0 +1,339 @@
+// Command beachd-bench measures beachd end to end on this machine and
+// prints JSON: it builds and starts the real daemon with a temporary store
+// and one webhook endpoint pointing at a local sink, drives N envelopes from
+// C concurrent clients through POST /v1/deliveries, and waits until the sink
+// has every one. In the same run it measures a raw net/http POST loop (same
+// clients, same body size) to the same sink, and reports the ratios.
+//
+//	go run ./cmd/beachd-bench -n 20000 -c 64
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+type result struct {
+	Machine      string  `json:"machine"`
+	N            int     `json:"envelopes"`
+	C            int     `json:"clients"`
+	RawRate      float64 `json:"rawPostsPerSec"`
+	IngestRate   float64 `json:"ingestPerSec"`
+	DeliveryRate float64 `json:"deliveredPerSec"`
+	IngestRatio  float64 `json:"ingestVsRaw"`
+	DeliverRatio float64 `json:"deliveryVsRaw"`
+	IngestP50ms  float64 `json:"ingestP50ms"`
+	IngestP99ms  float64 `json:"ingestP99ms"`
+	E2EP50ms     float64 `json:"ingestToDeliveredP50ms"`
+	E2EP99ms     float64 `json:"ingestToDeliveredP99ms"`
+	PeakRSSMiB   float64 `json:"beachdPeakRSSMiB"`
+	Duplicates   int     `json:"duplicates"`
+	Lost         int     `json:"lost"`
+}
+
+// sink counts webhooks by webhook-id and remembers when each first arrived.
+type sink struct {
+	mu    sync.Mutex
+	first map[string]time.Time
+	dups  int
+	total atomic.Int64
+	done  chan struct{}
+	want  atomic.Int64
+}
+
+func (s *sink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	io.Copy(io.Discard, r.Body)
+	now := time.Now()
+	if id := r.Header.Get("webhook-id"); id != "" {
+		s.mu.Lock()
+		if _, ok := s.first[id]; ok {
+			s.dups++
+		} else {
+			s.first[id] = now
+		}
+		n := len(s.first)
+		s.mu.Unlock()
+		if w := s.want.Load(); w > 0 && int64(n) == w {
+			select {
+			case <-s.done:
+			default:
+				close(s.done)
+			}
+		}
+	}
+	s.total.Add(1)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func main() {
+	n := flag.Int("n", 20000, "envelopes to send")
+	c := flag.Int("c", 64, "concurrent clients")
+	bin := flag.String("beachd", "", "beachd binary (default: build ./cmd/beachd)")
+	workers := flag.Int("workers", 64, "beachd dispatch workers")
+	out := flag.String("o", "", "also write the JSON here")
+	flag.Parse()
+	res, err := bench(*n, *c, *bin, *workers)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "beachd-bench:", err)
+		os.Exit(1)
+	}
+	b, _ := json.MarshalIndent(res, "", "  ")
+	fmt.Println(string(b))
+	if *out != "" {
+		os.WriteFile(*out, append(b, '\n'), 0o644)
+	}
+}
+
+const envelopeJSON = `{"role":"agent","parts":[{"text":"Two direct flights found, 15 August 2026 LGW to CFU. Cheapest is easyJet EJ4521 at 94 GBP per person (06:15-12:00). More convenient is British Airways BA2043 at 187 GBP per person (08:45-14:20).","metadata":{"partType":"response"}},{"data":{"route":{"origin":"London Gatwick","destination":"Corfu"},"flights":[{"flightNumber":"BA 2043","airline":"British Airways","departure":"2026-08-15T08:45:00","arrival":"2026-08-15T14:20:00","pricePerPerson":187,"currency":"GBP","stops":0},{"flightNumber":"EJ 4521","airline":"easyJet","departure":"2026-08-15T06:15:00","arrival":"2026-08-15T12:00:00","pricePerPerson":94,"currency":"GBP","stops":0}]},"metadata":{"partType":"domain-data"}}],"meta":{"sessionId":"sess_bench","turnId":"turn_bench","producedAt":"2026-04-20T09:50:00Z","finalizedBy":"complete"}}`
+
+func freePort() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+func bench(n, c int, bin string, workers int) (*result, error) {
+	dir, err := os.MkdirTemp("", "beachd-bench-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	if bin == "" {
+		bin = filepath.Join(dir, "beachd")
+		build := exec.Command("go", "build", "-o", bin, "./cmd/beachd")
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			return nil, fmt.Errorf("build beachd (run from the repository root): %w", err)
+		}
+	}
+	s := &sink{first: map[string]time.Time{}, done: make(chan struct{})}
+	sl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	sinkSrv := &http.Server{Handler: s}
+	go sinkSrv.Serve(sl)
+	defer sinkSrv.Close()
+	sinkURL := "http://" + sl.Addr().String() + "/hook"
+
+	tr := &http.Transport{MaxIdleConns: c * 2, MaxIdleConnsPerHost: c * 2, IdleConnTimeout: time.Minute}
+	hc := &http.Client{Transport: tr, Timeout: time.Minute}
+
+	// 1. The raw baseline: the same number of POSTs of a webhook-sized body
+	// straight to the sink from the same number of clients.
+	rawBody := []byte(`{"type":"beach.envelope","timestamp":"2026-04-20T09:50:00Z","data":{"deliveryId":"dlv_0123456789abcdefghjkmnpqrs","envelope":` + envelopeJSON + `}}`)
+	rawStart := time.Now()
+	if err := drive(n, c, func(i int) error {
+		req, _ := http.NewRequest("POST", sinkURL, bytes.NewReader(rawBody))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := hc.Do(req)
+		if err != nil {
+			return err
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("raw loop: %w", err)
+	}
+	rawRate := float64(n) / time.Since(rawStart).Seconds()
+	s.mu.Lock()
+	s.first = map[string]time.Time{}
+	s.mu.Unlock()
+	s.want.Store(int64(n))
+
+	// 2. beachd.
+	addr, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	key := "bench-key-0123456789abcdef"
+	cfg := fmt.Sprintf(`listen: %s
+data_dir: %s
+api_keys: ["%s"]
+log: {level: warn}
+dispatch: {workers: %d}
+webhooks:
+  endpoints:
+    sink: {url: "%s", secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", max_concurrency: %d}
+`, addr, filepath.Join(dir, "data"), key, workers, sinkURL, workers)
+	cfgPath := filepath.Join(dir, "beachd.yaml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "serve", "--config", cfgPath)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	defer func() {
+		cmd.Process.Signal(os.Interrupt)
+		cmd.Wait()
+	}()
+	base := "http://" + addr
+	if err := waitReady(base, 20*time.Second); err != nil {
+		return nil, fmt.Errorf("%w\n%s", err, stderr.String())
+	}
+	body := []byte(`{"to":[{"channel":"webhook","endpoint":"sink"}],"envelope":` + envelopeJSON + `}`)
+	posted := make([]time.Time, n)
+	acked := make([]time.Duration, n)
+	ids := make([]string, n)
+	ingestStart := time.Now()
+	err = drive(n, c, func(i int) error {
+		req, _ := http.NewRequest("POST", base+"/v1/deliveries", bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Content-Type", "application/json")
+		t0 := time.Now()
+		resp, err := hc.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		var a struct {
+			Deliveries []struct{ ID string } `json:"deliveries"`
+		}
+		if resp.StatusCode != 202 {
+			b, _ := io.ReadAll(resp.Body)
+			return fmt.Errorf("ingest: HTTP %d: %s", resp.StatusCode, b)
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&a); err != nil || len(a.Deliveries) != 1 {
+			return fmt.Errorf("ingest answer: %v", err)
+		}
+		posted[i], acked[i], ids[i] = t0, time.Since(t0), a.Deliveries[0].ID
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	ingestTook := time.Since(ingestStart)
+	select {
+	case <-s.done:
+	case <-time.After(5 * time.Minute):
+	}
+	deliverTook := time.Since(ingestStart)
+	rss := peakRSS(cmd.Process.Pid)
+
+	s.mu.Lock()
+	var e2e []time.Duration
+	lost := 0
+	for i, id := range ids {
+		t, ok := s.first[id]
+		if !ok {
+			lost++
+			continue
+		}
+		e2e = append(e2e, t.Sub(posted[i]))
+	}
+	dups := s.dups
+	s.mu.Unlock()
+	r := &result{Machine: machine(), N: n, C: c, RawRate: rawRate,
+		IngestRate: float64(n) / ingestTook.Seconds(), DeliveryRate: float64(n-lost) / deliverTook.Seconds(),
+		IngestP50ms: pct(acked, 50), IngestP99ms: pct(acked, 99), E2EP50ms: pct(e2e, 50), E2EP99ms: pct(e2e, 99),
+		PeakRSSMiB: rss, Duplicates: dups, Lost: lost}
+	r.IngestRatio = r.IngestRate / rawRate
+	r.DeliverRatio = r.DeliveryRate / rawRate
+	return r, nil
+}
+
+func drive(n, c int, f func(i int) error) error {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var first error
+	var once sync.Once
+	for w := 0; w < c; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				if err := f(i); err != nil {
+					once.Do(func() { first = err })
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return first
+}
+
+func waitReady(base string, d time.Duration) error {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(base + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return nil
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("beachd not ready at %s after %s", base, d)
+}
+
+func pct(ds []time.Duration, p float64) float64 {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	i := int(float64(len(s)-1) * p / 100)
+	return float64(s[i].Microseconds()) / 1000
+}
+
+// peakRSS reads VmHWM of a process from /proc (Linux), in MiB.
+func peakRSS(pid int) float64 {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+			kb, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
+			return float64(kb) / 1024
+		}
+	}
+	return 0
+}
+
+func machine() string {
+	model := ""
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "model name"); ok {
+				model = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(v), ":"))
+				break
+			}
+		}
+	}
+	return fmt.Sprintf("%s/%s, %d CPUs, %s, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), model, runtime.Version())
+}

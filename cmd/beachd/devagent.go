@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/a2aproject/a2a-go/a2a"
+	"github.com/a2aproject/a2a-go/a2asrv"
+	"github.com/a2aproject/a2a-go/a2asrv/eventqueue"
+
+	"github.com/cool-ai/beachd/api"
+	"github.com/cool-ai/beachd/envelope"
+)
+
+// devAgentName is the agent `beachd dev` configures: an a2a-go agent served
+// by beachd itself under /dev/agent/, so that approval decisions and cron
+// turns have somewhere real to go on a fresh machine.
+const devAgentName = "dev"
+
+// devAgent is a tiny A2A agent: it records every approval-response injected
+// into a task, and answers a new message with a short response (a
+// scheduled turn's result).
+type devAgent struct {
+	mu       sync.Mutex
+	received []devReceived
+}
+
+type devReceived struct {
+	ContextID string                    `json:"contextId"`
+	TaskID    string                    `json:"taskId"`
+	Response  envelope.ApprovalResponse `json:"approvalResponse"`
+	At        time.Time                 `json:"at"`
+}
+
+func (d *devAgent) Execute(ctx context.Context, rc *a2asrv.RequestContext, q eventqueue.Queue) error {
+	msg := rc.Message
+	var text strings.Builder
+	for _, p := range msg.Parts {
+		switch p := p.(type) {
+		case a2a.DataPart:
+			if p.Metadata["partType"] != envelope.PartApprovalResponse {
+				continue
+			}
+			b, _ := json.Marshal(p.Data)
+			var ar envelope.ApprovalResponse
+			_ = json.Unmarshal(b, &ar)
+			d.mu.Lock()
+			d.received = append(d.received, devReceived{ContextID: msg.ContextID, TaskID: string(msg.TaskID), Response: ar, At: time.Now()})
+			if len(d.received) > 1000 {
+				d.received = d.received[len(d.received)-1000:]
+			}
+			d.mu.Unlock()
+		case a2a.TextPart:
+			text.WriteString(p.Text)
+		}
+	}
+	if rc.StoredTask == nil {
+		if err := q.Write(ctx, a2a.NewSubmittedTask(rc, msg)); err != nil {
+			return err
+		}
+	}
+	reply := "Resumed."
+	if rc.StoredTask == nil {
+		reply = "The dev agent received: " + text.String()
+	}
+	done := a2a.NewStatusUpdateEvent(rc, a2a.TaskStateCompleted, a2a.NewMessageForTask(a2a.MessageRoleAgent, rc,
+		a2a.TextPart{Text: reply, Metadata: map[string]any{"partType": envelope.PartResponse}}))
+	done.Final = true
+	return q.Write(ctx, done)
+}
+
+func (d *devAgent) Cancel(ctx context.Context, rc *a2asrv.RequestContext, q eventqueue.Queue) error {
+	ev := a2a.NewStatusUpdateEvent(rc, a2a.TaskStateCanceled, nil)
+	ev.Final = true
+	return q.Write(ctx, ev)
+}
+
+// routes mounts the agent's JSON-RPC endpoint and a listing of what it
+// received. Both are dev-only and unauthenticated, on loopback.
+func (d *devAgent) routes(log *slog.Logger) []api.Route {
+	h := a2asrv.NewHandler(d, a2asrv.WithLogger(log))
+	rpc := a2asrv.NewJSONRPCHandler(h)
+	list := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		d.mu.Lock()
+		out := append([]devReceived{}, d.received...)
+		d.mu.Unlock()
+		api.WriteJSON(w, http.StatusOK, map[string]any{"received": out})
+	})
+	return []api.Route{
+		{Method: "POST", Pattern: "/dev/agent/", Handler: rpc},
+		{Method: "GET", Pattern: "/dev/agent/received", Handler: list},
+	}
+}
