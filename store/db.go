@@ -39,7 +39,7 @@ var (
 var allBuckets = [][]byte{bMeta, bEnvelopes, bDeliveries, bAttempts, bDue, bLeases, bByState,
 	bIdempotency, bProviderIDs, bKV,
 	bTwilioSeen,
-	bApprovals, bApprovalTokens, bApprovalAudit, bInjections, bInjectionDue, bInbound,
+	bApprovals, bApprovalTokens, bApprovalAudit, bInjections, bInjectionDue, bInbound, bApprovalExpiry, bApprovalLimits,
 	bSchedules, bScheduleRuns}
 
 var keySchema = []byte("schema_version")

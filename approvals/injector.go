@@ -1,0 +1,305 @@
+package approvals
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"crypto/rand"
+
+	"github.com/cool-ai/beachd/envelope"
+	"github.com/cool-ai/beachd/store"
+)
+
+// Sender delivers one approval-response into an agent's suspended turn.
+// agent.Client (A2A) implements it; WebhookSender is the alternative.
+type Sender interface {
+	Inject(ctx context.Context, agentName, session, turn string, resp envelope.ApprovalResponse) error
+}
+
+// InjectorConfig tunes the injection worker. Zero values mean the defaults.
+type InjectorConfig struct {
+	// Lifetime after the decision past which a failing injection is
+	// dead-lettered; default 24h.
+	Lifetime time.Duration
+	// MinBackoff and MaxBackoff bound the exponential backoff (with jitter)
+	// between attempts; defaults 1s and 5m.
+	MinBackoff, MaxBackoff time.Duration
+	// Workers is the number of concurrent injections; default 8.
+	Workers int
+	// Lease is how long a claimed job is held before another claim may take
+	// it (a crashed worker); default 2m. It must exceed the sender's timeout.
+	Lease time.Duration
+	// Permanent classifies errors that retrying cannot fix (they are
+	// dead-lettered at once). Default: none is.
+	Permanent func(error) bool
+	Now       func() time.Time
+	Rand      io.Reader
+}
+
+// Injector is the worker that delivers queued decisions to agents: at least
+// once, with retries and backoff, dead-lettering (visibly, in the store and
+// the audit trail) what keeps failing. It never drops a decision.
+type Injector struct {
+	cfg     InjectorConfig
+	db      *store.DB
+	senders func(agent string) Sender
+	log     *slog.Logger
+	wake    chan struct{}
+}
+
+// NewInjector builds the worker. senders returns the Sender of an agent
+// (nil when none: the job is retried, then dead-lettered).
+func NewInjector(cfg InjectorConfig, db *store.DB, senders func(agent string) Sender, log *slog.Logger) *Injector {
+	if cfg.Lifetime <= 0 {
+		cfg.Lifetime = 24 * time.Hour
+	}
+	if cfg.MinBackoff <= 0 {
+		cfg.MinBackoff = time.Second
+	}
+	if cfg.MaxBackoff <= 0 {
+		cfg.MaxBackoff = 5 * time.Minute
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = 8
+	}
+	if cfg.Lease <= 0 {
+		cfg.Lease = 2 * time.Minute
+	}
+	if cfg.Permanent == nil {
+		cfg.Permanent = func(error) bool { return false }
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Rand == nil {
+		cfg.Rand = rand.Reader
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Injector{cfg: cfg, db: db, senders: senders, log: log, wake: make(chan struct{}, 1)}
+}
+
+// Wake makes Run look for due jobs now. It never blocks.
+func (j *Injector) Wake() {
+	select {
+	case j.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run delivers due injections until ctx ends.
+func (j *Injector) Run(ctx context.Context) error {
+	sem := make(chan struct{}, j.cfg.Workers)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		free := j.cfg.Workers - len(sem)
+		var jobs []*store.Injection
+		if free > 0 {
+			var err error
+			jobs, err = j.db.ClaimInjections(ctx, j.cfg.Now(), free, j.cfg.Lease)
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				j.log.Error("claim injections", "err", err)
+			}
+		}
+		for _, inj := range jobs {
+			sem <- struct{}{}
+			wg.Add(1)
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				j.attempt(ctx, inj)
+				j.Wake() // a slot is free: look again
+			}()
+		}
+		if len(jobs) > 0 && len(jobs) == free {
+			continue
+		}
+		wait := time.Second
+		if next, ok := j.db.NextInjection(); ok {
+			if d := next.Sub(j.cfg.Now()); d < wait {
+				wait = max(d, time.Millisecond)
+			}
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-j.wake:
+			t.Stop()
+		case <-t.C:
+		}
+	}
+}
+
+// RunOnce claims and attempts every due job once, synchronously (tests and
+// `beachd approvals` tooling).
+func (j *Injector) RunOnce(ctx context.Context) (int, error) {
+	jobs, err := j.db.ClaimInjections(ctx, j.cfg.Now(), 1000, j.cfg.Lease)
+	if err != nil {
+		return 0, err
+	}
+	for _, inj := range jobs {
+		j.attempt(ctx, inj)
+	}
+	return len(jobs), nil
+}
+
+func (j *Injector) attempt(ctx context.Context, inj *store.Injection) {
+	var err error
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("injector panicked: %v", p)
+			}
+		}()
+		snd := j.senders(inj.Agent)
+		if snd == nil {
+			err = fmt.Errorf("no injector configured for agent %q", inj.Agent)
+			return
+		}
+		err = snd.Inject(ctx, inj.Agent, inj.Session, inj.Turn, inj.Response)
+	}()
+	if ctx.Err() != nil && err != nil {
+		return // shutting down: the lease runs out and the job is taken again
+	}
+	now := j.cfg.Now()
+	o := store.InjectionOutcome{State: store.InjectionDone, At: now}
+	if err != nil {
+		o.Error = err.Error()
+		switch {
+		case j.cfg.Permanent(err):
+			o.State = store.InjectionDead
+			o.Error = "permanent: " + o.Error
+		case now.Sub(inj.CreatedAt) >= j.cfg.Lifetime:
+			o.State = store.InjectionDead
+			o.Error = "gave up after " + j.cfg.Lifetime.String() + ": " + o.Error
+		default:
+			o.State = store.InjectionPending
+			o.NextAt = now.Add(j.backoff(inj.Attempts))
+		}
+	}
+	if _, rerr := j.db.RecordInjection(context.WithoutCancel(ctx), inj, o); rerr != nil {
+		if !errors.Is(rerr, store.ErrLeaseLost) {
+			j.log.Error("record injection", "approval_id", inj.ApprovalID, "err", rerr)
+		}
+		return
+	}
+	switch o.State {
+	case store.InjectionDone:
+		j.log.Info("approval injected", "approval_id", inj.ApprovalID, "agent", inj.Agent, "attempt", inj.Attempts)
+	case store.InjectionDead:
+		j.log.Error("approval injection dead-lettered", "approval_id", inj.ApprovalID, "agent", inj.Agent, "attempt", inj.Attempts, "err", o.Error)
+	default:
+		j.log.Warn("approval injection failed; will retry", "approval_id", inj.ApprovalID, "agent", inj.Agent, "attempt", inj.Attempts, "next", o.NextAt, "err", o.Error)
+	}
+}
+
+// backoff is MinBackoff·2^(attempt-1), capped at MaxBackoff, with ±20% jitter.
+func (j *Injector) backoff(attempt int) time.Duration {
+	d := j.cfg.MinBackoff
+	for i := 1; i < attempt && d < j.cfg.MaxBackoff; i++ {
+		d *= 2
+	}
+	d = min(d, j.cfg.MaxBackoff)
+	var b [8]byte
+	if _, err := io.ReadFull(j.cfg.Rand, b[:]); err == nil {
+		f := float64(binary.BigEndian.Uint64(b[:])>>11)/float64(1<<53)*0.4 - 0.2
+		d += time.Duration(float64(d) * f)
+	}
+	return d
+}
+
+// signer signs a Standard Webhooks message (channels/webhook.Signer).
+type signer interface {
+	Sign(id string, ts time.Time, body []byte) string
+}
+
+// WebhookSender injects decisions as Standard-Webhooks-signed POSTs, for
+// agents configured with `injector: webhook`. The body is
+// {"type":"beach.approval-response","timestamp":…,"data":{"agent","session",
+// "turn","part":{"data":{…},"metadata":{"partType":"approval-response"}}}};
+// webhook-id is stable per approval, so a repeated delivery is recognisable.
+type WebhookSender struct {
+	URL     string
+	Signer  signer
+	Headers map[string]string
+	Client  *http.Client
+	Now     func() time.Time
+}
+
+// HTTPStatusError is a non-2xx answer of a webhook injector target.
+type HTTPStatusError struct{ Status int }
+
+func (e *HTTPStatusError) Error() string { return fmt.Sprintf("webhook answered HTTP %d", e.Status) }
+
+// Permanent: 4xx other than 408, 409 and 429 will not change on retry.
+func (e *HTTPStatusError) Permanent() bool {
+	return e.Status >= 400 && e.Status < 500 && e.Status != 408 && e.Status != 409 && e.Status != 429
+}
+
+// Inject implements Sender.
+func (w *WebhookSender) Inject(ctx context.Context, agentName, session, turn string, resp envelope.ApprovalResponse) error {
+	now := time.Now
+	if w.Now != nil {
+		now = w.Now
+	}
+	ts := now()
+	data, _ := json.Marshal(resp)
+	body, err := json.Marshal(map[string]any{
+		"type": "beach.approval-response", "timestamp": ts.UTC().Format(time.RFC3339),
+		"data": map[string]any{"agent": agentName, "session": session, "turn": turn,
+			"part": map[string]any{"data": json.RawMessage(data), "metadata": map[string]any{"partType": envelope.PartApprovalResponse}}},
+	})
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.URL, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	id := "msg_approval_" + resp.ApprovalID
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range w.Headers {
+		req.Header.Set(k, v)
+	}
+	req.Header.Set("webhook-id", id)
+	req.Header.Set("webhook-timestamp", fmt.Sprint(ts.Unix()))
+	if w.Signer != nil {
+		req.Header.Set("webhook-signature", w.Signer.Sign(id, ts, body))
+	}
+	hc := w.Client
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	res, err := hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("post approval-response: %w", err)
+	}
+	defer res.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10))
+	if res.StatusCode < 200 || res.StatusCode > 299 {
+		return &HTTPStatusError{Status: res.StatusCode}
+	}
+	return nil
+}
+
+// PermanentHTTP reports whether err is a webhook answer that retrying cannot
+// change; combine it with agent.IsPermanent in InjectorConfig.Permanent.
+func PermanentHTTP(err error) bool {
+	var he *HTTPStatusError
+	return errors.As(err, &he) && he.Permanent()
+}

@@ -1,0 +1,218 @@
+package approvals
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"html/template"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cool-ai/beachd/envelope"
+	"github.com/cool-ai/beachd/store"
+)
+
+// The confirmation page. GET and HEAD only show; the decision is a POST from
+// a button in a plain HTML form (no JavaScript). The form carries a page
+// nonce — HMAC(key, token, time shown) — so a POST is accepted only from a
+// page beachd rendered for that token within PageLifetime; the token in the
+// path is itself a 128-bit secret. Each nonce decides at most once (it is
+// the message id of the decision). Responses forbid framing, caching,
+// referrers and every script (Content-Security-Policy).
+
+// PageLifetime is how long a rendered confirmation page can be submitted.
+const PageLifetime = 24 * time.Hour
+
+const pageCSS = `body{font-family:system-ui,sans-serif;max-width:36em;margin:2em auto;padding:0 1em;color:#222}
+h1{font-size:1.3em}dl{display:grid;grid-template-columns:auto 1fr;gap:.3em 1em}dt{font-weight:600}
+pre{white-space:pre-wrap;background:#f4f4f4;padding:.5em}button{font-size:1.1em;padding:.5em 1.5em;margin-right:1em}
+.ok{color:#060}.no{color:#a00}textarea{width:100%}`
+
+var pageTmpl = template.Must(template.New("page").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer"><title>{{.Title}}</title><style>{{.CSS}}</style></head><body>
+<h1>{{.Title}}</h1>
+{{if .Message}}<p>{{.Message}}</p>{{end}}
+{{if .Approval}}<dl>
+<dt>Request</dt><dd>{{.Summary}}</dd>
+<dt>Action</dt><dd>{{.Tool}}</dd>
+<dt>Requested by</dt><dd>{{.RequestedBy}}</dd>
+<dt>Asked of</dt><dd>{{.AskedOf}}</dd>
+{{if .Pending}}<dt>Expires</dt><dd>{{.Expires}}</dd>{{else}}<dt>Decision</dt><dd>{{.Decision}}</dd>{{end}}
+</dl>
+{{if .Args}}<details><summary>Details</summary><pre>{{.Args}}</pre></details>{{end}}
+{{if .Pending}}<form method="post" action="">
+<input type="hidden" name="nonce" value="{{.Nonce}}">
+<p><label for="reason">Reason (optional)</label><br><textarea id="reason" name="reason" rows="2" maxlength="500"></textarea></p>
+<p><button type="submit" name="decision" value="granted">Approve</button>
+<button type="submit" name="decision" value="denied">Deny</button></p>
+</form>{{end}}{{end}}
+</body></html>
+`))
+
+type pageData struct {
+	Title, Message, CSS                                          string
+	Approval                                                     bool
+	Summary, Tool, RequestedBy, AskedOf, Expires, Decision, Args string
+	Pending                                                      bool
+	Nonce                                                        string
+}
+
+// LinkHandler serves GET, HEAD and POST /a/{token}. The token is read from
+// the request's path value "token".
+func (s *Service) LinkHandler() http.Handler {
+	sum := sha256.Sum256([]byte(pageCSS))
+	csp := "default-src 'none'; style-src 'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) +
+		"'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", csp)
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("Cache-Control", "no-store")
+		h.Set("X-Robots-Tag", "noindex")
+		switch r.Method {
+		case http.MethodGet, http.MethodHead:
+			s.showPage(w, r, "")
+		case http.MethodPost:
+			s.postPage(w, r)
+		default:
+			h.Set("Allow", "GET, HEAD, POST")
+			s.writePage(w, http.StatusMethodNotAllowed, pageData{Title: "Not allowed"})
+		}
+	})
+}
+
+func (s *Service) writePage(w http.ResponseWriter, status int, d pageData) {
+	d.CSS = pageCSS
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_ = pageTmpl.Execute(w, d)
+}
+
+var invalidLink = pageData{Title: "This link is not valid",
+	Message: "The approval link is not valid. It may have been mistyped or withdrawn."}
+
+// lookupLink resolves a link token without side effects.
+func (s *Service) lookupLink(r *http.Request) (string, *store.Approval, bool) {
+	tok, ok := ParseToken(r.PathValue("token"))
+	if !ok {
+		return "", nil, false
+	}
+	b, err := s.db.TokenBinding(r.Context(), linkKey(tok))
+	if err != nil || b.Kind != KindLink {
+		return "", nil, false
+	}
+	a, err := s.db.Approval(r.Context(), b.ApprovalID)
+	if err != nil {
+		return "", nil, false
+	}
+	if exp, ok := s.expected(b, a); !ok || !equalConstantTime(exp, tok) {
+		return "", nil, false
+	}
+	return tok, a, true
+}
+
+func (s *Service) showPage(w http.ResponseWriter, r *http.Request, message string) {
+	tok, a, ok := s.lookupLink(r)
+	if !ok {
+		s.writePage(w, http.StatusNotFound, invalidLink)
+		return
+	}
+	now := s.cfg.Now()
+	var req envelope.ApprovalRequest
+	_ = json.Unmarshal(a.Request, &req)
+	args, _ := json.MarshalIndent(req.Args, "", "  ")
+	d := pageData{Title: "Approval request", Message: message, Approval: true, Summary: Summary(a), Tool: req.ToolName,
+		RequestedBy: a.Agent, Expires: a.ExpiresAt.UTC().Format("Mon 2 Jan 2006 15:04 MST"), Args: string(args)}
+	if d.RequestedBy == "" {
+		d.RequestedBy = req.Handler
+	} else if req.Handler != "" {
+		d.RequestedBy += " (" + req.Handler + ")"
+	}
+	for _, rc := range a.Recipients {
+		if d.AskedOf != "" {
+			d.AskedOf += ", "
+		}
+		d.AskedOf += rc.Address
+	}
+	// An approval past its expiry is shown as expired even before the
+	// sweeper ran; GET never changes state.
+	d.Pending = a.State == store.ApprovalPending && now.Before(a.ExpiresAt)
+	switch {
+	case d.Pending:
+		d.Nonce = s.m.pageNonce(tok, now.Unix())
+	case a.State == store.ApprovalPending:
+		d.Decision = "Expired at " + a.ExpiresAt.UTC().Format("2 Jan 2006 15:04 MST")
+	default:
+		d.Decision = alreadyText(a)
+		d.Title = "Approval request: " + map[string]string{store.ApprovalGranted: "approved", store.ApprovalDenied: "denied",
+			store.ApprovalExpired: "expired", store.ApprovalVoid: "withdrawn"}[a.State]
+	}
+	s.writePage(w, http.StatusOK, d)
+}
+
+func (s *Service) postPage(w http.ResponseWriter, r *http.Request) {
+	if o := r.Header.Get("Origin"); o != "" && o != "null" {
+		if u, err := url.Parse(o); err != nil || !strings.EqualFold(u.Host, r.Host) && !s.publicHost(u.Host) {
+			s.writePage(w, http.StatusForbidden, pageData{Title: "Not allowed", Message: "This form was not submitted from this site."})
+			return
+		}
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
+	if err := r.ParseForm(); err != nil {
+		s.writePage(w, http.StatusBadRequest, pageData{Title: "Bad request", Message: "The form could not be read."})
+		return
+	}
+	tok, a, ok := s.lookupLink(r)
+	if !ok {
+		s.writePage(w, http.StatusNotFound, invalidLink)
+		return
+	}
+	nonce := r.PostForm.Get("nonce")
+	if !s.validPageNonce(tok, nonce) {
+		s.writePage(w, http.StatusForbidden, pageData{Title: "Please try again",
+			Message: "This page is out of date. Open the link from your message again."})
+		return
+	}
+	decision := r.PostForm.Get("decision")
+	if decision != envelope.DecisionGranted && decision != envelope.DecisionDenied {
+		s.writePage(w, http.StatusBadRequest, pageData{Title: "Bad request", Message: "Choose Approve or Deny."})
+		return
+	}
+	res, err := s.HandleInbound(r.Context(), envelope.Inbound{Channel: ChannelLink, Token: tok, TokenSource: "link",
+		MessageID: "page:" + nonce, Decision: decision, Reason: r.PostForm.Get("reason"), ReceivedAt: s.cfg.Now()})
+	if err != nil {
+		s.log.Error("link decision", "approval_id", a.ID, "err", err)
+		s.writePage(w, http.StatusInternalServerError, pageData{Title: "Something went wrong", Message: "Your answer was not recorded. Please try again."})
+		return
+	}
+	_ = res
+	// Post/redirect/get: the page shows the outcome.
+	http.Redirect(w, r, r.URL.Path, http.StatusSeeOther)
+}
+
+func (s *Service) publicHost(host string) bool {
+	u, err := url.Parse(s.cfg.PublicURL)
+	return err == nil && u.Host != "" && strings.EqualFold(u.Host, host)
+}
+
+func (s *Service) validPageNonce(tok, nonce string) bool {
+	ts, _, ok := strings.Cut(nonce, ".")
+	if !ok {
+		return false
+	}
+	issued, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil {
+		return false
+	}
+	age := s.cfg.Now().Sub(time.Unix(issued, 0))
+	if age < -time.Minute || age > PageLifetime {
+		return false
+	}
+	return equalConstantTime(s.m.pageNonce(tok, issued), nonce)
+}

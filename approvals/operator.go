@@ -1,0 +1,113 @@
+package approvals
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/cool-ai/beachd/store"
+)
+
+// View is an approval as operators see it: no nonces.
+type View struct {
+	store.Approval
+	Summary   string             `json:"summary"`
+	Audit     []store.AuditEntry `json:"audit,omitempty"`
+	Injection *store.Injection   `json:"injection,omitempty"`
+}
+
+func view(a *store.Approval) *View {
+	v := &View{Approval: *a, Summary: Summary(a)}
+	v.Recipients = nil
+	for _, r := range a.Recipients {
+		v.Recipients = append(v.Recipients, store.ApprovalRecipient{Channel: r.Channel, Address: r.Address})
+	}
+	return v
+}
+
+// List lists approvals, optionally in one state (pending, granted, denied,
+// expired, void).
+func (s *Service) List(ctx context.Context, state, after string, limit int) ([]*View, error) {
+	switch state {
+	case "", store.ApprovalPending, store.ApprovalGranted, store.ApprovalDenied, store.ApprovalExpired, store.ApprovalVoid:
+	default:
+		return nil, fmt.Errorf("%w: unknown state %q", ErrBadState, state)
+	}
+	as, err := s.db.ListApprovals(ctx, state, after, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*View, 0, len(as))
+	for _, a := range as {
+		out = append(out, view(a))
+	}
+	return out, nil
+}
+
+// Get returns an approval with its audit trail and injection job.
+func (s *Service) Get(ctx context.Context, id string) (*View, error) {
+	a, err := s.db.Approval(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	v := view(a)
+	if v.Audit, err = s.db.ApprovalAudit(ctx, id); err != nil {
+		return nil, err
+	}
+	if a.InjectionID != "" {
+		if v.Injection, err = s.db.Injection(ctx, a.InjectionID); err != nil {
+			return nil, err
+		}
+	}
+	return v, nil
+}
+
+// ErrBadState: a list filter names no approval state.
+var ErrBadState = errors.New("bad approval state")
+
+// Decide records an operator's decision: "granted" or "denied" (injected
+// like any other, decidedBy "operator:<keyID>"), or "void" (the approval is
+// withdrawn and nothing is injected). store.ErrAlreadyDecided when the
+// approval is no longer pending.
+func (s *Service) Decide(ctx context.Context, id, decision, reason, keyID string) (*View, error) {
+	state := map[string]string{"granted": store.ApprovalGranted, "denied": store.ApprovalDenied, "void": store.ApprovalVoid}[decision]
+	if state == "" {
+		return nil, fmt.Errorf("%w (or void), got %q", ErrBadDecision, decision)
+	}
+	now := s.cfg.Now()
+	a, err := s.db.Approval(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if a.State == store.ApprovalPending && !now.Before(a.ExpiresAt) {
+		if _, err := s.expire(ctx, id, now); err != nil && !errors.Is(err, store.ErrAlreadyDecided) {
+			return nil, err
+		}
+	}
+	got, err := s.db.Decide(ctx, store.Decision{ApprovalID: id, State: state, Reason: strings.TrimSpace(reason),
+		DecidedBy: "operator:" + keyID, Channel: ChannelOperator, At: now, InjectionID: s.db.NewID("inj_")})
+	if err != nil {
+		return nil, err
+	}
+	if state != store.ApprovalVoid {
+		s.wake()
+	}
+	return view(got), nil
+}
+
+// RetryInjection makes a dead injection of an approval due again.
+func (s *Service) RetryInjection(ctx context.Context, id string) (*store.Injection, error) {
+	a, err := s.db.Approval(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if a.InjectionID == "" {
+		return nil, fmt.Errorf("approval has no injection: %w", store.ErrBadState)
+	}
+	inj, err := s.db.RetryInjection(ctx, a.InjectionID, s.cfg.Now())
+	if err == nil {
+		s.wake()
+	}
+	return inj, err
+}

@@ -1,0 +1,307 @@
+package approvals
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/cool-ai/beachd/envelope"
+	"github.com/cool-ai/beachd/render"
+	"github.com/cool-ai/beachd/store"
+)
+
+// Sentinel errors of the approvals package.
+var (
+	// ErrBadDecision: a decision other than granted/denied (or void for operators).
+	ErrBadDecision = errors.New("decision must be granted or denied")
+)
+
+// Config configures the Service. Zero values are replaced by the defaults
+// documented on each field; Secret is required.
+type Config struct {
+	// Secret is the HMAC key from which every token is derived; at least 32
+	// bytes. Changing it invalidates the tokens of messages not yet sent
+	// (they are recomputed at send time) and of every pending approval.
+	Secret []byte
+	// PublicURL is beachd's public base URL (links are PublicURL/a/<token>).
+	PublicURL string
+	// DefaultExpiry applies to requests without expiresAt; default 24h.
+	DefaultExpiry time.Duration
+	// CodeDigits is the length of SMS/WhatsApp codes; default 6 (4–10).
+	CodeDigits int
+	// MaxWrongCodes per number within WrongCodeWindow (default 1h) locks the
+	// number for LockFor (default 24h); default 5.
+	MaxWrongCodes   int
+	WrongCodeWindow time.Duration
+	LockFor         time.Duration
+	Now             func() time.Time
+	Rand            io.Reader
+}
+
+// Validate checks the configuration after defaults.
+func (c *Config) Validate() error {
+	if len(c.Secret) < 32 {
+		return errors.New("approvals: secret must be at least 32 bytes")
+	}
+	if c.CodeDigits < 4 || c.CodeDigits > 10 {
+		return errors.New("approvals: sms_code_digits must be between 4 and 10")
+	}
+	if c.PublicURL != "" {
+		if u, err := url.Parse(c.PublicURL); err != nil || u.Host == "" {
+			return fmt.Errorf("approvals: public url %q is not an absolute URL", c.PublicURL)
+		}
+	}
+	return nil
+}
+
+func (c *Config) defaults() {
+	if c.DefaultExpiry <= 0 {
+		c.DefaultExpiry = 24 * time.Hour
+	}
+	if c.CodeDigits == 0 {
+		c.CodeDigits = 6
+	}
+	if c.MaxWrongCodes <= 0 {
+		c.MaxWrongCodes = 5
+	}
+	if c.WrongCodeWindow <= 0 {
+		c.WrongCodeWindow = time.Hour
+	}
+	if c.LockFor <= 0 {
+		c.LockFor = 24 * time.Hour
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Rand == nil {
+		c.Rand = rand.Reader
+	}
+	c.PublicURL = strings.TrimRight(c.PublicURL, "/")
+}
+
+// Enqueuer stores a small envelope for delivery (confirmations). The API's
+// Ingester implements it.
+type Enqueuer interface {
+	Enqueue(ctx context.Context, env *envelope.Envelope, to []envelope.Recipient, agent, source string) (string, error)
+}
+
+// Service is the approvals lifecycle: it mints tokens at ingest, gives the
+// channels their handles at send time, decides on inbound messages, and
+// queues injections.
+type Service struct {
+	cfg  Config
+	db   *store.DB
+	m    minter
+	enq  Enqueuer
+	wake func()
+	log  *slog.Logger
+}
+
+// New builds the Service. enq may be nil (no confirmations are sent);
+// wake is called after each committed decision (the injector's Wake).
+func New(cfg Config, db *store.DB, enq Enqueuer, wake func(), log *slog.Logger) (*Service, error) {
+	cfg.defaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if db == nil {
+		return nil, errors.New("approvals: nil store")
+	}
+	if wake == nil {
+		wake = func() {}
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Service{cfg: cfg, db: db, m: minter{key: cfg.Secret}, enq: enq, wake: wake, log: log}, nil
+}
+
+func (s *Service) nonce() (string, error) {
+	var b [16]byte
+	if _, err := io.ReadFull(s.cfg.Rand, b[:]); err != nil {
+		return "", fmt.Errorf("read randomness: %w", err)
+	}
+	return strings.ToLower(b32.EncodeToString(b[:])), nil
+}
+
+// Prepare implements api.ApprovalPreparer: for each approval-request part it
+// builds a pending approval with one token set per (recipient, channel), and
+// returns, per recipient index, the approval ids its delivery asks about.
+// Nothing is stored here; store.Ingest writes it all in one transaction.
+func (s *Service) Prepare(ctx context.Context, env *envelope.Envelope, to []envelope.Recipient, agent string) ([]store.NewApproval, [][]string, error) {
+	reqs, err := env.ApprovalRequests()
+	if err != nil {
+		return nil, nil, err
+	}
+	now := s.cfg.Now()
+	per := make([][]string, len(to))
+	var out []store.NewApproval
+	for _, req := range reqs {
+		raw, err := json.Marshal(req)
+		if err != nil {
+			return nil, nil, fmt.Errorf("encode approval request: %w", err)
+		}
+		exp := now.Add(s.cfg.DefaultExpiry)
+		if req.ExpiresAt != nil {
+			exp = *req.ExpiresAt
+		}
+		na := store.NewApproval{
+			Approval: store.Approval{ID: req.ApprovalID, Agent: agent, Request: raw, Session: req.Session, Turn: req.Turn,
+				State: store.ApprovalPending, CreatedAt: now, ExpiresAt: exp.UTC()},
+			Tokens: map[string]store.TokenBinding{},
+		}
+		for i, r := range to {
+			addr := r.Target()
+			if r.Channel == envelope.ChannelEmail {
+				addr = normaliseEmail(addr)
+			}
+			rc, err := s.mintRecipient(ctx, req.ApprovalID, r.Channel, addr, na.Tokens)
+			if err != nil {
+				return nil, nil, err
+			}
+			na.Approval.Recipients = append(na.Approval.Recipients, rc)
+			per[i] = append(per[i], req.ApprovalID)
+		}
+		out = append(out, na)
+	}
+	return out, per, nil
+}
+
+// mintRecipient picks a nonce for (approval, channel, address) and adds the
+// hashes of every token it yields to tokens.
+func (s *Service) mintRecipient(ctx context.Context, id, channel, addr string, tokens map[string]store.TokenBinding) (store.ApprovalRecipient, error) {
+	for range 8 {
+		nonce, err := s.nonce()
+		if err != nil {
+			return store.ApprovalRecipient{}, err
+		}
+		keys := s.tokenKeys(id, channel, addr, nonce)
+		clash := false
+		for k := range keys {
+			if _, dup := tokens[k]; dup {
+				clash = true
+			} else if ok, err := s.db.TokenExists(ctx, k); err != nil {
+				return store.ApprovalRecipient{}, err
+			} else if ok {
+				clash = true // a short code already bound to this number: draw again
+			}
+		}
+		if clash {
+			continue
+		}
+		for k, b := range keys {
+			tokens[k] = b
+		}
+		return store.ApprovalRecipient{Channel: channel, Address: addr, Nonce: nonce}, nil
+	}
+	return store.ApprovalRecipient{}, errors.New("could not mint a unique code")
+}
+
+// tokenKeys are the storage keys and bindings of every token of a recipient.
+func (s *Service) tokenKeys(id, channel, addr, nonce string) map[string]store.TokenBinding {
+	bind := func(kind, decision string) store.TokenBinding {
+		return store.TokenBinding{ApprovalID: id, Channel: channel, Recipient: addr, Kind: kind, Decision: decision}
+	}
+	out := map[string]store.TokenBinding{}
+	switch channel {
+	case envelope.ChannelEmail, envelope.ChannelWebhook:
+		out[tokenKey(s.m.token(KindToken, id, channel, addr, nonce))] = bind(KindToken, "")
+		out[linkKey(s.m.token(KindLink, id, channel, addr, nonce))] = bind(KindLink, "")
+	case envelope.ChannelSMS:
+		out[codeKey(channel, addr, s.m.code(id, channel, addr, nonce, s.cfg.CodeDigits))] = bind(KindCode, "")
+	case envelope.ChannelWhatsApp:
+		out[codeKey(channel, addr, s.m.code(id, channel, addr, nonce, s.cfg.CodeDigits))] = bind(KindCode, "")
+		for _, d := range []string{envelope.DecisionGranted, envelope.DecisionDenied} {
+			out[buttonKey(id+":"+s.m.buttonNonce(id, addr, nonce, d))] = bind(KindButton, d)
+		}
+	}
+	return out
+}
+
+// expected is the plaintext a binding must have been presented with.
+func (s *Service) expected(b *store.TokenBinding, a *store.Approval) (string, bool) {
+	for _, r := range a.Recipients {
+		if r.Channel != b.Channel || r.Address != b.Recipient {
+			continue
+		}
+		switch b.Kind {
+		case KindToken, KindLink:
+			return s.m.token(b.Kind, a.ID, r.Channel, r.Address, r.Nonce), true
+		case KindCode:
+			return s.m.code(a.ID, r.Channel, r.Address, r.Nonce, s.cfg.CodeDigits), true
+		case KindButton:
+			return a.ID + ":" + s.m.buttonNonce(a.ID, r.Address, r.Nonce, b.Decision), true
+		}
+	}
+	return "", false
+}
+
+// Handles implements channels.HandleSource: the tokens, code, link and
+// buttons with which the delivery's recipient answers each approval it asks
+// about.
+func (s *Service) Handles(ctx context.Context, d *store.Delivery, env *envelope.Envelope) ([]render.ApprovalHandle, error) {
+	var out []render.ApprovalHandle
+	for _, id := range d.ApprovalIDs {
+		a, err := s.db.Approval(ctx, id)
+		if err != nil {
+			return nil, fmt.Errorf("handles for %s: %w", d.ID, err)
+		}
+		var req envelope.ApprovalRequest
+		if err := json.Unmarshal(a.Request, &req); err != nil {
+			return nil, fmt.Errorf("approval %s: decode request: %w", id, err)
+		}
+		addr := d.To
+		if d.Channel == envelope.ChannelEmail {
+			addr = normaliseEmail(addr)
+		}
+		var rc *store.ApprovalRecipient
+		for i := range a.Recipients {
+			if a.Recipients[i].Channel == d.Channel && a.Recipients[i].Address == addr {
+				rc = &a.Recipients[i]
+			}
+		}
+		if rc == nil {
+			return nil, fmt.Errorf("approval %s was not issued to this delivery's recipient", id)
+		}
+		h := render.ApprovalHandle{ApprovalID: id, Request: req, ExpiresAt: a.ExpiresAt}
+		switch d.Channel {
+		case envelope.ChannelEmail, envelope.ChannelWebhook:
+			h.Token = s.m.token(KindToken, id, rc.Channel, rc.Address, rc.Nonce)
+			if s.cfg.PublicURL != "" {
+				h.LinkURL = s.cfg.PublicURL + "/a/" + s.m.token(KindLink, id, rc.Channel, rc.Address, rc.Nonce)
+			}
+		case envelope.ChannelSMS:
+			h.Code = s.m.code(id, rc.Channel, rc.Address, rc.Nonce, s.cfg.CodeDigits)
+		case envelope.ChannelWhatsApp:
+			h.Code = s.m.code(id, rc.Channel, rc.Address, rc.Nonce, s.cfg.CodeDigits)
+			h.Buttons = []render.Button{
+				{Title: "Approve", Payload: id + ":" + s.m.buttonNonce(id, rc.Address, rc.Nonce, envelope.DecisionGranted)},
+				{Title: "Deny", Payload: id + ":" + s.m.buttonNonce(id, rc.Address, rc.Nonce, envelope.DecisionDenied)},
+			}
+		}
+		out = append(out, h)
+	}
+	return out, nil
+}
+
+// Summary is the one-line description of what an approval asks for.
+func Summary(a *store.Approval) string {
+	var req envelope.ApprovalRequest
+	_ = json.Unmarshal(a.Request, &req)
+	if req.Summary != "" {
+		return req.Summary
+	}
+	args, _ := json.Marshal(req.Args)
+	s := req.ToolName + " " + string(args)
+	if len(s) > 140 {
+		s = s[:137] + "..."
+	}
+	return s
+}
