@@ -333,9 +333,47 @@ func reasonOf(p envelope.Part) string {
 	return ""
 }
 
+// argValue shows a tool argument compactly: strings as they are, flat
+// objects as "k: v, k: v", lists of scalars comma-separated, the rest JSON.
 func argValue(v any) string {
-	if s, ok := v.(string); ok {
-		return oneLine(s)
+	switch x := v.(type) {
+	case string:
+		return oneLine(x)
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		flat := true
+		for k, e := range x {
+			keys = append(keys, k)
+			switch e.(type) {
+			case map[string]any, []any:
+				flat = false
+			}
+		}
+		if flat && len(x) > 0 {
+			sort.Strings(keys)
+			parts := make([]string, len(keys))
+			for i, k := range keys {
+				parts[i] = oneLine(k) + ": " + argValue(x[k])
+			}
+			return strings.Join(parts, ", ")
+		}
+	case []any:
+		parts := make([]string, 0, len(x))
+		for _, e := range x {
+			switch e.(type) {
+			case map[string]any, []any:
+				parts = nil
+			}
+			if parts == nil {
+				break
+			}
+			parts = append(parts, argValue(e))
+		}
+		if parts != nil && len(x) > 0 {
+			return strings.Join(parts, ", ")
+		}
+	case nil:
+		return "(none)"
 	}
 	b, err := json.Marshal(v)
 	if err != nil {

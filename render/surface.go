@@ -1,5 +1,3 @@
-//go:build a2uireal
-
 package render
 
 import (
