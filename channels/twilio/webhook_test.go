@@ -45,8 +45,8 @@ func TestSignaturePublishedExample(t *testing.T) {
 		t.Error("port variant rejected")
 	}
 	for name, bad := range map[string]func() bool{
-		"other token":   func() bool { return ValidSignature("12346", u, params, "vOEb5UThFn24KEfnOFLQY2AE5FY=") },
-		"other URL":     func() bool { return ValidSignature("12345", u+"&x=1", params, "vOEb5UThFn24KEfnOFLQY2AE5FY=") },
+		"other token": func() bool { return ValidSignature("12346", u, params, "vOEb5UThFn24KEfnOFLQY2AE5FY=") },
+		"other URL":   func() bool { return ValidSignature("12345", u+"&x=1", params, "vOEb5UThFn24KEfnOFLQY2AE5FY=") },
 		"http not https": func() bool {
 			return ValidSignature("12345", strings.Replace(u, "https", "http", 1), params, "vOEb5UThFn24KEfnOFLQY2AE5FY=")
 		},
