@@ -1,0 +1,129 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestDevQuickStart does what README.md tells a newcomer: run `beachd dev`,
+// take the API key and address it prints, send testdata/dev-request.json
+// with the printed curl line's request, and see the envelope arrive at the
+// dev sink, signed.
+func TestDevQuickStart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the daemon")
+	}
+	bin, err := buildOnce()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(bin, "dev", "--listen", "127.0.0.1:0", "--data-dir", filepath.Join(dir, "dev"))
+	cmd.Env = append(os.Environ(), "BEACHD_API_KEY=")
+	stdout, _ := cmd.StdoutPipe()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	}()
+	// Read the banner up to the curl line.
+	curlRe := regexp.MustCompile(`Authorization: Bearer (\S+?)'.*`)
+	urlRe := regexp.MustCompile(`(http://127\.0\.0\.1:\d+)/v1/deliveries`)
+	var key, base string
+	lines := make(chan string)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	timeout := time.After(60 * time.Second)
+	var banner strings.Builder
+	for key == "" || base == "" {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("beachd dev exited:\n%s\n%s", banner.String(), stderr.String())
+			}
+			banner.WriteString(l + "\n")
+			if m := curlRe.FindStringSubmatch(l); m != nil {
+				key = m[1]
+			}
+			if m := urlRe.FindStringSubmatch(l); m != nil {
+				base = m[1]
+			}
+		case <-timeout:
+			t.Fatalf("no curl line in the banner:\n%s\n%s", banner.String(), stderr.String())
+		}
+	}
+	go func() {
+		for range lines {
+		}
+	}()
+	body, err := os.ReadFile("../../testdata/dev-request.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest("POST", base+"/v1/deliveries", bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ack, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 202 {
+		t.Fatalf("sample request: %d %s\nbanner:\n%s", resp.StatusCode, ack, banner.String())
+	}
+	var accepted struct {
+		Deliveries []struct{ ID, Channel string }
+	}
+	json.Unmarshal(ack, &accepted)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(base + "/dev/sink")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sink struct {
+			Received []struct {
+				ID       string
+				Verified bool
+				Envelope json.RawMessage
+			}
+		}
+		json.NewDecoder(resp.Body).Decode(&sink)
+		resp.Body.Close()
+		if len(sink.Received) > 0 {
+			r := sink.Received[0]
+			if !r.Verified {
+				t.Errorf("the dev sink could not verify the signature")
+			}
+			if !bytes.Contains(r.Envelope, []byte(`"response"`)) {
+				t.Errorf("the sink got an envelope without its response part: %s", r.Envelope)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nothing reached the dev sink; accepted %s\n%s", ack, stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
