@@ -1,0 +1,580 @@
+package email
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/mail"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	gomail "github.com/wneessen/go-mail"
+	"github.com/wneessen/go-mail/smtp"
+
+	"github.com/cool-ai/beachd/channels"
+	"github.com/cool-ai/beachd/envelope"
+	"github.com/cool-ai/beachd/render"
+)
+
+// TLS modes of SenderConfig.TLS.
+const (
+	TLSStartTLS = "starttls"
+	TLSImplicit = "tls"
+	TLSNone     = "none"
+)
+
+// SenderConfig configures a Sender. Zero values are the documented defaults.
+type SenderConfig struct {
+	// From is the sender, "Name <addr@domain>" or "addr@domain". Required.
+	From string
+	// ReplyTo is the base reply address LOCAL@REPLYDOMAIN; the renderer
+	// adds +TOKEN for messages that ask for an approval. Empty: no Reply-To.
+	ReplyTo string
+	// MessageIDDomain defaults to From's domain.
+	MessageIDDomain string
+
+	Host     string
+	Port     int    // default 587 (starttls), 465 (tls), 25 (none)
+	Username string // empty: no AUTH
+	Password string
+	// TLS is starttls (default), tls (implicit, "SMTPS") or none (only for a
+	// loopback host).
+	TLS string
+	// TLSConfig overrides the TLS client configuration (tests pin a CA).
+	TLSConfig *tls.Config
+	// HELO is the name we greet with; default the local host name.
+	HELO string
+	// Timeout bounds the connection set-up and each message's transaction;
+	// default 30 s.
+	Timeout time.Duration
+	// PoolSize is how many connections are kept open and reused; default 2.
+	PoolSize int
+	// MaxIdle: a pooled connection idle longer than this is checked with
+	// NOOP before it is reused; default 10 s.
+	MaxIdle time.Duration
+
+	// DKIM signs every message when Domain is set.
+	DKIM DKIMConfig
+
+	// MaxArtifactBytes caps one fetched artifact (bigger: a link); default
+	// 10 MiB. ArtifactTimeout bounds one fetch; default 20 s.
+	MaxArtifactBytes int64
+	ArtifactTimeout  time.Duration
+
+	// Now is the clock (Date header); default time.Now.
+	Now func() time.Time
+}
+
+// DKIMConfig selects DKIM signing.
+type DKIMConfig struct {
+	Domain   string
+	Selector string
+	// PrivateKeyPEM (PKCS#1 or PKCS#8, RSA or Ed25519) or PrivateKeyFile.
+	PrivateKeyPEM  []byte
+	PrivateKeyFile string
+}
+
+// IsLoopbackHost reports whether host names this machine (localhost, a
+// loopback IP, or a .localhost name).
+func IsLoopbackHost(host string) bool {
+	h := strings.ToLower(strings.TrimSuffix(host, "."))
+	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(h, "[]"))
+	return ip != nil && ip.IsLoopback()
+}
+
+func (c *SenderConfig) withDefaults() {
+	if c.TLS == "" {
+		c.TLS = TLSStartTLS
+	}
+	if c.Port == 0 {
+		switch c.TLS {
+		case TLSImplicit:
+			c.Port = 465
+		case TLSNone:
+			c.Port = 25
+		default:
+			c.Port = 587
+		}
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = 30 * time.Second
+	}
+	if c.PoolSize <= 0 {
+		c.PoolSize = 2
+	}
+	if c.MaxIdle <= 0 {
+		c.MaxIdle = 10 * time.Second
+	}
+	if c.MaxArtifactBytes <= 0 {
+		c.MaxArtifactBytes = 10 << 20
+	}
+	if c.ArtifactTimeout <= 0 {
+		c.ArtifactTimeout = 20 * time.Second
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.HELO == "" {
+		if h, err := os.Hostname(); err == nil && h != "" {
+			c.HELO = h
+		} else {
+			c.HELO = "localhost"
+		}
+	}
+}
+
+// Validate reports a configuration that cannot work.
+func (c SenderConfig) Validate() error {
+	var errs []error
+	if _, err := mail.ParseAddress(c.From); err != nil {
+		errs = append(errs, fmt.Errorf("from: %w", err))
+	}
+	if c.ReplyTo != "" {
+		if _, err := mail.ParseAddress(c.ReplyTo); err != nil {
+			errs = append(errs, fmt.Errorf("reply-to: %w", err))
+		}
+	}
+	if c.Host == "" {
+		errs = append(errs, errors.New("smtp host: required"))
+	}
+	if c.Port < 0 || c.Port > 65535 {
+		errs = append(errs, errors.New("smtp port: must be 1-65535"))
+	}
+	switch c.TLS {
+	case "", TLSStartTLS, TLSImplicit:
+	case TLSNone:
+		if !IsLoopbackHost(c.Host) {
+			errs = append(errs, fmt.Errorf("smtp tls: none is only allowed for a loopback host, not %q", c.Host))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("smtp tls: %q is not starttls, tls or none", c.TLS))
+	}
+	if c.DKIM.Domain != "" && (c.DKIM.Selector == "" || (len(c.DKIM.PrivateKeyPEM) == 0 && c.DKIM.PrivateKeyFile == "")) {
+		errs = append(errs, errors.New("dkim: domain needs a selector and a private key"))
+	}
+	return errors.Join(errs...)
+}
+
+// Sender delivers email jobs over SMTP. It is safe for concurrent use; at
+// most PoolSize messages are in flight at once, each on its own connection.
+type Sender struct {
+	cfg      SenderConfig
+	renderer *render.Renderer
+	registry *envelope.Registry
+	http     *http.Client
+	log      *slog.Logger
+	signer   *gomail.DKIMSigner
+	pool     *pool
+}
+
+var _ channels.Deliverer = (*Sender)(nil)
+
+// NewSender builds a Sender. renderer may be nil: the message is then the
+// plain text of the envelope's response parts (fallbackEmail). httpClient
+// fetches artifacts (nil: a client with ArtifactTimeout).
+func NewSender(cfg SenderConfig, renderer *render.Renderer, registry *envelope.Registry, httpClient *http.Client, log *slog.Logger) (*Sender, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg.withDefaults()
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if httpClient == nil {
+		httpClient = &http.Client{Timeout: cfg.ArtifactTimeout}
+	}
+	s := &Sender{cfg: cfg, renderer: renderer, registry: registry, http: httpClient, log: log}
+	if cfg.DKIM.Domain != "" {
+		pem := cfg.DKIM.PrivateKeyPEM
+		if len(pem) == 0 {
+			b, err := os.ReadFile(cfg.DKIM.PrivateKeyFile)
+			if err != nil {
+				return nil, fmt.Errorf("dkim private key: %w", err)
+			}
+			pem = b
+		}
+		key, err := gomail.PrivKeyFromPEM(pem)
+		if err != nil {
+			return nil, fmt.Errorf("dkim private key: %w", err)
+		}
+		s.signer = gomail.NewDKIMSigner(cfg.DKIM.Domain, cfg.DKIM.Selector, key)
+	}
+	s.pool = &pool{size: cfg.PoolSize, sem: make(chan struct{}, cfg.PoolSize), dial: s.dial, maxIdle: cfg.MaxIdle, timeout: cfg.Timeout, now: cfg.Now}
+	return s, nil
+}
+
+// Close closes the pooled connections (QUIT).
+func (s *Sender) Close() error { return s.pool.close() }
+
+// conn is one SMTP connection: go-mail's client for the transaction logic
+// and the raw socket, which is closed to abort a transaction when the
+// context ends (go-mail's client holds its lock across a read).
+type conn struct {
+	mc       *gomail.Client
+	sc       *smtp.Client
+	raw      net.Conn
+	lastUsed time.Time
+}
+
+func (s *Sender) dial(ctx context.Context) (*conn, error) {
+	c := &conn{}
+	dialer := &net.Dialer{Timeout: s.cfg.Timeout}
+	dialFn := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		raw, err := dialer.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		if s.cfg.TLS == TLSImplicit {
+			tc := tls.Client(raw, s.tlsConfig())
+			if err := tc.HandshakeContext(ctx); err != nil {
+				raw.Close()
+				return nil, fmt.Errorf("tls handshake: %w", err)
+			}
+			raw = tc
+		}
+		c.raw = raw
+		return raw, nil
+	}
+	opts := []gomail.Option{
+		gomail.WithPort(s.cfg.Port), gomail.WithTimeout(s.cfg.Timeout), gomail.WithHELO(s.cfg.HELO),
+		gomail.WithDialContextFunc(dialFn), gomail.WithTLSConfig(s.tlsConfig()),
+		// We check idle connections ourselves, and a completed DATA ends
+		// the transaction: no NOOP before and no RSET after each message.
+		gomail.WithoutNoop(), gomail.WithoutRset(),
+	}
+	switch s.cfg.TLS {
+	case TLSStartTLS:
+		opts = append(opts, gomail.WithTLSPolicy(gomail.TLSMandatory))
+	default:
+		// Implicit TLS is done by dialFn; none is loopback only.
+		opts = append(opts, gomail.WithTLSPolicy(gomail.NoTLS))
+	}
+	if s.cfg.Username != "" {
+		auth := gomail.SMTPAuthAutoDiscover
+		if s.cfg.TLS != TLSStartTLS {
+			// go-mail cannot see that dialFn encrypted the connection
+			// (tls) and refuses PLAIN; none is loopback only (Validate).
+			auth = gomail.SMTPAuthPlainNoEnc
+		}
+		opts = append(opts, gomail.WithSMTPAuth(auth), gomail.WithUsername(s.cfg.Username), gomail.WithPassword(s.cfg.Password))
+	}
+	if s.signer != nil {
+		opts = append(opts, gomail.WithAlwaysDKIMSign(s.signer))
+	}
+	mc, err := gomail.NewClient(s.cfg.Host, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("smtp client: %w", err)
+	}
+	stop := context.AfterFunc(ctx, func() {
+		if c.raw != nil {
+			c.raw.Close()
+		}
+	})
+	sc, err := mc.DialToSMTPClientWithContext(ctx)
+	stop()
+	if err != nil {
+		if c.raw != nil {
+			c.raw.Close()
+		}
+		return nil, err
+	}
+	c.mc, c.sc, c.lastUsed = mc, sc, s.cfg.Now()
+	return c, nil
+}
+
+func (s *Sender) tlsConfig() *tls.Config {
+	if s.cfg.TLSConfig != nil {
+		c := s.cfg.TLSConfig.Clone()
+		if c.ServerName == "" {
+			c.ServerName = s.cfg.Host
+		}
+		return c
+	}
+	return &tls.Config{ServerName: s.cfg.Host, MinVersion: tls.VersionTLS12}
+}
+
+// Deliver renders and sends one job. See the package comment for how
+// failures are classified.
+func (s *Sender) Deliver(ctx context.Context, job *channels.Job) (*channels.Result, error) {
+	d := job.Delivery
+	em, err := s.render(ctx, job)
+	if err != nil {
+		return nil, channels.Permanent(fmt.Errorf("render email: %w", err))
+	}
+	msg, err := s.buildMessage(d.To, em)
+	if err != nil {
+		return nil, channels.Permanent(fmt.Errorf("build email: %w", err))
+	}
+	msgID := strings.Trim(em.MessageID, "<>")
+	c, err := s.pool.get(ctx)
+	if err != nil {
+		return nil, s.failure(err, msgID, false)
+	}
+	stop := context.AfterFunc(ctx, func() { c.raw.Close() })
+	err = c.mc.SendWithSMTPClient(c.sc, msg)
+	aborted := !stop()
+	if err != nil || aborted {
+		s.pool.put(c, false)
+		if err == nil {
+			err = ctx.Err()
+		}
+		return nil, s.failure(err, msgID, true)
+	}
+	s.pool.put(c, true)
+	r := parseReply(250, msg.ServerResponse())
+	pid := r.QueueID
+	if pid == "" {
+		pid = msgID
+	}
+	return &channels.Result{ProviderID: pid, Receipt: r.receipt(msgID)}, nil
+}
+
+// failure classifies a send error.
+func (s *Sender) failure(err error, msgID string, connected bool) error {
+	var se *gomail.SendError
+	if !errors.As(err, &se) {
+		// Dial, greeting, STARTTLS, AUTH, or a context that ended before
+		// the transaction: the message was not sent; try again later.
+		r := replyFromError(err)
+		ce := &channels.Error{Err: fmt.Errorf("smtp connect: %w", err)}
+		if r.Code != 0 {
+			ce.Receipt = ptr(r.receipt(msgID))
+		}
+		return ce
+	}
+	r := replyFromError(err)
+	if r.Code == 0 {
+		r.Code = se.ErrorCode()
+	}
+	if r.EnhancedCode == "" {
+		r.EnhancedCode = se.EnhancedStatusCode()
+	}
+	ce := &channels.Error{Err: fmt.Errorf("smtp %s: %w", se.Reason, err)}
+	if r.Code != 0 {
+		ce.Receipt = ptr(r.receipt(msgID))
+	}
+	switch {
+	case r.Code >= 500 && r.Code < 600:
+		ce.Permanent = true
+	case r.Code >= 400:
+		// temporary
+	case se.Reason == gomail.ErrSMTPDataClose:
+		// The final "." was written and no reply came: the server may have
+		// queued the message. The retry sends the same Message-ID.
+		ce.MaybeSent = true
+	}
+	return ce
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// reply is an SMTP server reply, as recorded in a receipt.
+type reply struct {
+	Code         int    `json:"code"`
+	EnhancedCode string `json:"enhancedCode,omitempty"`
+	Text         string `json:"text"`
+	QueueID      string `json:"queueId,omitempty"`
+}
+
+func (r reply) receipt(msgID string) channels.Receipt {
+	data := map[string]any{"code": r.Code, "text": r.Text, "messageId": msgID}
+	if r.EnhancedCode != "" {
+		data["enhancedCode"] = r.EnhancedCode
+	}
+	if r.QueueID != "" {
+		data["queueId"] = r.QueueID
+	}
+	meta := map[string]any{"source": "smtp", "code": r.Code}
+	if r.EnhancedCode != "" {
+		meta["enhancedCode"] = r.EnhancedCode
+	}
+	return channels.Receipt{Data: data, Meta: meta}
+}
+
+var (
+	enhancedRe = regexp.MustCompile(`^([245]\.\d{1,3}\.\d{1,3})\s*`)
+	// Postfix "queued as 4Xyz", Exim "id=1rQ…", Sendmail/others
+	// "Message accepted for delivery <id>", Gmail "OK 1705… d3-…
+	// - gsmtp", go-smtp "OK: queued".
+	queueIDRes = []*regexp.Regexp{
+		regexp.MustCompile(`(?i)queued as ([A-Za-z0-9][A-Za-z0-9._-]{2,})`),
+		regexp.MustCompile(`(?i)\bid=([A-Za-z0-9][A-Za-z0-9._-]{2,})`),
+		regexp.MustCompile(`(?i)^(?:ok|accepted)\s+(?:\d+\s+)?([A-Za-z0-9][A-Za-z0-9._-]{5,})\s+-\s+gsmtp`),
+	}
+)
+
+// parseReply reads "2.0.0 Ok: queued as ABC" (go-mail strips the code).
+func parseReply(code int, text string) reply {
+	text = strings.TrimSpace(strings.ReplaceAll(text, "\n", " "))
+	r := reply{Code: code, Text: text}
+	if m := enhancedRe.FindStringSubmatch(text); m != nil {
+		r.EnhancedCode = m[1]
+	}
+	for _, re := range queueIDRes {
+		if m := re.FindStringSubmatch(text); m != nil {
+			r.QueueID = strings.TrimRight(m[1], ".")
+			break
+		}
+	}
+	return r
+}
+
+var smtpErrRe = regexp.MustCompile(`\b([245]\d\d)[ -]([245]\.\d{1,3}\.\d{1,3})?\s*(.*)$`)
+
+// replyFromError finds the server's reply in an error from go-mail (its
+// textproto error, wrapped in a SendError's text).
+func replyFromError(err error) reply {
+	s := err.Error()
+	if m := smtpErrRe.FindStringSubmatch(s); m != nil {
+		code, _ := strconv.Atoi(m[1])
+		text := strings.TrimSpace(m[3])
+		if i := strings.Index(text, ", affected "); i >= 0 {
+			text = text[:i]
+		}
+		r := parseReply(code, text)
+		if m[2] != "" {
+			r.EnhancedCode = m[2]
+		}
+		r.Text = strings.TrimSpace(strings.TrimPrefix(r.Text, r.EnhancedCode))
+		return r
+	}
+	return reply{}
+}
+
+// buildMessage turns a rendition into a go-mail message.
+func (s *Sender) buildMessage(to string, em *render.Email) (*gomail.Msg, error) {
+	m := gomail.NewMsg(gomail.WithNoDefaultUserAgent())
+	if err := m.From(s.cfg.From); err != nil {
+		return nil, fmt.Errorf("from: %w", err)
+	}
+	if err := m.To(to); err != nil {
+		return nil, fmt.Errorf("to: %w", err)
+	}
+	m.Subject(em.Subject)
+	m.SetDateWithValue(s.cfg.Now())
+	m.SetMessageIDWithValue(strings.Trim(em.MessageID, "<>"))
+	for k, v := range em.Headers {
+		switch strings.ToLower(k) {
+		case "message-id", "from", "to", "subject", "date":
+		case "reply-to":
+			if err := m.ReplyTo(v); err != nil {
+				return nil, fmt.Errorf("reply-to: %w", err)
+			}
+		default:
+			m.SetGenHeaderPreformatted(gomail.Header(k), v)
+		}
+	}
+	m.SetBodyString(gomail.TypeTextPlain, em.Text)
+	if em.HTML != "" {
+		m.AddAlternativeString(gomail.TypeTextHTML, em.HTML)
+	}
+	for _, a := range em.Attachments {
+		mt := a.MimeType
+		if mt == "" {
+			mt = "application/octet-stream"
+		}
+		if err := m.AttachReader(a.Filename, bytes.NewReader(a.Bytes), gomail.WithFileContentType(gomail.ContentType(mt))); err != nil {
+			return nil, fmt.Errorf("attachment %q: %w", a.Filename, err)
+		}
+	}
+	return m, nil
+}
+
+// pool keeps up to size connections; get blocks while size are in use.
+type pool struct {
+	size    int
+	sem     chan struct{}
+	dial    func(context.Context) (*conn, error)
+	maxIdle time.Duration
+	timeout time.Duration
+	now     func() time.Time
+
+	mu     sync.Mutex
+	idle   []*conn
+	closed bool
+}
+
+var errPoolClosed = errors.New("sender closed")
+
+func (p *pool) get(ctx context.Context) (*conn, error) {
+	select {
+	case p.sem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	for {
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			<-p.sem
+			return nil, errPoolClosed
+		}
+		var c *conn
+		if n := len(p.idle); n > 0 {
+			c, p.idle = p.idle[n-1], p.idle[:n-1]
+		}
+		p.mu.Unlock()
+		if c == nil {
+			break
+		}
+		if p.now().Sub(c.lastUsed) <= p.maxIdle {
+			return c, nil
+		}
+		// Idle for a while: the server may have dropped it.
+		_ = c.raw.SetDeadline(p.now().Add(p.timeout))
+		stop := context.AfterFunc(ctx, func() { c.raw.Close() })
+		err := c.sc.Noop()
+		stop()
+		if err == nil {
+			return c, nil
+		}
+		c.raw.Close()
+	}
+	c, err := p.dial(ctx)
+	if err != nil {
+		<-p.sem
+		return nil, err
+	}
+	return c, nil
+}
+
+// put returns a connection; a broken one (ok false) is closed.
+func (p *pool) put(c *conn, ok bool) {
+	defer func() { <-p.sem }()
+	if ok {
+		c.lastUsed = p.now()
+		p.mu.Lock()
+		if !p.closed {
+			p.idle = append(p.idle, c)
+			p.mu.Unlock()
+			return
+		}
+		p.mu.Unlock()
+	}
+	c.raw.Close()
+}
+
+func (p *pool) close() error {
+	p.mu.Lock()
+	idle := p.idle
+	p.idle, p.closed = nil, true
+	p.mu.Unlock()
+	for _, c := range idle {
+		_ = c.raw.SetDeadline(time.Now().Add(2 * time.Second))
+		_ = c.sc.Quit()
+		c.raw.Close()
+	}
+	return nil
+}
