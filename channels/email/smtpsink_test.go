@@ -34,6 +34,8 @@ type sink struct {
 	dropMidData               bool          // read 1 KiB of the message, close
 	hang                      chan struct{} // after the message, wait for this before replying
 	requireAuth               bool
+	discard                   bool // count, do not keep (benchmarks)
+	count                     int
 }
 
 func (s *sink) NewSession(c *smtp.Conn) (smtp.Session, error) {
@@ -128,7 +130,10 @@ func (ss *sinkSession) Data(r io.Reader) error {
 		return dataErr
 	}
 	ss.s.mu.Lock()
-	ss.s.accepted = append(ss.s.accepted, b)
+	ss.s.count++
+	if !ss.s.discard {
+		ss.s.accepted = append(ss.s.accepted, b)
+	}
 	ss.s.mu.Unlock()
 	return nil
 }
