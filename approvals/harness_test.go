@@ -1,0 +1,268 @@
+package approvals
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cool-ai/beachd/agent"
+	"github.com/cool-ai/beachd/agent/agenttest"
+	"github.com/cool-ai/beachd/envelope"
+	"github.com/cool-ai/beachd/render"
+	"github.com/cool-ai/beachd/store"
+)
+
+// clock is a settable clock: real time plus an offset tests advance.
+type clock struct {
+	mu     sync.Mutex
+	offset time.Duration
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.offset)
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.offset += d
+	c.mu.Unlock()
+}
+
+// sent is a confirmation the Service enqueued.
+type sent struct {
+	To   envelope.Recipient
+	Text string
+}
+
+type fakeEnqueuer struct {
+	mu   sync.Mutex
+	sent []sent
+}
+
+func (f *fakeEnqueuer) Enqueue(ctx context.Context, env *envelope.Envelope, to []envelope.Recipient, agent, source string) (string, error) {
+	if err := envelope.NewRegistry().Validate(env); err != nil {
+		return "", err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, r := range to {
+		f.sent = append(f.sent, sent{To: r, Text: env.Text("response")})
+	}
+	return "env_x", nil
+}
+
+func (f *fakeEnqueuer) To(addr string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for _, s := range f.sent {
+		if s.To.Address == addr {
+			out = append(out, s.Text)
+		}
+	}
+	return out
+}
+
+func (f *fakeEnqueuer) Count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.sent)
+}
+
+// harness is beachd's approvals path in process: a bbolt store, the
+// Service, the injector running against a real a2a-go agent server.
+type harness struct {
+	t      testing.TB
+	ctx    context.Context
+	db     *store.DB
+	clock  *clock
+	svc    *Service
+	inj    *Injector
+	agent  *agenttest.Server
+	client *agent.Client
+	enq    *fakeEnqueuer
+	sender Sender
+}
+
+type harnessOpt struct {
+	noInjector bool
+	sender     func(real Sender) Sender
+	cfg        func(*Config)
+	lifetime   time.Duration
+}
+
+func newHarness(t testing.TB, opt harnessOpt) *harness {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &harness{t: t, ctx: ctx, clock: &clock{}, enq: &fakeEnqueuer{}}
+	var err error
+	h.db, err = store.Open(filepath.Join(t.TempDir(), "b.db"), store.Options{Now: h.clock.Now, MaxBatchDelay: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.agent = agenttest.Start()
+	h.client, err = agent.New(map[string]agent.Target{"travel": {URL: h.agent.URL, Timeout: 5 * time.Second}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.sender = h.client
+	if opt.sender != nil {
+		h.sender = opt.sender(h.client)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if os.Getenv("APPROVALS_TEST_LOG") != "" {
+		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	h.inj = NewInjector(InjectorConfig{Now: h.clock.Now, MinBackoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond,
+		Lifetime: opt.lifetime, Permanent: agent.IsPermanent}, h.db, func(string) Sender { return h.sender }, log)
+	cfg := Config{Secret: []byte(strings.Repeat("k", 32)), PublicURL: "https://beachd.example.org", Now: h.clock.Now}
+	if opt.cfg != nil {
+		opt.cfg(&cfg)
+	}
+	h.svc, err = New(cfg, h.db, h.enq, h.inj.Wake, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	if !opt.noInjector {
+		wg.Add(1)
+		go func() { defer wg.Done(); h.inj.Run(ctx) }()
+	}
+	t.Cleanup(func() {
+		cancel()
+		wg.Wait()
+		if err := h.db.CheckApprovalInvariants(); err != nil {
+			t.Errorf("store invariants: %v", err)
+		}
+		h.agent.Close()
+		h.db.Close()
+	})
+	return h
+}
+
+// suspend starts a turn on the agent that suspends on approval id, and
+// returns the settled envelope the agent produced.
+func (h *harness) suspend(id string) *envelope.Envelope {
+	h.t.Helper()
+	turn, err := h.client.StartTurn(h.ctx, "travel", "approve:"+id, "")
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	env, err := h.client.WaitTurn(h.ctx, "travel", turn, 5*time.Millisecond)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return env
+}
+
+// ingest stores env for the recipients as the API would, and returns the
+// deliveries.
+func (h *harness) ingest(env *envelope.Envelope, to ...envelope.Recipient) []*store.Delivery {
+	h.t.Helper()
+	as, per, err := h.svc.Prepare(h.ctx, env, to, "travel")
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	raw, _ := json.Marshal(env)
+	in := store.Ingest{Envelope: raw, Agent: "travel", Approvals: as}
+	for i, r := range to {
+		in.Deliveries = append(in.Deliveries, store.NewDelivery{Channel: r.Channel, To: r.Target(), ApprovalIDs: per[i]})
+	}
+	res, err := h.db.Ingest(h.ctx, in)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return res.Deliveries
+}
+
+func (h *harness) handle(d *store.Delivery) render.ApprovalHandle {
+	h.t.Helper()
+	hs, err := h.svc.Handles(h.ctx, d, nil)
+	if err != nil || len(hs) != 1 {
+		h.t.Fatalf("handles: %v, %v", hs, err)
+	}
+	return hs[0]
+}
+
+func (h *harness) inbound(in envelope.Inbound) envelope.InboundResult {
+	h.t.Helper()
+	res, err := h.svc.HandleInbound(h.ctx, in)
+	if err != nil {
+		h.t.Fatalf("HandleInbound: %v", err)
+	}
+	return res
+}
+
+// waitReceived waits until the agent received n approval-responses.
+func (h *harness) waitReceived(n int) []agenttest.Received {
+	h.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := h.agent.Received()
+		if len(got) >= n {
+			return got
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("agent received %d approval-responses, want %d", len(got), n)
+		}
+		select {
+		case <-h.agent.Notify():
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// settle waits until no injection is pending, so that "exactly one" is
+// checked after every queued job ran.
+func (h *harness) settle() {
+	h.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		p, err := h.db.ListInjections(h.ctx, store.InjectionPending, 10)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		if len(p) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("%d injections still pending", len(p))
+		}
+		time.Sleep(5 * time.Millisecond) // polling with a deadline
+	}
+}
+
+func (h *harness) approval(id string) *store.Approval {
+	h.t.Helper()
+	a, err := h.db.Approval(h.ctx, id)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return a
+}
+
+func (h *harness) audit(id string) []string {
+	h.t.Helper()
+	es, err := h.db.ApprovalAudit(h.ctx, id)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var out []string
+	for _, e := range es {
+		out = append(out, e.Event)
+	}
+	return out
+}
+
+func email(addr string) envelope.Recipient { return envelope.Recipient{Channel: "email", Address: addr} }
+func sms(num string) envelope.Recipient    { return envelope.Recipient{Channel: "sms", Address: num} }
+func wa(num string) envelope.Recipient     { return envelope.Recipient{Channel: "whatsapp", Address: num} }
