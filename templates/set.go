@@ -240,7 +240,10 @@ func build(srcs map[string]source) (*Set, error) {
 	return s, nil
 }
 
-var lineInErr = regexp.MustCompile(`template: [^:]+:(\d+):`)
+var (
+	lineInErr = regexp.MustCompile(`template: [^:]+:(\d+):`)
+	startedAt = regexp.MustCompile(`started at [^:\s]+:(\d+)`)
+)
 
 // locate turns a template error into an *Error with the line it names.
 func locate(file string, err error) error {
@@ -248,6 +251,9 @@ func locate(file string, err error) error {
 	var he *htmltemplate.Error
 	if errors.As(err, &he) && he.Line > 0 {
 		e.Line = he.Line
+	} else if m := startedAt.FindStringSubmatch(err.Error()); m != nil {
+		// an unclosed action: where it starts is where to look
+		e.Line, _ = strconv.Atoi(m[1])
 	} else if m := lineInErr.FindStringSubmatch(err.Error()); m != nil {
 		e.Line, _ = strconv.Atoi(m[1])
 	}

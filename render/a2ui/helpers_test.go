@@ -21,10 +21,10 @@ func surfaceJSON(t testing.TB, components, data string) json.RawMessage {
 		t.Fatalf("test data is not JSON: %v", err)
 	}
 	b, err := json.Marshal(map[string]any{
-		"version":         "v0.9",
-		"createSurface":   map[string]any{"surfaceId": "s", "catalogId": "https://a2ui.org/specification/v0_9/catalogs/basic/catalog.json"},
+		"version":          "v0.9",
+		"createSurface":    map[string]any{"surfaceId": "s", "catalogId": "https://a2ui.org/specification/v0_9/catalogs/basic/catalog.json"},
 		"updateComponents": map[string]any{"surfaceId": "s", "components": comps},
-		"updateDataModel": map[string]any{"surfaceId": "s", "path": "/", "value": model},
+		"updateDataModel":  map[string]any{"surfaceId": "s", "path": "/", "value": model},
 	})
 	if err != nil {
 		t.Fatal(err)

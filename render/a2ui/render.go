@@ -413,8 +413,15 @@ func (r *renderer) output() Result {
 		return res
 	}
 	res.HTML, texts = hw.finish()
+	if hw.full {
+		r.warn("HTML output truncated at %d bytes", r.opt.MaxOutputBytes)
+	}
 	res.Texts = texts
-	res.Text = truncateText(joinBlocks(textParts), r.opt.MaxOutputBytes)
+	full := joinBlocks(textParts)
+	res.Text = truncateText(full, r.opt.MaxOutputBytes)
+	if len(res.Text) < len(full) {
+		r.warn("text output truncated at %d bytes", r.opt.MaxOutputBytes)
+	}
 	if strings.TrimSpace(res.Text) == "" {
 		res.Text = "(the surface has nothing to show)"
 	}

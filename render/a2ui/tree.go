@@ -59,24 +59,31 @@ func (r *renderer) buildSurface(s *surface) []*node {
 		r.warn("surface %q has no components", s.id)
 		return nil
 	}
-	var roots []string
 	if _, ok := s.comps["root"]; ok {
-		roots = []string{"root"}
-	} else {
-		refs := map[string]bool{}
-		for _, id := range s.order {
-			for _, c := range childRefs(s.comps[id]) {
-				refs[c] = true
-			}
+		if n := b.build("root", "", 0); visible(n) {
+			return []*node{n}
 		}
-		for _, id := range s.order {
-			if !refs[id] {
-				roots = append(roots, id)
-			}
+		if len(s.comps) == 1 {
+			return nil
 		}
-		if len(roots) == 0 { // everything is referenced: a cycle through all
-			roots = s.order[:1]
+		r.warn("surface %q: the root component shows nothing; rendered the unreferenced components instead", s.id)
+	}
+	refs := map[string]bool{"root": true}
+	for _, id := range s.order {
+		for _, c := range childRefs(s.comps[id]) {
+			refs[c] = true
 		}
+	}
+	var roots []string
+	for _, id := range s.order {
+		if !refs[id] {
+			roots = append(roots, id)
+		}
+	}
+	if len(roots) == 0 { // everything is referenced: a cycle through all
+		roots = s.order[:1]
+	}
+	if _, ok := s.comps["root"]; !ok {
 		r.warn("surface %q has no component with id \"root\"; rendered %s", s.id, describeRoots(roots))
 	}
 	var out []*node
@@ -86,6 +93,27 @@ func (r *renderer) buildSurface(s *surface) []*node {
 		}
 	}
 	return out
+}
+
+// visible reports whether a tree shows anything.
+func visible(n *node) bool {
+	if n == nil {
+		return false
+	}
+	switch n.kind {
+	case "Row", "Column", "List", "Card", "Unknown", "Modal", "Tabs":
+		for _, c := range n.children {
+			if visible(c) {
+				return true
+			}
+		}
+		return visible(n.content)
+	case "Text":
+		return strings.TrimSpace(n.text) != ""
+	case "Divider":
+		return false
+	}
+	return true
 }
 
 func describeRoots(ids []string) string {

@@ -1,0 +1,282 @@
+package a2ui
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+func TestMalformedInput(t *testing.T) {
+	for _, tc := range []struct {
+		name, in, warn string
+	}{
+		{"not JSON", `{"createSurface": {`, "not valid JSON"},
+		{"empty", ``, "empty"},
+		{"no messages", `{"hello":"world"}`, "no A2UI messages"},
+		{"a number", `42`, "no A2UI messages"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := Render(json.RawMessage(tc.in), Options{})
+			if res.Text != "(surface could not be read)" {
+				t.Errorf("Text = %q, want the unreadable fallback", res.Text)
+			}
+			wantContains(t, "html", res.HTML, "(surface could not be read)")
+			wantWarning(t, res, tc.warn)
+		})
+	}
+}
+
+func TestInputShapes(t *testing.T) {
+	create := `{"version":"v0.9","createSurface":{"surfaceId":"a","catalogId":"https://a2ui.org/specification/v0_9/catalogs/basic/catalog.json"}}`
+	comps := `{"version":"v0.9","updateComponents":{"surfaceId":"a","components":[{"id":"root","component":"Text","text":{"path":"/greeting"}}]}}`
+	data := `{"version":"v0.9","updateDataModel":{"surfaceId":"a","value":{"greeting":"Hello there"}}}`
+	for _, tc := range []struct{ name, in string }{
+		{"list", "[" + create + "," + comps + "," + data + "]"},
+		{"messages object", `{"name":"x","messages":[` + create + "," + comps + "," + data + "]}"},
+		{"jsonl stream", create + "\n" + comps + "\n" + data + "\n"},
+		{"combined object", `{"version":"v0.9","createSurface":{"surfaceId":"a","catalogId":"c/basic"},"updateComponents":{"surfaceId":"a","components":[{"id":"root","component":"Text","text":{"path":"/greeting"}}]},"updateDataModel":{"surfaceId":"a","path":"/","value":{"greeting":"Hello there"}}}`},
+		{"part with data", `{"data":` + "[" + create + "," + comps + "," + data + "]" + `,"metadata":{"partType":"a2ui-surface"}}`},
+		{"data before components, no createSurface", "[" + data + "," + comps + "]"},
+		{"crdt updates", "[" + create + "," + comps + `,{"updateDataModel":{"surfaceId":"a","actorId":"x","updates":[{"path":"/greeting","value":"Hello there","hlc":"1"}]}}]`},
+		{"older component shape", "[" + create + `,{"updateComponents":{"surfaceId":"a","components":[{"id":"root","component":{"Text":{"text":{"path":"/greeting"}}}}]}},` + data + "]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := Render(json.RawMessage(tc.in), goldenOptions())
+			if strings.TrimSpace(res.Text) != "Hello there" {
+				t.Errorf("Text = %q, want %q (warnings %q)", res.Text, "Hello there", res.Warnings)
+			}
+			wantContains(t, "html", res.HTML, "Hello there")
+			if len(res.Texts) != 1 || res.Texts[0] != "Hello there" {
+				t.Errorf("Texts = %q", res.Texts)
+			}
+		})
+	}
+}
+
+func TestSeveralSurfacesAndDelete(t *testing.T) {
+	in := `[
+	 {"createSurface":{"surfaceId":"one","catalogId":"basic"}},
+	 {"updateComponents":{"surfaceId":"one","components":[{"id":"root","component":"Text","text":"First surface","variant":"h2"}]}},
+	 {"createSurface":{"surfaceId":"two","catalogId":"basic"}},
+	 {"updateComponents":{"surfaceId":"two","components":[{"id":"root","component":"Text","text":"Second surface"}]}},
+	 {"createSurface":{"surfaceId":"gone","catalogId":"basic"}},
+	 {"updateComponents":{"surfaceId":"gone","components":[{"id":"root","component":"Text","text":"Deleted surface"}]}},
+	 {"deleteSurface":{"surfaceId":"gone"}}
+	]`
+	res := Render(json.RawMessage(in), goldenOptions())
+	wantContains(t, "text", res.Text, "First surface", "Second surface")
+	wantContains(t, "html", res.HTML, "First surface", "Second surface")
+	wantLacks(t, "text", res.Text, "Deleted surface")
+	wantLacks(t, "html", res.HTML, "Deleted surface")
+	if res.Title != "First surface" {
+		t.Errorf("Title = %q", res.Title)
+	}
+	if strings.Count(res.HTML, `max-width:640px`) != 2 {
+		t.Errorf("want one table per live surface:\n%s", res.HTML)
+	}
+	wantWarning(t, res, `"gone" was deleted`)
+}
+
+func TestDataModelUpdates(t *testing.T) {
+	in := `[
+	 {"createSurface":{"surfaceId":"s","catalogId":"basic"}},
+	 {"updateComponents":{"surfaceId":"s","components":[{"id":"root","component":"Column","children":["a","b","c"]},
+	   {"id":"a","component":"Text","text":{"path":"/user/name"}},
+	   {"id":"b","component":"Text","text":{"path":"/user/title"}},
+	   {"id":"c","component":"Text","text":{"path":"/tags/1"}}]}},
+	 {"updateDataModel":{"surfaceId":"s","value":{"user":{"name":"Ada","title":"Countess"},"tags":["x","y"]}}},
+	 {"updateDataModel":{"surfaceId":"s","path":"/user/name","value":"Ada Lovelace"}},
+	 {"updateDataModel":{"surfaceId":"s","path":"/user/title"}},
+	 {"updateDataModel":{"surfaceId":"s","path":"/tags/1","value":"engine"}}
+	]`
+	res := Render(json.RawMessage(in), goldenOptions())
+	if got := strings.TrimSpace(res.Text); got != "Ada Lovelace\nengine" {
+		t.Errorf("Text = %q", got)
+	}
+	wantWarning(t, res, "no data at /user/title")
+}
+
+func TestTemplateOverKeyedObject(t *testing.T) {
+	res := renderTest(t,
+		`[{"id":"root","component":"Column","children":{"componentId":"t","path":"/items"}},{"id":"t","component":"Text","text":{"path":"name"}}]`,
+		`{"items":{"k1":{"pos":"b","name":"Second"},"k2":{"pos":"a","name":"First"},"k3":{"pos":"c","name":"Third"}}}`)
+	if got := strings.TrimSpace(res.Text); got != "First\nSecond\nThird" {
+		t.Errorf("Text = %q, want the items in pos order", got)
+	}
+}
+
+func TestUnknownComponent(t *testing.T) {
+	res := renderTest(t,
+		`[{"id":"root","component":"Column","children":["m","after"]},
+		  {"id":"m","component":"MapView","title":"Where we meet","children":["pin"]},
+		  {"id":"pin","component":"Text","text":"Café Central"},
+		  {"id":"after","component":"Text","text":"See you there"}]`, "")
+	wantContains(t, "text", res.Text, "Where we meet", "Café Central", "See you there")
+	wantContains(t, "html", res.HTML, "Where we meet", "Café Central")
+	wantWarning(t, res, `unknown component "MapView"`)
+}
+
+func TestDanglingChild(t *testing.T) {
+	res := renderTest(t,
+		`[{"id":"root","component":"Column","children":["a","ghost","b"]},{"id":"a","component":"Text","text":"Before"},{"id":"b","component":"Text","text":"After"},{"id":"card","component":"Card","child":"nobody"}]`, "")
+	if got := strings.TrimSpace(res.Text); got != "Before\nAfter" {
+		t.Errorf("Text = %q", got)
+	}
+	wantWarning(t, res, `missing component "ghost"`)
+}
+
+func TestCycle(t *testing.T) {
+	res := renderTest(t,
+		`[{"id":"root","component":"Column","children":["t","loop"]},{"id":"t","component":"Text","text":"Top text"},{"id":"loop","component":"Card","child":"root"}]`, "")
+	if strings.Count(res.Text, "Top text") != 1 {
+		t.Errorf("the cycle should render its text once:\n%s", res.Text)
+	}
+	wantWarning(t, res, "cycle")
+	wellFormed(t, res.HTML)
+}
+
+func TestBadPointers(t *testing.T) {
+	res := renderTest(t,
+		`[{"id":"root","component":"Column","children":["a","b","c"]},
+		  {"id":"a","component":"Text","text":{"path":"/a/0/b"}},
+		  {"id":"b","component":"Text","text":{"path":"/list/9"}},
+		  {"id":"c","component":"Text","text":"Still here"}]`,
+		`{"a":"scalar","list":[1]}`)
+	if got := strings.TrimSpace(res.Text); got != "Still here" {
+		t.Errorf("Text = %q", got)
+	}
+	wantWarning(t, res, "no data at /a/0/b")
+	wantWarning(t, res, "no data at /list/9")
+}
+
+func TestFunctionErrorShowsRawValue(t *testing.T) {
+	res := renderTest(t,
+		`[{"id":"root","component":"Text","text":{"call":"formatDate","args":{"value":{"path":"/when"},"format":"d MMM"},"returnType":"string"}}]`,
+		`{"when":"sometime soon"}`)
+	if got := strings.TrimSpace(res.Text); got != "sometime soon" {
+		t.Errorf("Text = %q", got)
+	}
+	wantWarning(t, res, "formatDate")
+}
+
+func TestMissingRoot(t *testing.T) {
+	res := renderTest(t,
+		`[{"id":"main","component":"Column","children":["a"]},{"id":"a","component":"Text","text":"Main part"},{"id":"extra","component":"Text","text":"Loose part"}]`, "")
+	if got := strings.TrimSpace(res.Text); got != "Main part\nLoose part" {
+		t.Errorf("Text = %q", got)
+	}
+	wantWarning(t, res, `no component with id "root"`)
+}
+
+func TestDeepNesting(t *testing.T) {
+	var comps []string
+	for i := range 100 {
+		comps = append(comps, fmt.Sprintf(`{"id":"c%d","component":"Column","children":["c%d","t%d"]}`, i, i+1, i))
+		comps = append(comps, fmt.Sprintf(`{"id":"t%d","component":"Text","text":"level %d"}`, i, i))
+	}
+	comps[0] = strings.Replace(comps[0], `"id":"c0"`, `"id":"root"`, 1)
+	res := renderTest(t, "["+strings.Join(comps, ",")+"]", "")
+	wantContains(t, "text", res.Text, "level 0", "level 60")
+	wantLacks(t, "text", res.Text, "level 70")
+	wantWarning(t, res, "nested deeper than 64")
+	wellFormed(t, res.HTML)
+}
+
+func TestComponentCountBound(t *testing.T) {
+	var comps []string
+	ids := make([]string, 0, 2100)
+	for i := range 2100 {
+		ids = append(ids, fmt.Sprintf(`"t%d"`, i))
+		comps = append(comps, fmt.Sprintf(`{"id":"t%d","component":"Text","text":"n%d"}`, i, i))
+	}
+	comps = append([]string{`{"id":"root","component":"Column","children":[` + strings.Join(ids, ",") + `]}`}, comps...)
+	res := renderTest(t, "["+strings.Join(comps, ",")+"]", "")
+	wantContains(t, "text", res.Text, "n0\n", "n1998\n")
+	wantLacks(t, "text", res.Text, "n2000")
+	wantWarning(t, res, "more than 2000 components")
+}
+
+func TestOutputBound(t *testing.T) {
+	items := make([]string, 0, 1000)
+	for i := range 1000 {
+		items = append(items, fmt.Sprintf(`{"name":"Item number %d with a fairly long <description> & text"}`, i))
+	}
+	for _, limit := range []int{2000, 10000, 100000} {
+		res := Render(surfaceJSON(t,
+			`[{"id":"root","component":"Card","child":"l"},{"id":"l","component":"List","children":{"componentId":"t","path":"/items"}},{"id":"t","component":"Text","text":{"path":"name"}}]`,
+			`{"items":[`+strings.Join(items, ",")+`]}`), Options{MaxOutputBytes: limit})
+		if len(res.Text) > limit || len(res.HTML) > limit {
+			t.Errorf("limit %d: text %d bytes, html %d bytes", limit, len(res.Text), len(res.HTML))
+		}
+		if limit < 50000 {
+			wantContains(t, "text", res.Text, "Item number 0 ", "[… output truncated]")
+			wantWarning(t, res, "text output truncated")
+		} else {
+			wantContains(t, "text", res.Text, "Item number 0 ", "Item number 999 ")
+		}
+		wantContains(t, "html", res.HTML, "Item number 0 ", "[… output truncated]")
+		wantWarning(t, res, "HTML output truncated")
+		wellFormed(t, res.HTML)
+		for _, s := range res.Texts {
+			if !strings.Contains(res.HTML, strings.ReplaceAll(strings.ReplaceAll(s, "&", "&amp;"), "<", "&lt;")[:10]) {
+				t.Errorf("Texts has %q which the truncated HTML does not show", s)
+			}
+		}
+	}
+}
+
+func TestEscapingAndURLs(t *testing.T) {
+	res := renderTest(t,
+		`[{"id":"root","component":"Column","children":["t","i","j","b","v","m"]},
+		  {"id":"t","component":"Text","text":{"path":"/evil"}},
+		  {"id":"i","component":"Image","url":"javascript:alert(1)","description":"x"},
+		  {"id":"j","component":"Image","url":"https://example.com/a.png\" onerror=\"alert(1)","description":"\"><script>alert(1)</script>"},
+		  {"id":"b","component":"Button","child":"bl","action":{"functionCall":{"call":"openUrl","args":{"url":"data:text/html,<script>alert(1)</script>"}}}},
+		  {"id":"bl","component":"Text","text":"Click"},
+		  {"id":"v","component":"Video","url":"file:///etc/passwd"},
+		  {"id":"m","component":"Text","text":"[link](javascript:alert(1)) and [ok](https://example.com)"}]`,
+		`{"evil":"<script>alert('x')</script><img src=x onerror=alert(1)>"}`)
+	h := strings.ToLower(res.HTML)
+	for _, bad := range []string{"<script", "javascript:", "data:text", "file:", `" onerror`, "<img src=x"} {
+		if strings.Contains(h, bad) {
+			t.Errorf("HTML contains %q:\n%s", bad, res.HTML)
+		}
+	}
+	wantContains(t, "html", res.HTML, "&lt;script&gt;", `<a href="https://example.com"`)
+	wantWarning(t, res, "only http(s) and mailto")
+	wantContains(t, "text", res.Text, "<script>alert('x')</script>", "[image: x]", "[ Click ]")
+}
+
+func TestTitleAndTexts(t *testing.T) {
+	res := renderTest(t,
+		`[{"id":"root","component":"Column","children":["c","h","h1"]},{"id":"c","component":"Text","text":"caption first","variant":"caption"},{"id":"h","component":"Text","text":"Your **flights**","variant":"h2"},{"id":"h1","component":"Text","text":"Later h1","variant":"h1"}]`, "")
+	if res.Title != "Your flights" {
+		t.Errorf("Title = %q", res.Title)
+	}
+	want := []string{"caption first", "Your flights", "Later h1"}
+	if strings.Join(res.Texts, "|") != strings.Join(want, "|") {
+		t.Errorf("Texts = %q, want %q", res.Texts, want)
+	}
+}
+
+func TestTextWrapping(t *testing.T) {
+	long := strings.Repeat("lorem ipsum dolor ", 20)
+	res := Render(surfaceJSON(t, `[{"id":"root","component":"Text","text":"`+long+`"}]`, ""), Options{TextWidth: 40})
+	for _, l := range strings.Split(strings.TrimSpace(res.Text), "\n") {
+		if width(l) > 40 {
+			t.Errorf("line wider than 40 columns: %q", l)
+		}
+	}
+}
+
+func TestNeverEmptyWhenRenderable(t *testing.T) {
+	// Everything broken but one Text.
+	res := Render(json.RawMessage(`[{"updateComponents":{"surfaceId":"x","components":[
+	  {"id":"root","component":"Row","children":{"componentId":"nope","path":"/missing"}},
+	  {"id":"lonely","component":"Text","text":"I am still shown"},
+	  {"id":"bad","component":"Button"},
+	  {"component":"Text","text":"no id"}]}}]`), Options{})
+	wantContains(t, "text", res.Text, "I am still shown")
+	wantContains(t, "html", res.HTML, "I am still shown")
+}
