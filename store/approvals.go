@@ -65,7 +65,7 @@ type Approval struct {
 type ApprovalRecipient struct {
 	Channel string `json:"channel"`
 	Address string `json:"address"`
-	Nonce   string `json:"nonce"`
+	Nonce   string `json:"nonce,omitempty"`
 }
 
 // Decision returns the approval-response decision of a decided approval
