@@ -1,0 +1,245 @@
+package email
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base32"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/emersion/go-imap/v2"
+	"github.com/emersion/go-imap/v2/imapserver"
+	"github.com/emersion/go-imap/v2/imapserver/imapmemserver"
+	"github.com/emersion/go-sasl"
+	"github.com/emersion/go-smtp"
+)
+
+// DevServerConfig configures the local mail server of `beachd dev`.
+type DevServerConfig struct {
+	// Domain of the two dev mailboxes; default "beachd.localhost".
+	Domain string
+	// Host to listen on; default 127.0.0.1. Ports 0 choose free ones.
+	Host               string
+	SMTPPort, IMAPPort int
+	// Rand makes the passwords; default crypto/rand.
+	Rand io.Reader
+	// MaxMessageBytes accepted by SMTP; default 25 MiB.
+	MaxMessageBytes int64
+}
+
+// DevUser is one mailbox of the dev server.
+type DevUser struct {
+	Address  string // also the login name
+	Password string
+}
+
+// DevServer is an SMTP server that files every message it accepts into an
+// in-memory IMAP server. Mail to the agent's address (plus-addresses
+// included) lands in the agent's mailbox, which beachd's intake reads; all
+// other mail, whatever its domain, lands in the person's mailbox ("you"),
+// which a mail client opens. Nothing leaves the machine.
+type DevServer struct {
+	cfg        DevServerConfig
+	log        *slog.Logger
+	You, Agent DevUser
+	imapMem    *imapmemserver.Server
+	users      map[string]*imapmemserver.User // by address
+	smtpLn     net.Listener
+	imapLn     net.Listener
+
+	mu       sync.Mutex
+	received int
+}
+
+// NewDevServer creates the dev server and binds its two listeners, so that
+// the addresses are known before Run (the sender and the intake are
+// configured with them). Close releases them if Run is never called.
+func NewDevServer(cfg DevServerConfig, log *slog.Logger) (*DevServer, error) {
+	if cfg.Domain == "" {
+		cfg.Domain = "beachd.localhost"
+	}
+	if cfg.Host == "" {
+		cfg.Host = "127.0.0.1"
+	}
+	if cfg.Rand == nil {
+		cfg.Rand = rand.Reader
+	}
+	if cfg.MaxMessageBytes <= 0 {
+		cfg.MaxMessageBytes = 25 << 20
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	d := &DevServer{cfg: cfg, log: log, imapMem: imapmemserver.New(), users: map[string]*imapmemserver.User{}}
+	for _, u := range []*DevUser{&d.You, &d.Agent} {
+		local := "you"
+		if u == &d.Agent {
+			local = "agent"
+		}
+		pw, err := devPassword(cfg.Rand)
+		if err != nil {
+			return nil, err
+		}
+		*u = DevUser{Address: local + "@" + cfg.Domain, Password: pw}
+		mu := imapmemserver.NewUser(u.Address, pw)
+		if err := mu.Create("INBOX", nil); err != nil {
+			return nil, fmt.Errorf("dev mailbox: %w", err)
+		}
+		d.imapMem.AddUser(mu)
+		d.users[u.Address] = mu
+	}
+	var err error
+	if d.smtpLn, err = net.Listen("tcp", net.JoinHostPort(cfg.Host, fmt.Sprint(cfg.SMTPPort))); err != nil {
+		return nil, fmt.Errorf("dev smtp listen: %w", err)
+	}
+	if d.imapLn, err = net.Listen("tcp", net.JoinHostPort(cfg.Host, fmt.Sprint(cfg.IMAPPort))); err != nil {
+		d.smtpLn.Close()
+		return nil, fmt.Errorf("dev imap listen: %w", err)
+	}
+	return d, nil
+}
+
+func devPassword(r io.Reader) (string, error) {
+	var b [10]byte
+	if _, err := io.ReadFull(r, b[:]); err != nil {
+		return "", fmt.Errorf("dev password: %w", err)
+	}
+	return strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:])), nil
+}
+
+// SMTPAddr and IMAPAddr are host:port of the listeners.
+func (d *DevServer) SMTPAddr() string { return d.smtpLn.Addr().String() }
+func (d *DevServer) IMAPAddr() string { return d.imapLn.Addr().String() }
+
+// SMTPPort and IMAPPort are the listening ports.
+func (d *DevServer) SMTPPort() int { return d.smtpLn.Addr().(*net.TCPAddr).Port }
+func (d *DevServer) IMAPPort() int { return d.imapLn.Addr().(*net.TCPAddr).Port }
+
+// Banner is what `beachd dev` prints about the mail server.
+func (d *DevServer) Banner() []string {
+	return []string{
+		fmt.Sprintf("mail server  SMTP %s, IMAP %s (plain, no TLS; loopback only)", d.SMTPAddr(), d.IMAPAddr()),
+		fmt.Sprintf("  your mailbox   %s  password %s  (all mail beachd sends lands here)", d.You.Address, d.You.Password),
+		fmt.Sprintf("  agent mailbox  %s  password %s  (replies to the agent; beachd reads it)", d.Agent.Address, d.Agent.Password),
+	}
+}
+
+// Received counts the messages accepted so far.
+func (d *DevServer) Received() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.received
+}
+
+// Close releases the listeners (Run does it itself when ctx ends).
+func (d *DevServer) Close() error {
+	return errors.Join(d.smtpLn.Close(), d.imapLn.Close())
+}
+
+// Run serves SMTP and IMAP until ctx ends; it returns nil then.
+func (d *DevServer) Run(ctx context.Context) error {
+	ss := smtp.NewServer(smtp.BackendFunc(func(c *smtp.Conn) (smtp.Session, error) { return &devSession{d: d}, nil }))
+	ss.Domain = d.cfg.Domain
+	ss.AllowInsecureAuth = true
+	ss.MaxMessageBytes = d.cfg.MaxMessageBytes
+	ss.MaxRecipients = 100
+	ss.ReadTimeout = 5 * time.Minute
+	ss.WriteTimeout = time.Minute
+	is := imapserver.New(&imapserver.Options{
+		NewSession: func(*imapserver.Conn) (imapserver.Session, *imapserver.GreetingData, error) {
+			return d.imapMem.NewSession(), nil, nil
+		},
+		Caps:         imap.CapSet{imap.CapIMAP4rev1: {}, imap.CapIMAP4rev2: {}, imap.CapIdle: {}, imap.CapMove: {}, imap.CapUIDPlus: {}},
+		InsecureAuth: true,
+		Logger:       slogLogger{d.log},
+	})
+	errc := make(chan error, 2)
+	go func() { errc <- ss.Serve(d.smtpLn) }()
+	go func() { errc <- is.Serve(d.imapLn) }()
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+	}
+	ss.Close()
+	is.Close()
+	if ctx.Err() != nil {
+		return nil
+	}
+	return fmt.Errorf("dev mail server: %w", err)
+}
+
+type slogLogger struct{ log *slog.Logger }
+
+func (l slogLogger) Printf(format string, args ...any) { l.log.Warn(fmt.Sprintf(format, args...)) }
+
+// mailboxFor routes a recipient: the agent's address (with any +tag) to
+// the agent, everything else to you.
+func (d *DevServer) mailboxFor(rcpt string) *imapmemserver.User {
+	a := strings.ToLower(strings.Trim(rcpt, "<> "))
+	local, domain, _ := strings.Cut(a, "@")
+	base, _, _ := strings.Cut(local, "+")
+	if domain == d.cfg.Domain {
+		if u := d.users[base+"@"+domain]; u != nil {
+			return u
+		}
+	}
+	return d.users[d.You.Address]
+}
+
+type devSession struct {
+	d    *DevServer
+	rcpt []*imapmemserver.User
+}
+
+func (s *devSession) AuthMechanisms() []string { return []string{sasl.Plain} }
+
+func (s *devSession) Auth(mech string) (sasl.Server, error) {
+	return sasl.NewPlainServer(func(identity, username, password string) error {
+		for _, u := range []DevUser{s.d.You, s.d.Agent} {
+			if strings.EqualFold(username, u.Address) && password == u.Password {
+				return nil
+			}
+		}
+		return &smtp.SMTPError{Code: 535, EnhancedCode: smtp.EnhancedCode{5, 7, 8}, Message: "bad credentials"}
+	}), nil
+}
+
+func (s *devSession) Mail(string, *smtp.MailOptions) error { return nil }
+
+func (s *devSession) Rcpt(to string, _ *smtp.RcptOptions) error {
+	u := s.d.mailboxFor(to)
+	for _, r := range s.rcpt {
+		if r == u {
+			return nil
+		}
+	}
+	s.rcpt = append(s.rcpt, u)
+	return nil
+}
+
+func (s *devSession) Data(r io.Reader) error {
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return err
+	}
+	for _, u := range s.rcpt {
+		if _, err := u.Append("INBOX", bytes.NewReader(b), &imap.AppendOptions{Time: time.Now()}); err != nil {
+			return &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "mailbox unavailable"}
+		}
+	}
+	s.d.mu.Lock()
+	s.d.received++
+	s.d.mu.Unlock()
+	return nil
+}
+
+func (s *devSession) Reset()        { s.rcpt = nil }
+func (s *devSession) Logout() error { return nil }

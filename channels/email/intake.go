@@ -1,0 +1,533 @@
+package email
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/emersion/go-imap/v2"
+	"github.com/emersion/go-imap/v2/imapclient"
+
+	"github.com/cool-ai/beachd/envelope"
+)
+
+// decider receives each parsed reply (approvals.Service implements it).
+type decider interface {
+	HandleInbound(ctx context.Context, in envelope.Inbound) (envelope.InboundResult, error)
+}
+
+// KV is the small durable key-value store the intake keeps its cursor and
+// the Message-IDs it processed in (store.DB implements it).
+type KV interface {
+	GetKV(ctx context.Context, key string) ([]byte, bool, error)
+	PutKV(ctx context.Context, key string, val []byte) error
+}
+
+// IntakeConfig configures an Intake. Zero values are the documented
+// defaults.
+type IntakeConfig struct {
+	Host     string
+	Port     int // default 993 (tls), 143 (starttls, none)
+	Username string
+	Password string
+	// TLS is tls (default), starttls or none (loopback only).
+	TLS       string
+	TLSConfig *tls.Config
+	// Mailbox is watched (default INBOX); Processed receives handled
+	// messages (default "Processed"; created when missing).
+	Mailbox   string
+	Processed string
+	// PollInterval is the check interval on a server without IDLE
+	// (default 1 min). IdleRefresh ends and re-issues IDLE (which also
+	// proves the connection is alive); default 5 min, at most 28 min.
+	PollInterval time.Duration
+	IdleRefresh  time.Duration
+	// CommandTimeout bounds one IMAP command (a dead connection is found
+	// when a command does not complete); default 1 min.
+	CommandTimeout time.Duration
+	// MaxMessageBytes: bigger messages are skipped (logged); default 10 MiB.
+	MaxMessageBytes int64
+	// MinBackoff and MaxBackoff bound the reconnect delay (1 s, 5 min).
+	MinBackoff, MaxBackoff time.Duration
+	// MaxFailures: a message whose handling failed this many times is
+	// skipped so it cannot block the mailbox (default 5).
+	MaxFailures int
+	// Parse is passed to ParseMessage (ReceivedAt is set per message).
+	Parse ParseOptions
+	Now   func() time.Time
+}
+
+func (c *IntakeConfig) withDefaults() {
+	if c.TLS == "" {
+		c.TLS = TLSImplicit
+	}
+	if c.Port == 0 {
+		c.Port = 143
+		if c.TLS == TLSImplicit {
+			c.Port = 993
+		}
+	}
+	if c.Mailbox == "" {
+		c.Mailbox = "INBOX"
+	}
+	if c.Processed == "" {
+		c.Processed = "Processed"
+	}
+	if c.PollInterval <= 0 {
+		c.PollInterval = time.Minute
+	}
+	if c.IdleRefresh <= 0 {
+		c.IdleRefresh = 5 * time.Minute
+	}
+	if c.CommandTimeout <= 0 {
+		c.CommandTimeout = time.Minute
+	}
+	if c.MaxMessageBytes <= 0 {
+		c.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if c.MinBackoff <= 0 {
+		c.MinBackoff = time.Second
+	}
+	if c.MaxBackoff <= 0 {
+		c.MaxBackoff = 5 * time.Minute
+	}
+	if c.MaxFailures <= 0 {
+		c.MaxFailures = 5
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+}
+
+// Validate reports a configuration that cannot work.
+func (c IntakeConfig) Validate() error {
+	var errs []error
+	if c.Host == "" {
+		errs = append(errs, errors.New("imap host: required"))
+	}
+	if c.Username == "" {
+		errs = append(errs, errors.New("imap username: required"))
+	}
+	switch c.TLS {
+	case "", TLSImplicit, TLSStartTLS:
+	case TLSNone:
+		if !IsLoopbackHost(c.Host) {
+			errs = append(errs, fmt.Errorf("imap tls: none is only allowed for a loopback host, not %q", c.Host))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("imap tls: %q is not tls, starttls or none", c.TLS))
+	}
+	if c.IdleRefresh > 28*time.Minute {
+		errs = append(errs, errors.New("imap idle refresh: must be at most 28 minutes (servers drop IDLE after 30)"))
+	}
+	if c.Processed != "" && c.Processed == c.Mailbox {
+		errs = append(errs, errors.New("imap processed: must differ from the watched mailbox"))
+	}
+	return errors.Join(errs...)
+}
+
+// Intake reads replies from one IMAP mailbox and hands them to the decider.
+type Intake struct {
+	cfg IntakeConfig
+	kv  KV
+	dec decider
+	log *slog.Logger
+	// failures counts handling failures per (uidvalidity, uid); only Run's
+	// goroutine touches it.
+	failures map[string]int
+}
+
+// NewIntake builds an Intake; nothing runs until Run.
+func NewIntake(cfg IntakeConfig, kv KV, dec decider, log *slog.Logger) (*Intake, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg.withDefaults()
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Intake{cfg: cfg, kv: kv, dec: dec, log: log, failures: map[string]int{}}, nil
+}
+
+// cursor is the stored position in the mailbox.
+type cursor struct {
+	UIDValidity uint32 `json:"uidValidity"`
+	LastUID     uint32 `json:"lastUid"`
+}
+
+func (in *Intake) cursorKey() string { return "imap/" + in.cfg.Mailbox }
+
+// Run watches the mailbox until ctx ends, reconnecting with exponential
+// backoff after any failure. It returns nil when ctx ends.
+func (in *Intake) Run(ctx context.Context) error {
+	backoff := in.cfg.MinBackoff
+	for {
+		connected, err := in.session(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if connected {
+			backoff = in.cfg.MinBackoff
+		}
+		in.log.Warn("imap session ended; reconnecting", "error", err, "backoff", backoff)
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+		backoff *= 2
+		if backoff > in.cfg.MaxBackoff {
+			backoff = in.cfg.MaxBackoff
+		}
+	}
+}
+
+// conn wraps a client with per-command timeouts: a command that does not
+// complete in time closes the connection (it is dead or hung).
+type imapConn struct {
+	c       *imapclient.Client
+	timeout time.Duration
+}
+
+var errCommandTimeout = errors.New("imap command timed out")
+
+func (ic *imapConn) do(what string, f func() error) error {
+	t := time.AfterFunc(ic.timeout, func() { ic.c.Close() })
+	err := f()
+	if !t.Stop() {
+		return fmt.Errorf("%s: %w", what, errCommandTimeout)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
+func (in *Intake) dial(ctx context.Context, newMail chan<- struct{}) (*imapclient.Client, error) {
+	addr := net.JoinHostPort(in.cfg.Host, strconv.Itoa(in.cfg.Port))
+	d := &net.Dialer{Timeout: in.cfg.CommandTimeout}
+	raw, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("dial %s: %w", addr, err)
+	}
+	tlsCfg := in.cfg.TLSConfig
+	if tlsCfg == nil {
+		tlsCfg = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	tlsCfg = tlsCfg.Clone()
+	if tlsCfg.ServerName == "" {
+		tlsCfg.ServerName = in.cfg.Host
+	}
+	opts := &imapclient.Options{TLSConfig: tlsCfg, UnilateralDataHandler: &imapclient.UnilateralDataHandler{
+		Mailbox: func(data *imapclient.UnilateralDataMailbox) {
+			if data.NumMessages != nil {
+				select {
+				case newMail <- struct{}{}:
+				default:
+				}
+			}
+		},
+	}}
+	switch in.cfg.TLS {
+	case TLSImplicit:
+		tc := tls.Client(raw, tlsCfg)
+		hctx, cancel := context.WithTimeout(ctx, in.cfg.CommandTimeout)
+		err := tc.HandshakeContext(hctx)
+		cancel()
+		if err != nil {
+			raw.Close()
+			return nil, fmt.Errorf("tls handshake: %w", err)
+		}
+		return imapclient.New(tc, opts), nil
+	case TLSStartTLS:
+		_ = raw.SetDeadline(time.Now().Add(in.cfg.CommandTimeout))
+		c, err := imapclient.NewStartTLS(raw, opts)
+		if err != nil {
+			raw.Close()
+			return nil, fmt.Errorf("starttls: %w", err)
+		}
+		_ = raw.SetDeadline(time.Time{})
+		return c, nil
+	default:
+		return imapclient.New(raw, opts), nil
+	}
+}
+
+// session is one connection: log in, select, then process and wait for
+// new mail until something fails. connected reports whether the login and
+// select succeeded (the backoff restarts from the minimum then).
+func (in *Intake) session(ctx context.Context) (connected bool, err error) {
+	newMail := make(chan struct{}, 1)
+	c, err := in.dial(ctx, newMail)
+	if err != nil {
+		return false, err
+	}
+	defer c.Close()
+	stop := context.AfterFunc(ctx, func() { c.Close() })
+	defer stop()
+	ic := &imapConn{c: c, timeout: in.cfg.CommandTimeout}
+
+	if err := ic.do("greeting", c.WaitGreeting); err != nil {
+		return false, err
+	}
+	if err := ic.do("login", func() error { return c.Login(in.cfg.Username, in.cfg.Password).Wait() }); err != nil {
+		return false, err
+	}
+	if err := in.ensureMailbox(ic, in.cfg.Processed); err != nil {
+		return false, err
+	}
+	var sel *imap.SelectData
+	if err := ic.do("select "+in.cfg.Mailbox, func() (err error) {
+		sel, err = c.Select(in.cfg.Mailbox, nil).Wait()
+		return err
+	}); err != nil {
+		return false, err
+	}
+	cur, err := in.loadCursor(ctx)
+	if err != nil {
+		return false, err
+	}
+	if cur.UIDValidity != sel.UIDValidity {
+		if cur.UIDValidity != 0 {
+			in.log.Warn("imap UIDVALIDITY changed; rescanning the mailbox", "mailbox", in.cfg.Mailbox,
+				"old", cur.UIDValidity, "new", sel.UIDValidity)
+		}
+		cur = cursor{UIDValidity: sel.UIDValidity}
+		if err := in.saveCursor(ctx, cur); err != nil {
+			return false, err
+		}
+	}
+	in.log.Info("imap intake connected", "mailbox", in.cfg.Mailbox, "idle", c.Caps().Has(imap.CapIdle))
+	for {
+		if err := in.processNew(ctx, ic, &cur); err != nil {
+			return true, err
+		}
+		if err := in.wait(ctx, ic, newMail); err != nil {
+			return true, err
+		}
+		if ctx.Err() != nil {
+			return true, nil
+		}
+	}
+}
+
+// wait returns when new mail may be there: IDLE until the server reports
+// a change or IdleRefresh passes (then IDLE is ended, which also proves the
+// connection is alive); without IDLE, after PollInterval.
+func (in *Intake) wait(ctx context.Context, ic *imapConn, newMail <-chan struct{}) error {
+	c := ic.c
+	if !c.Caps().Has(imap.CapIdle) {
+		t := time.NewTimer(in.cfg.PollInterval)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		case <-c.Closed():
+			return errors.New("connection closed")
+		}
+		return ic.do("noop", func() error { return c.Noop().Wait() })
+	}
+	var idle *imapclient.IdleCommand
+	if err := ic.do("idle", func() (err error) { idle, err = c.Idle(); return err }); err != nil {
+		return err
+	}
+	t := time.NewTimer(in.cfg.IdleRefresh)
+	defer t.Stop()
+	var closed bool
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	case <-newMail:
+	case <-c.Closed():
+		closed = true
+	}
+	if closed {
+		return errors.New("connection closed during IDLE")
+	}
+	return ic.do("end idle", func() error {
+		if err := idle.Close(); err != nil {
+			return err
+		}
+		return idle.Wait()
+	})
+}
+
+func (in *Intake) ensureMailbox(ic *imapConn, name string) error {
+	var found bool
+	if err := ic.do("list "+name, func() error {
+		list, err := ic.c.List("", name, nil).Collect()
+		found = len(list) > 0
+		return err
+	}); err != nil {
+		return err
+	}
+	if found {
+		return nil
+	}
+	err := ic.do("create "+name, func() error { return ic.c.Create(name, nil).Wait() })
+	var ie *imap.Error
+	if errors.As(err, &ie) && ie.Code == imap.ResponseCodeAlreadyExists {
+		return nil
+	}
+	return err
+}
+
+func (in *Intake) loadCursor(ctx context.Context) (cursor, error) {
+	var cur cursor
+	b, ok, err := in.kv.GetKV(ctx, in.cursorKey())
+	if err != nil {
+		return cur, fmt.Errorf("load imap cursor: %w", err)
+	}
+	if ok {
+		if err := json.Unmarshal(b, &cur); err != nil {
+			in.log.Warn("imap cursor unreadable; starting over", "error", err)
+			return cursor{}, nil
+		}
+	}
+	return cur, nil
+}
+
+func (in *Intake) saveCursor(ctx context.Context, cur cursor) error {
+	b, _ := json.Marshal(cur)
+	if err := in.kv.PutKV(ctx, in.cursorKey(), b); err != nil {
+		return fmt.Errorf("save imap cursor: %w", err)
+	}
+	return nil
+}
+
+// processNew handles every message above the cursor, in UID order.
+func (in *Intake) processNew(ctx context.Context, ic *imapConn, cur *cursor) error {
+	c := ic.c
+	var uids []imap.UID
+	var set imap.UIDSet
+	set.AddRange(imap.UID(cur.LastUID+1), 0)
+	if err := ic.do("uid search", func() error {
+		data, err := c.UIDSearch(&imap.SearchCriteria{UID: []imap.UIDSet{set}}, nil).Wait()
+		if err == nil {
+			uids = data.AllUIDs()
+		}
+		return err
+	}); err != nil {
+		return err
+	}
+	for _, uid := range uids {
+		if uint32(uid) <= cur.LastUID { // "n:*" always matches the last message
+			continue
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err := in.processOne(ctx, ic, cur.UIDValidity, uid); err != nil {
+			return err
+		}
+		cur.LastUID = uint32(uid)
+		if err := in.saveCursor(ctx, *cur); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// processOne handles one message. It returns an error only for failures
+// that should end the session (connection, store); a message that cannot
+// be handled is logged and moved aside.
+func (in *Intake) processOne(ctx context.Context, ic *imapConn, validity uint32, uid imap.UID) error {
+	c := ic.c
+	log := in.log.With("mailbox", in.cfg.Mailbox, "uid", uint32(uid))
+	uidSet := imap.UIDSetNum(uid)
+	var size int64
+	if err := ic.do("fetch size", func() error {
+		msgs, err := c.Fetch(uidSet, &imap.FetchOptions{UID: true, RFC822Size: true}).Collect()
+		if err == nil && len(msgs) > 0 {
+			size = msgs[0].RFC822Size
+		}
+		return err
+	}); err != nil {
+		return err
+	}
+	if size > in.cfg.MaxMessageBytes {
+		log.Warn("inbound mail skipped: too large", "bytes", size, "limit", in.cfg.MaxMessageBytes)
+		return nil
+	}
+	section := &imap.FetchItemBodySection{Peek: true}
+	var raw []byte
+	if err := ic.do("fetch body", func() error {
+		msgs, err := c.Fetch(uidSet, &imap.FetchOptions{UID: true, BodySection: []*imap.FetchItemBodySection{section}}).Collect()
+		if err == nil && len(msgs) > 0 {
+			raw = msgs[0].FindBodySection(section)
+		}
+		return err
+	}); err != nil {
+		return err
+	}
+	if raw == nil { // expunged meanwhile
+		return nil
+	}
+	opts := in.cfg.Parse
+	opts.MaxBytes = int(in.cfg.MaxMessageBytes)
+	opts.ReceivedAt = in.cfg.Now()
+	p, err := ParseMessage(raw, opts)
+	if err != nil {
+		log.Warn("inbound mail unreadable; moved aside", "error", err)
+		return in.moveProcessed(ic, uidSet)
+	}
+	msg := p.Inbound
+	seenKey := "imap-msgid/" + dedupKey(msg.MessageID, raw)
+	if _, seen, err := in.kv.GetKV(ctx, seenKey); err != nil {
+		return fmt.Errorf("check message id: %w", err)
+	} else if seen {
+		log.Info("inbound mail already processed (same Message-ID); moved aside")
+		return in.moveProcessed(ic, uidSet)
+	}
+	res, err := in.dec.HandleInbound(ctx, msg)
+	if err != nil {
+		key := fmt.Sprintf("%d/%d", validity, uid)
+		in.failures[key]++
+		if in.failures[key] < in.cfg.MaxFailures {
+			return fmt.Errorf("handle inbound mail uid %d: %w", uid, err)
+		}
+		delete(in.failures, key)
+		log.Error("inbound mail failed repeatedly; skipped and left in the mailbox", "error", err)
+		return nil
+	}
+	log.Info("inbound mail handled", "outcome", res.Outcome, "approval_id", res.ApprovalID,
+		"auto", msg.AutoGenerated, "ignored_because", msg.IgnoredBecause, "token_source", msg.TokenSource)
+	if err := in.kv.PutKV(ctx, seenKey, []byte(in.cfg.Now().UTC().Format(time.RFC3339))); err != nil {
+		return fmt.Errorf("record message id: %w", err)
+	}
+	return in.moveProcessed(ic, uidSet)
+}
+
+// moveProcessed marks a message \Seen and moves it to the processed
+// mailbox (go-imap falls back to COPY + \Deleted + EXPUNGE without MOVE).
+func (in *Intake) moveProcessed(ic *imapConn, uidSet imap.UIDSet) error {
+	if err := ic.do("store \\Seen", func() error {
+		return ic.c.Store(uidSet, &imap.StoreFlags{Op: imap.StoreFlagsAdd, Silent: true, Flags: []imap.Flag{imap.FlagSeen}}, nil).Close()
+	}); err != nil {
+		return err
+	}
+	return ic.do("move to "+in.cfg.Processed, func() error {
+		_, err := ic.c.Move(uidSet, in.cfg.Processed).Wait()
+		return err
+	})
+}
+
+func dedupKey(messageID string, raw []byte) string {
+	var sum [32]byte
+	if messageID != "" {
+		sum = sha256.Sum256([]byte(messageID))
+	} else {
+		sum = sha256.Sum256(raw)
+	}
+	return hex.EncodeToString(sum[:16])
+}
