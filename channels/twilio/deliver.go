@@ -7,13 +7,17 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"slices"
 	"strings"
+	texttemplate "text/template"
 	"time"
 
 	openapi "github.com/twilio/twilio-go/rest/api/v2010"
 
 	"github.com/cool-ai/beachd/channels"
 	"github.com/cool-ai/beachd/envelope"
+	"github.com/cool-ai/beachd/render"
+	"github.com/cool-ai/beachd/templates"
 )
 
 // Store is what the deliverers keep between runs (WhatsApp windows,
@@ -24,26 +28,15 @@ type Store interface {
 	DeleteKV(ctx context.Context, key string) error
 }
 
-// ContentTemplate is an approved WhatsApp content template. Variables maps
-// the template's variable names ("1", "2", …) to the source of each value:
-// one of TemplateSources.
-type ContentTemplate struct {
-	ContentSID string
-	Variables  map[string]string
-}
-
-// TemplateSources are the values a template variable may take: the message
-// text, the first approval's summary, tool name, link, SMS code and id, and
-// the payloads of its first three quick-reply buttons.
-var TemplateSources = []string{"body", "summary", "tool", "link", "code", "approval_id", "button1", "button2", "button3"}
-
-// Templates are the content templates used outside the WhatsApp window.
+// Templates are WhatsApp content templates (Twilio Content API). Their
+// variables are text/templates over render.View, evaluated by the renderer
+// (e.g. {"1": "{{.Text}}", "2": "{{(index .Approvals 0).ApprovalID}}"}).
 type Templates struct {
 	// Approval is used for deliveries that ask for an approval; its
 	// quick-reply buttons carry the payloads (variables button1…3).
-	Approval *ContentTemplate
+	Approval *render.ContentTemplate
 	// Result is used for everything else.
-	Result *ContentTemplate
+	Result *render.ContentTemplate
 }
 
 // Config configures the SMS and WhatsApp deliverers.
@@ -77,7 +70,7 @@ func (c Config) validate(channel string) error {
 			return fmt.Errorf("twilio: whatsapp_from %q must be whatsapp:+E.164 (or set messaging_service_sid)", c.WhatsAppFrom)
 		}
 	}
-	for name, t := range map[string]*ContentTemplate{"approval": c.Templates.Approval, "result": c.Templates.Result} {
+	for name, t := range map[string]*render.ContentTemplate{"approval": c.Templates.Approval, "result": c.Templates.Result} {
 		if t == nil {
 			continue
 		}
@@ -85,21 +78,12 @@ func (c Config) validate(channel string) error {
 			return fmt.Errorf("twilio: whatsapp_templates.%s.content_sid is required", name)
 		}
 		for k, v := range t.Variables {
-			if !validSource(v) {
-				return fmt.Errorf("twilio: whatsapp_templates.%s.variables.%s: %q is not one of %v", name, k, v, TemplateSources)
+			if _, err := texttemplate.New(k).Funcs(templates.Funcs()).Parse(v); err != nil {
+				return fmt.Errorf("twilio: whatsapp_templates.%s.variables.%s: %w", name, k, err)
 			}
 		}
 	}
 	return nil
-}
-
-func validSource(s string) bool {
-	for _, x := range TemplateSources {
-		if s == x {
-			return true
-		}
-	}
-	return false
 }
 
 // Deps are the parts the deliverers share.
@@ -109,7 +93,8 @@ type Deps struct {
 	Store  Store
 	// Limiter paces each sender; shared by SMS and WhatsApp.
 	Limiter *Limiter
-	// Render turns a job into a message; nil uses FallbackRender.
+	// Render turns a job into a message; nil renders with the embedded
+	// default templates (render.New(render.Config{})).
 	Render RenderFunc
 	Log    *slog.Logger
 }
@@ -171,7 +156,11 @@ func newSender(channel string, cfg Config, deps Deps) (*sender, error) {
 		deps.Limiter = NewLimiter(LimiterConfig{})
 	}
 	if deps.Render == nil {
-		deps.Render = FallbackRender
+		r, err := render.New(render.Config{})
+		if err != nil {
+			return nil, fmt.Errorf("twilio: default renderer: %w", err)
+		}
+		deps.Render = Renderer(r, nil)
 	}
 	if deps.Log == nil {
 		deps.Log = slog.New(slog.DiscardHandler)
@@ -257,57 +246,96 @@ func (s *sender) deliver(ctx context.Context, job *channels.Job) (*channels.Resu
 	} else if out {
 		return nil, channels.Permanent(ErrOptedOut)
 	}
-	in := RenderInput{Channel: s.channel, Job: job, Now: s.cfg.Now()}
+	in := RenderInput{Channel: s.channel, Job: job, Now: s.cfg.Now(), WindowOpen: true}
 	if s.channel == envelope.ChannelWhatsApp {
 		open, err := s.windowOpen(ctx, to)
 		if err != nil {
 			return nil, channels.Temporary(fmt.Errorf("read whatsapp window: %w", err))
 		}
 		in.WindowOpen = open
-		in.Template = s.cfg.Templates.Result
-		if len(job.Approvals) > 0 && s.cfg.Templates.Approval != nil {
+		switch {
+		case len(job.Approvals) > 0 && s.cfg.Templates.Approval != nil:
 			in.Template = s.cfg.Templates.Approval
+		case !open && s.cfg.Templates.Result != nil:
+			in.Template = s.cfg.Templates.Result
+		case !open:
+			return nil, channels.Permanent(ErrOutsideWindow)
 		}
 	}
 	msg, err := s.render(in)
 	if err != nil {
 		return nil, channels.Permanent(fmt.Errorf("render %s: %w", s.channel, err))
 	}
-	if s.channel == envelope.ChannelWhatsApp && !in.WindowOpen && msg.ContentSID == "" {
-		return nil, channels.Permanent(ErrOutsideWindow)
-	}
-	if msg.Body == "" && msg.ContentSID == "" && len(msg.MediaURLs) == 0 {
+	if msg.ContentSID == "" && len(msg.Bodies) == 0 && len(msg.MediaURLs) == 0 {
 		return nil, channels.Permanent(ErrEmptyMessage)
 	}
+	if msg.ContentSID != "" || len(msg.Bodies) == 0 {
+		msg.Bodies = []string{""} // one message: the template, or media only
+	}
 
-	if d.MaybeSent || d.ProviderID != "" {
-		res, err := s.recover(ctx, job, msg)
-		if err != nil || res != nil {
-			return res, err
+	// An SMS split into parts is several messages; each is looked up
+	// (when an earlier attempt may have sent it) and sent in turn.
+	var sids []string
+	var first *openapi.ApiV2010Message
+	firstRecovered := false
+	maybe := d.MaybeSent || d.ProviderID != ""
+	for i, body := range msg.Bodies {
+		m, recovered, err := s.sendOne(ctx, job, msg, i, body, maybe, sids)
+		if err != nil {
+			e := channels.AsError(err)
+			if i > 0 {
+				// Parts already went out: the next attempt must look
+				// before it sends, so that they are not repeated.
+				e.MaybeSent = true
+				e.ProviderID = sids[0]
+			}
+			return nil, e
+		}
+		if i == 0 {
+			first, firstRecovered = m, recovered
+		}
+		sids = append(sids, deref(m.Sid))
+	}
+	res := s.result(first, firstRecovered)
+	if len(sids) > 1 {
+		res.Receipt.Meta["parts"] = sids
+	}
+	return res, nil
+}
+
+// sendOne sends one message of a delivery (the template, or one body),
+// unless lookFirst finds that an earlier attempt already did.
+func (s *sender) sendOne(ctx context.Context, job *channels.Job, msg *Message, part int, body string, lookFirst bool, used []string) (*openapi.ApiV2010Message, bool, error) {
+	d := job.Delivery
+	if lookFirst {
+		m, err := s.recover(ctx, job, part, body, used)
+		if err != nil {
+			return nil, false, err
+		}
+		if m != nil {
+			s.log.Info("earlier attempt reached twilio; not sending again", "delivery_id", d.ID, "channel", s.channel, "part", part)
+			return m, true, nil
 		}
 	}
-
 	if ra, err := s.limiter.Wait(ctx, s.senderKey(), s.cfg.CallReserve); err != nil {
-		return nil, channels.Temporary(fmt.Errorf("wait for the %s rate limit: %w", s.channel, err))
+		return nil, false, channels.Temporary(fmt.Errorf("wait for the %s rate limit: %w", s.channel, err))
 	} else if ra > 0 {
-		return nil, &channels.Error{RetryAfter: ra, Err: fmt.Errorf("%s rate limit: next slot for this sender in %s", s.channel, ra.Round(time.Millisecond))}
+		return nil, false, &channels.Error{RetryAfter: ra, Err: fmt.Errorf("%s rate limit: next slot for this sender in %s", s.channel, ra.Round(time.Millisecond))}
 	}
-
-	p := s.params(to, msg)
-	m, info, err := s.api.CreateMessage(ctx, p)
+	m, info, err := s.api.CreateMessage(ctx, s.params(d.To, msg, body))
 	if err != nil {
 		e := classify(ctx, err, info, true)
 		if errors.Is(e.Err, ErrOptedOut) {
-			if perr := s.store.PutKV(context.WithoutCancel(ctx), optOutKey(s.channel, to), []byte(s.cfg.Now().UTC().Format(time.RFC3339))); perr != nil {
+			if perr := s.store.PutKV(context.WithoutCancel(ctx), optOutKey(s.channel, d.To), []byte(s.cfg.Now().UTC().Format(time.RFC3339))); perr != nil {
 				s.log.Warn("record opt-out", "delivery_id", d.ID, "err", perr)
 			}
 		}
-		return nil, e
+		return nil, false, e
 	}
-	return s.result(m, false), nil
+	return m, false, nil
 }
 
-func (s *sender) params(to string, msg *Message) *openapi.CreateMessageParams {
+func (s *sender) params(to string, msg *Message, body string) *openapi.CreateMessageParams {
 	p := (&openapi.CreateMessageParams{}).SetTo(s.address(to))
 	if s.cfg.MessagingServiceSID != "" {
 		p.SetMessagingServiceSid(s.cfg.MessagingServiceSID)
@@ -323,8 +351,8 @@ func (s *sender) params(to string, msg *Message) *openapi.CreateMessageParams {
 			b, _ := json.Marshal(msg.ContentVariables)
 			p.SetContentVariables(string(b))
 		}
-	} else if msg.Body != "" {
-		p.SetBody(msg.Body)
+	} else if body != "" {
+		p.SetBody(body)
 	}
 	if len(msg.MediaURLs) > 0 {
 		p.SetMediaUrl(msg.MediaURLs)
@@ -344,17 +372,17 @@ func (s *sender) result(m *openapi.ApiV2010Message, recovered bool) *channels.Re
 	return &channels.Result{ProviderID: sid, Receipt: channels.Receipt{Data: m, Meta: meta}}
 }
 
-// recover looks for the message a previous, maybe-sent attempt created. It
-// returns a Result when Twilio has it, (nil, nil) when it does not, and an
-// error when it cannot tell (then nothing is sent: the next attempt asks
-// again).
-func (s *sender) recover(ctx context.Context, job *channels.Job, msg *Message) (*channels.Result, error) {
+// recover looks for a message (part `part` of the delivery, with text
+// body, not one of the used SIDs already matched to earlier parts) that a
+// previous, maybe-sent attempt created. It returns the message
+// when Twilio has it, nil when it does not, and an error when it cannot
+// tell (then nothing is sent: the next attempt asks again).
+func (s *sender) recover(ctx context.Context, job *channels.Job, part int, body string, used []string) (*openapi.ApiV2010Message, error) {
 	d := job.Delivery
-	if d.ProviderID != "" {
+	if d.ProviderID != "" && part == 0 {
 		m, info, err := s.api.FetchMessage(ctx, d.ProviderID)
 		if err == nil {
-			s.log.Info("earlier attempt reached twilio; not sending again", "delivery_id", d.ID, "channel", s.channel)
-			return s.result(m, true), nil
+			return m, nil
 		}
 		e := classify(ctx, err, info, false)
 		if _, status, _, _ := info.snapshot(); status != 404 {
@@ -364,7 +392,7 @@ func (s *sender) recover(ctx context.Context, job *channels.Job, msg *Message) (
 		}
 		// 404: the recorded SID is unknown; fall through to the listing.
 	}
-	if msg.ContentSID != "" && msg.Body == "" {
+	if body == "" {
 		// A template message's body is Twilio's rendering of it, which we
 		// cannot match: send again (at-least-once).
 		s.log.Warn("maybe-sent template message cannot be matched; sending again", "delivery_id", d.ID, "channel", s.channel)
@@ -384,15 +412,18 @@ func (s *sender) recover(ctx context.Context, job *channels.Job, msg *Message) (
 	since := d.CreatedAt.Add(-time.Minute)
 	for i := range list {
 		m := &list[i]
-		if deref(m.Direction) != "" && !strings.HasPrefix(deref(m.Direction), "outbound") {
+		if dir := deref(m.Direction); dir != "" && !strings.HasPrefix(dir, "outbound") {
 			continue
 		}
 		if created, err := time.Parse(time.RFC1123Z, deref(m.DateCreated)); err == nil && created.Before(since) {
 			continue
 		}
-		if body := deref(m.Body); body == msg.Body || (msg.Body != "" && strings.Contains(body, msg.Body)) {
-			s.log.Info("earlier attempt reached twilio; not sending again", "delivery_id", d.ID, "channel", s.channel)
-			return s.result(m, true), nil
+		if slices.Contains(used, deref(m.Sid)) {
+			continue
+		}
+		// Twilio prefixes a trial account's messages: a suffix match.
+		if got := deref(m.Body); got == body || strings.HasSuffix(got, body) {
+			return m, nil
 		}
 	}
 	return nil, nil

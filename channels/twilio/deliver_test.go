@@ -11,6 +11,7 @@ import (
 
 	"github.com/cool-ai/beachd/channels"
 	"github.com/cool-ai/beachd/envelope"
+	"github.com/cool-ai/beachd/render"
 )
 
 func newSMS(t *testing.T, f *fakeTwilio, cfg Config, db Store) *SMS {
@@ -46,7 +47,7 @@ func TestSMSDeliverSendsOneMessage(t *testing.T) {
 		t.Errorf("StatusCallback = %q", form.Get("StatusCallback"))
 	}
 	body := form.Get("Body")
-	for _, want := range []string{"Your flight is ready to book.", "Book BA2043 for 6 people", "Reply YES 4821 or NO 4821", "https://beachd.example.org/a/lnk"} {
+	for _, want := range []string{"Your flight is ready to book.", "Book BA2043 for 6 people", "Reply YES 4821 or NO 4821"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("body %q lacks %q", body, want)
 		}
@@ -264,8 +265,11 @@ func TestConnectionRefusedIsNotMaybeSent(t *testing.T) {
 
 func TestWhatsAppWindowAndTemplates(t *testing.T) {
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	approvalTmpl := &ContentTemplate{ContentSID: "HXapproval0123456789abcdef012345", Variables: map[string]string{"1": "summary", "2": "button1", "3": "button2"}}
-	resultTmpl := &ContentTemplate{ContentSID: "HXresult0123456789abcdef01234567", Variables: map[string]string{"1": "body"}}
+	approvalTmpl := &render.ContentTemplate{ContentSID: "HXapproval0123456789abcdef012345", Variables: map[string]string{
+		"1": "{{(index .Approvals 0).Summary}}",
+		"2": "{{(index (index .Approvals 0).Buttons 0).Payload}}",
+		"3": "{{(index (index .Approvals 0).Buttons 1).Payload}}"}}
+	resultTmpl := &render.ContentTemplate{ContentSID: "HXresult0123456789abcdef01234567", Variables: map[string]string{"1": "{{.Text}}"}}
 
 	t.Run("outside the window without a template", func(t *testing.T) {
 		f := newFakeTwilio(t)
@@ -360,8 +364,8 @@ func TestConfigValidation(t *testing.T) {
 	c := newTestClient(t, f.srv.URL, time.Second)
 	bad := []Config{
 		{SMSFrom: "5550001111"},
-		{SMSFrom: ourSMS, Templates: Templates{Result: &ContentTemplate{}}},
-		{SMSFrom: ourSMS, Templates: Templates{Result: &ContentTemplate{ContentSID: "HX1", Variables: map[string]string{"1": "password"}}}},
+		{SMSFrom: ourSMS, Templates: Templates{Result: &render.ContentTemplate{}}},
+		{SMSFrom: ourSMS, Templates: Templates{Result: &render.ContentTemplate{ContentSID: "HX1", Variables: map[string]string{"1": "{{.Text"}}}},
 	}
 	for i, cfg := range bad {
 		if _, err := NewSMS(cfg, Deps{Client: c, Store: openStore(t)}); err == nil {
@@ -389,5 +393,51 @@ func TestBaseURLRewriteKeepsPathPrefix(t *testing.T) {
 	}
 	if f.postCount() != 1 {
 		t.Error("not delivered through the prefixed base URL")
+	}
+}
+
+// TestSplitSMSFailureMidwayDoesNotRepeatSentParts: with the renderer's split
+// policy a long text is several messages; when part 2 fails, the retry
+// finds part 1 at Twilio and sends only what is missing.
+func TestSplitSMSFailureMidwayDoesNotRepeatSentParts(t *testing.T) {
+	f := newFakeTwilio(t)
+	r, err := render.New(render.Config{SMSPolicy: render.SMSSplit, SMSMaxChars: 160})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := NewSMS(testConfig(), Deps{Client: newTestClient(t, f.srv.URL, 5*time.Second), Store: openStore(t), Limiter: fastLimiter(), Render: Renderer(r, nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := strings.Repeat("The quick brown fox jumps over the lazy dog. ", 8)
+	j := job("dlv_1", "sms", alice, long)
+	// Part 1 succeeds, part 2 fails.
+	f.failAfter(1, twilioError(503, 20503, "Service Unavailable"))
+	_, err = d.Deliver(context.Background(), j)
+	e := channels.AsError(err)
+	if err == nil || !e.MaybeSent || e.Permanent || e.ProviderID == "" {
+		t.Fatalf("err = %v maybeSent=%v providerID=%q", err, e.MaybeSent, e.ProviderID)
+	}
+	j.Delivery.MaybeSent, j.Delivery.ProviderID = true, e.ProviderID
+	res, err := d.Deliver(context.Background(), j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts, _ := res.Receipt.Meta["parts"].([]string)
+	if len(parts) < 2 || parts[0] != e.ProviderID {
+		t.Fatalf("parts = %v", res.Receipt.Meta["parts"])
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.created) != len(parts) {
+		t.Errorf("created %d messages for %d parts: a part was sent twice", len(f.created), len(parts))
+	}
+	seen := map[string]bool{}
+	for _, m := range f.created {
+		b := m["body"].(string)
+		if seen[b] {
+			t.Errorf("part sent twice: %q", b)
+		}
+		seen[b] = true
 	}
 }

@@ -5,9 +5,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -75,15 +77,15 @@ type Recorder struct {
 var _ channels.Deliverer = (*Recorder)(nil)
 
 // NewRecorder builds the recording deliverer for channel (sms or
-// whatsapp). render nil means FallbackRender; now nil means time.Now.
-func NewRecorder(channel string, st Store, log *RecorderLog, render RenderFunc, now func() time.Time) *Recorder {
-	if render == nil {
-		render = FallbackRender
+// whatsapp). now nil means time.Now.
+func NewRecorder(channel string, st Store, log *RecorderLog, render RenderFunc, now func() time.Time) (*Recorder, error) {
+	if st == nil || log == nil || render == nil {
+		return nil, errors.New("twilio: recorder needs a store, a log and a renderer")
 	}
 	if now == nil {
 		now = time.Now
 	}
-	return &Recorder{channel: channel, store: st, render: render, now: now, log: log}
+	return &Recorder{channel: channel, store: st, render: render, now: now, log: log}, nil
 }
 
 // Deliver records the message the real deliverer would send.
@@ -103,7 +105,7 @@ func (d *Recorder) Deliver(ctx context.Context, job *channels.Job) (*channels.Re
 	}
 	sum := sha256.Sum256([]byte(job.Delivery.ID))
 	sid := "SM" + hex.EncodeToString(sum[:16])
-	d.log.add(Recorded{SID: sid, DeliveryID: job.Delivery.ID, Channel: d.channel, To: to, Body: msg.Body,
+	d.log.add(Recorded{SID: sid, DeliveryID: job.Delivery.ID, Channel: d.channel, To: to, Body: strings.Join(msg.Bodies, "\n"),
 		Buttons: msg.Buttons, MediaURLs: msg.MediaURLs, ContentSID: msg.ContentSID, ContentVariables: msg.ContentVariables, At: d.now()})
 	return &channels.Result{ProviderID: sid, Receipt: channels.Receipt{
 		Data: map[string]any{"recorded": true},

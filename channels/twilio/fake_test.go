@@ -51,6 +51,7 @@ type fakeTwilio struct {
 	posts   int
 	queue   []fakeReply
 	authBad int
+	skip    int
 }
 
 func newFakeTwilio(t *testing.T) *fakeTwilio {
@@ -64,6 +65,14 @@ func (f *fakeTwilio) fail(r ...fakeReply) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.queue = append(f.queue, r...)
+}
+
+// failAfter lets n POSTs through, then answers r once.
+func (f *fakeTwilio) failAfter(n int, r fakeReply) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.skip = n
+	f.queue = append(f.queue, r)
 }
 
 func (f *fakeTwilio) postCount() int {
@@ -104,7 +113,9 @@ func (f *fakeTwilio) serve(w http.ResponseWriter, r *http.Request) {
 		f.posts++
 		f.forms = append(f.forms, r.PostForm)
 		var rep *fakeReply
-		if len(f.queue) > 0 {
+		if f.skip > 0 {
+			f.skip--
+		} else if len(f.queue) > 0 {
 			rep = &f.queue[0]
 			f.queue = f.queue[1:]
 		}
@@ -218,9 +229,11 @@ func job(id, channel, to, text string) *channels.Job {
 
 func approvalJob(id, channel, to string) *channels.Job {
 	j := job(id, channel, to, "Your flight is ready to book.")
+	req := []byte(`{"approvalId":"apr_1","toolName":"book_flight","toolCallId":"call_1","args":{"flight":"BA2043","seats":6},"handler":"travel","turn":"turn_1","session":"ses_1","summary":"Book BA2043 for 6 people"}`)
+	j.Envelope.Parts = append(j.Envelope.Parts, envelope.Part{Data: req, Metadata: map[string]any{"partType": "approval-request"}})
 	j.Approvals = []render.ApprovalHandle{{
 		ApprovalID: "apr_1", Code: "4821", LinkURL: "https://beachd.example.org/a/lnk",
-		Request: envelope.ApprovalRequest{ApprovalID: "apr_1", ToolName: "book_flight", Summary: "Book BA2043 for 6 people"},
+		Request: envelope.ApprovalRequest{ApprovalID: "apr_1", ToolName: "book_flight", ToolCallID: "call_1", Handler: "travel", Turn: "turn_1", Session: "ses_1", Summary: "Book BA2043 for 6 people"},
 		Buttons: []render.Button{{Title: "Approve", Payload: "apr_1:n0nce"}, {Title: "Deny", Payload: "apr_1:n0nce2"}},
 	}}
 	j.Delivery.ApprovalIDs = []string{"apr_1"}
