@@ -1,0 +1,91 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"text/tabwriter"
+	"time"
+)
+
+// ApprovalsCmd groups approval commands; they talk to a running beachd.
+type ApprovalsCmd struct {
+	List   ApprovalsListCmd   `cmd:"" help:"List approvals, optionally by state."`
+	Show   ApprovalsShowCmd   `cmd:"" help:"Show an approval with its audit trail and injection."`
+	Decide ApprovalsDecideCmd `cmd:"" help:"Decide an approval as an operator (granted, denied, or void to withdraw it)."`
+}
+
+// ApprovalsListCmd lists approvals.
+type ApprovalsListCmd struct {
+	apiFlags
+	State string `help:"pending, granted, denied, expired or void." enum:",pending,granted,denied,expired,void" default:""`
+	Limit int    `default:"100" help:"At most this many."`
+	JSON  bool   `name:"json" help:"Print JSON."`
+}
+
+// Run lists approvals.
+func (c *ApprovalsListCmd) Run(g *globals) error {
+	q := url.Values{}
+	if c.State != "" {
+		q.Set("state", c.State)
+	}
+	q.Set("limit", fmt.Sprint(c.Limit))
+	var raw json.RawMessage
+	if err := c.call("GET", "/v1/approvals?"+q.Encode(), nil, &raw); err != nil {
+		return err
+	}
+	if c.JSON {
+		return printJSON(g.stdout, raw)
+	}
+	var out struct {
+		Approvals []struct {
+			ID, State, Agent, Summary, DecidedBy string
+			ExpiresAt                            time.Time
+		}
+	}
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTATE\tAGENT\tEXPIRES\tDECIDED BY\tSUMMARY")
+	for _, a := range out.Approvals {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.State, a.Agent, a.ExpiresAt.Local().Format(time.DateTime), a.DecidedBy, a.Summary)
+	}
+	return tw.Flush()
+}
+
+// ApprovalsShowCmd shows one approval.
+type ApprovalsShowCmd struct {
+	apiFlags
+	ID string `arg:"" help:"Approval id."`
+}
+
+// Run shows the approval as JSON.
+func (c *ApprovalsShowCmd) Run(g *globals) error {
+	var raw json.RawMessage
+	if err := c.call("GET", "/v1/approvals/"+url.PathEscape(c.ID), nil, &raw); err != nil {
+		return err
+	}
+	return printJSON(g.stdout, raw)
+}
+
+// ApprovalsDecideCmd decides an approval.
+type ApprovalsDecideCmd struct {
+	apiFlags
+	ID       string `arg:"" help:"Approval id."`
+	Decision string `arg:"" enum:"granted,denied,void" help:"granted, denied or void."`
+	Reason   string `help:"Reason passed to the agent."`
+}
+
+// Run posts the operator decision.
+func (c *ApprovalsDecideCmd) Run(g *globals) error {
+	var raw json.RawMessage
+	body := map[string]string{"decision": c.Decision}
+	if c.Reason != "" {
+		body["reason"] = c.Reason
+	}
+	if err := c.call("POST", "/v1/approvals/"+url.PathEscape(c.ID)+"/decision", body, &raw); err != nil {
+		return err
+	}
+	return printJSON(g.stdout, raw)
+}

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"net/url"
+	"regexp"
+	"time"
+)
+
+// ApprovalsConfig is the `approvals:` section.
+//
+//	approvals:
+//	  default_expiry: 24h        # for requests without expiresAt
+//	  secret: "${BEACHD_APPROVAL_SECRET}"  # HMAC key of every token, ≥32 bytes;
+//	                             # empty: generated once into data_dir/approval.key (0600)
+//	  reply_domain: reply.example.org  # Reply-To LOCAL+TOKEN@reply_domain (email channel)
+//	  sms_code_digits: 6         # 4-10
+//	  max_wrong_codes: 5         # wrong SMS/WhatsApp codes per number per hour, then locked for a day
+//	  authserv_id: mx.example.org  # whose Authentication-Results are trusted (email channel)
+//	  injection_lifetime: 24h    # a failing injection is dead-lettered after this
+type ApprovalsConfig struct {
+	DefaultExpiry     time.Duration `yaml:"default_expiry"`
+	Secret            string        `yaml:"secret"`
+	ReplyDomain       string        `yaml:"reply_domain"`
+	SMSCodeDigits     int           `yaml:"sms_code_digits"`
+	MaxWrongCodes     int           `yaml:"max_wrong_codes"`
+	AuthservID        string        `yaml:"authserv_id"`
+	InjectionLifetime time.Duration `yaml:"injection_lifetime"`
+}
+
+var domainPattern = regexp.MustCompile(`^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$|^localhost$`)
+
+func (c *ApprovalsConfig) validate(v *validator) {
+	if c.DefaultExpiry < 0 {
+		v.errorf("approvals.default_expiry", "cannot be negative")
+	} else if c.DefaultExpiry > 0 && c.DefaultExpiry < time.Minute {
+		v.errorf("approvals.default_expiry", "at least 1m, got %s", c.DefaultExpiry)
+	}
+	if c.Secret != "" && len(c.Secret) < 32 {
+		v.errorf("approvals.secret", "must be at least 32 bytes (or empty: generated into data_dir/approval.key)")
+	}
+	if c.ReplyDomain != "" && !domainPattern.MatchString(c.ReplyDomain) {
+		v.errorf("approvals.reply_domain", "must be a lower-case domain name, got %q", c.ReplyDomain)
+	}
+	if c.SMSCodeDigits != 0 && (c.SMSCodeDigits < 4 || c.SMSCodeDigits > 10) {
+		v.errorf("approvals.sms_code_digits", "must be 4-10, got %d", c.SMSCodeDigits)
+	}
+	if c.MaxWrongCodes < 0 || c.MaxWrongCodes > 100 {
+		v.errorf("approvals.max_wrong_codes", "must be 1-100 (0: default 5), got %d", c.MaxWrongCodes)
+	}
+	if c.InjectionLifetime < 0 {
+		v.errorf("approvals.injection_lifetime", "cannot be negative")
+	}
+}
+
+// AgentConfig is one entry of the `agents:` map: where decisions are
+// injected and cron turns are started.
+//
+//	agents:
+//	  travel:
+//	    a2a_url: http://127.0.0.1:9000/   # A2A JSON-RPC endpoint
+//	    injector: a2a                     # or webhook
+//	    webhook_url: https://agent.example.org/approvals   # injector: webhook
+//	    webhook_secret: "whsec_…"         # Standard Webhooks secret (injector: webhook)
+//	    headers: { Authorization: "Bearer ${AGENT_TOKEN}" }
+//	    timeout: 30s
+type AgentConfig struct {
+	A2AURL        string            `yaml:"a2a_url"`
+	Injector      string            `yaml:"injector"`
+	WebhookURL    string            `yaml:"webhook_url"`
+	WebhookSecret string            `yaml:"webhook_secret"`
+	Headers       map[string]string `yaml:"headers"`
+	Timeout       time.Duration     `yaml:"timeout"`
+}
+
+func (a AgentConfig) validate(v *validator, key string) {
+	absURL := func(s string) bool {
+		u, err := url.Parse(s)
+		return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+	}
+	switch a.Injector {
+	case "", "a2a":
+		if a.A2AURL == "" {
+			v.errorf(key+".a2a_url", "required (or injector: webhook with webhook_url)")
+		}
+	case "webhook":
+		if !absURL(a.WebhookURL) {
+			v.errorf(key+".webhook_url", "required with injector: webhook; an absolute http(s) URL, got %q", a.WebhookURL)
+		}
+		if a.WebhookSecret == "" {
+			v.errorf(key+".webhook_secret", "required with injector: webhook (a whsec_… Standard Webhooks secret)")
+		}
+	default:
+		v.errorf(key+".injector", "must be a2a or webhook, got %q", a.Injector)
+	}
+	if a.A2AURL != "" && !absURL(a.A2AURL) {
+		v.errorf(key+".a2a_url", "must be an absolute http(s) URL, got %q", a.A2AURL)
+	}
+	if a.Timeout < 0 || a.Timeout > 10*time.Minute {
+		v.errorf(key+".timeout", "must be between 0 (default 30s) and 10m")
+	}
+	for h := range a.Headers {
+		if !headerNamePattern.MatchString(h) {
+			v.errorf(key+".headers", "invalid header name %q", h)
+		}
+	}
+}
+
+// devAgentConfig points `beachd dev`'s agent at the a2a-go agent beachd
+// serves itself under /dev/agent/.
+func devAgentConfig(addr string) AgentConfig {
+	return AgentConfig{A2AURL: "http://" + addr + "/dev/agent/", Timeout: 10 * time.Second}
+}

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sort"
+
+	"github.com/cool-ai/beachd/agent"
+	"github.com/cool-ai/beachd/api"
+	"github.com/cool-ai/beachd/approvals"
+	"github.com/cool-ai/beachd/channels/webhook"
+	"github.com/cool-ai/beachd/envelope"
+)
+
+// enqueueFunc adapts the Ingester, which is built after approvals, to
+// approvals.Enqueuer: it is looked up when a confirmation is sent.
+type enqueueFunc func(ctx context.Context, env *envelope.Envelope, to []envelope.Recipient, agent, source string) (string, error)
+
+func (f enqueueFunc) Enqueue(ctx context.Context, env *envelope.Envelope, to []envelope.Recipient, agent, source string) (string, error) {
+	return f(ctx, env, to, agent, source)
+}
+
+// wireApprovals builds the agent client, the approvals Service (token
+// minting at ingest, handles at send time, inbound decisions), the
+// injection worker and the expiry sweeper, and mounts the operator and
+// link-page routes.
+func (a *app) wireApprovals() error {
+	cfg := a.cfg.Approvals
+	secret := cfg.Secret
+	if secret == "" {
+		s, err := persistentSecret(filepath.Join(a.cfg.DataDir, "approval.key"), func() string { return randomToken(32) })
+		if err != nil {
+			return fmt.Errorf("approvals.secret: %w", err)
+		}
+		secret = s
+	}
+	names := make([]string, 0, len(a.cfg.Agents))
+	for n := range a.cfg.Agents {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	targets := map[string]agent.Target{}
+	senders := map[string]approvals.Sender{}
+	for _, n := range names {
+		ac := a.cfg.Agents[n]
+		if ac.A2AURL != "" {
+			targets[n] = agent.Target{URL: ac.A2AURL, Headers: ac.Headers, Timeout: ac.Timeout}
+		}
+		if ac.Injector == "webhook" {
+			signer, err := webhook.ParseSigner(ac.WebhookSecret)
+			if err != nil {
+				return fmt.Errorf("agents.%s.webhook_secret: %w", n, err)
+			}
+			senders[n] = &approvals.WebhookSender{URL: ac.WebhookURL, Signer: signer, Headers: ac.Headers,
+				Client: a.httpClient, Now: a.now}
+		}
+	}
+	var err error
+	if a.agents, err = agent.New(targets, a.httpClient); err != nil {
+		return err
+	}
+	for n := range targets {
+		if _, ok := senders[n]; !ok {
+			senders[n] = a.agents
+		}
+	}
+	log := a.log.With("component", "approvals")
+	inj := approvals.NewInjector(approvals.InjectorConfig{
+		Lifetime:  cfg.InjectionLifetime,
+		Permanent: func(err error) bool { return agent.IsPermanent(err) || approvals.PermanentHTTP(err) },
+		Now:       a.now,
+	}, a.db, func(name string) approvals.Sender { return senders[name] }, log)
+	enq := enqueueFunc(func(ctx context.Context, env *envelope.Envelope, to []envelope.Recipient, agentName, source string) (string, error) {
+		if a.enqueuer == nil {
+			return "", errors.New("ingester not ready")
+		}
+		return a.enqueuer.Enqueue(ctx, env, to, agentName, source)
+	})
+	svc, err := approvals.New(approvals.Config{
+		Secret:        []byte(secret),
+		PublicURL:     a.cfg.PublicURL,
+		DefaultExpiry: cfg.DefaultExpiry,
+		CodeDigits:    cfg.SMSCodeDigits,
+		MaxWrongCodes: cfg.MaxWrongCodes,
+		Now:           a.now,
+	}, a.db, enq, inj.Wake, log)
+	if err != nil {
+		return err
+	}
+	a.handles = svc
+	a.inbound = svc
+	a.preparer = svc
+	a.routes = append(a.routes, api.ApprovalRoutes(svc, log)...)
+	a.routes = append(a.routes, api.LinkRoutes(svc.LinkHandler())...)
+	a.workers = append(a.workers,
+		worker{name: "approval-injector", run: inj.Run},
+		worker{name: "approval-expiry", run: approvals.NewSweeper(svc).Run})
+	return nil
+}
