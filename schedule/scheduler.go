@@ -458,10 +458,19 @@ type Status struct {
 	Next time.Time `json:"next,omitzero"`
 	// Last is the latest run record (of any state); LastOutcome the state of
 	// the latest finished one.
-	Last        *store.ScheduleRun  `json:"last,omitempty"`
-	LastOutcome string              `json:"lastOutcome,omitempty"`
-	Recent      []store.ScheduleRun `json:"recent"`
+	Last        *RunView  `json:"last,omitempty"`
+	LastOutcome string    `json:"lastOutcome,omitempty"`
+	Recent      []RunView `json:"recent"`
 }
+
+// RunView is a run record with its id, as the API shows it.
+type RunView struct {
+	ID string `json:"id"`
+	store.ScheduleRun
+}
+
+// View returns run with its id.
+func View(run store.ScheduleRun) RunView { return RunView{ID: run.ID(), ScheduleRun: run} }
 
 // recentRuns is how many runs List returns per schedule.
 const recentRuns = 10
@@ -494,12 +503,12 @@ func (s *Scheduler) List(ctx context.Context) ([]Status, error) {
 		if err != nil {
 			return nil, fmt.Errorf("list schedules: %w", err)
 		}
-		st.Recent = runs
-		if st.Recent == nil {
-			st.Recent = []store.ScheduleRun{}
+		st.Recent = make([]RunView, 0, len(runs))
+		for _, r := range runs {
+			st.Recent = append(st.Recent, View(r))
 		}
 		if len(runs) > 0 {
-			last := runs[0]
+			last := st.Recent[0]
 			st.Last = &last
 		}
 		for _, r := range runs {

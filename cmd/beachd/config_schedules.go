@@ -1,0 +1,74 @@
+package main
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/cool-ai/beachd/envelope"
+	"github.com/cool-ai/beachd/schedule"
+)
+
+// ScheduleConfig is one entry of `schedules:` (DESIGN.md §5, schedule/doc.go).
+type ScheduleConfig struct {
+	Name string `yaml:"name"`
+	// Cron: 5 fields, 6 (seconds first) or a descriptor (@daily, @every 1h),
+	// optionally prefixed by CRON_TZ=Zone.
+	Cron string `yaml:"cron"`
+	// TimeZone: an IANA zone; default the spec's CRON_TZ=, else the local zone.
+	TimeZone string `yaml:"time_zone"`
+	Agent    string `yaml:"agent"`
+	// Message is the text that starts the turn.
+	Message string `yaml:"message"`
+	// Session: an A2A contextId every run uses; default a new one per run.
+	Session string               `yaml:"session"`
+	To      []envelope.Recipient `yaml:"to"`
+	// Enabled: default true; a disabled schedule can still be run by hand.
+	Enabled *bool `yaml:"enabled"`
+	// Timeout bounds one attempt; default 5m.
+	Timeout time.Duration `yaml:"timeout"`
+	// CatchUp after downtime: skip (default) or run_once.
+	CatchUp string `yaml:"catch_up"`
+	// Overlap while the previous run goes on: skip (default) or queue.
+	Overlap string `yaml:"overlap"`
+	// Retries of a failed run (0-10); RetryDelay between them, default 1m.
+	Retries    int           `yaml:"retries"`
+	RetryDelay time.Duration `yaml:"retry_delay"`
+	// ErrorNotice: deliver an `error` envelope when a run fails for good.
+	ErrorNotice bool `yaml:"error_notice"`
+}
+
+// definition is the schedule package's view of the entry.
+func (s *ScheduleConfig) definition() schedule.Definition {
+	return schedule.Definition{Name: s.Name, Cron: s.Cron, TimeZone: s.TimeZone, Agent: s.Agent, Message: s.Message,
+		Session: s.Session, To: s.To, Disabled: s.Enabled != nil && !*s.Enabled, Timeout: s.Timeout,
+		CatchUp: s.CatchUp, Overlap: s.Overlap, Retries: s.Retries, RetryDelay: s.RetryDelay, ErrorNotice: s.ErrorNotice}
+}
+
+// validate checks entry i (the duplicate-name check is the caller's).
+func (s *ScheduleConfig) validate(v *validator, i int, c *Config) {
+	key := fmt.Sprintf("schedules[%d]", i)
+	agents := map[string]bool{}
+	for name := range c.Agents {
+		agents[name] = true
+	}
+	_, err := schedule.Check([]schedule.Definition{s.definition()}, schedule.CheckOptions{
+		Agents: agents, Now: time.Now(), Key: func(int) string { return key }})
+	if ce, ok := err.(*schedule.ConfigError); ok {
+		for _, p := range ce.Problems {
+			v.errorf(p.Key, "%s", p.Reason)
+		}
+	} else if err != nil {
+		v.errorf(key, "%v", err)
+	}
+	if ac, ok := c.Agents[s.Agent]; ok && ac.A2AURL == "" {
+		v.errorf(key+".agent", "schedule %q: agent %q has no a2a_url; schedules start turns over A2A", s.Name, s.Agent)
+	}
+	for j, r := range s.To {
+		if r.Channel != envelope.ChannelWebhook || r.Endpoint == "" {
+			continue
+		}
+		if _, ok := c.Webhooks.Endpoints[r.Endpoint]; !ok {
+			v.errorf(fmt.Sprintf("%s.to[%d].endpoint", key, j), "schedule %q: unknown webhook endpoint %q (not in webhooks.endpoints)", s.Name, r.Endpoint)
+		}
+	}
+}

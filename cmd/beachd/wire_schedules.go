@@ -1,0 +1,43 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cool-ai/beachd/api"
+	"github.com/cool-ai/beachd/schedule"
+)
+
+// wireSchedules builds the scheduler over the agent client and the ingester,
+// mounts GET /v1/schedules and POST /v1/schedules/{name}/run, and adds the
+// scheduler's Run as a worker. It runs after the ingester exists.
+func (a *app) wireSchedules() error {
+	if a.enqueuer == nil {
+		return errors.New("the ingester must be built before schedules")
+	}
+	if a.agents == nil {
+		return errors.New("the agent client must be built before schedules")
+	}
+	defs := make([]schedule.Definition, len(a.cfg.Schedules))
+	for i := range a.cfg.Schedules {
+		defs[i] = a.cfg.Schedules[i].definition()
+	}
+	agents := map[string]bool{}
+	for name, ac := range a.cfg.Agents {
+		if ac.A2AURL != "" {
+			agents[name] = true
+		}
+	}
+	log := a.log.With("component", "schedule")
+	s, err := schedule.New(schedule.Config{Schedules: defs, Agents: agents, Now: a.now, Log: log, Metrics: a.metrics},
+		a.db, a.agents, a.enqueuer)
+	if err != nil {
+		return err
+	}
+	a.routes = append(a.routes, api.ScheduleRoutes(s, log)...)
+	a.workers = append(a.workers, worker{name: "schedules", run: s.Run})
+	if a.dev && len(defs) > 0 {
+		a.banner = append(a.banner, fmt.Sprintf("schedules: %d configured (beachd schedules list)", len(defs)))
+	}
+	return nil
+}
