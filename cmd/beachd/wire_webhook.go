@@ -1,0 +1,87 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/cool-ai/beachd/api"
+	"github.com/cool-ai/beachd/channels"
+	"github.com/cool-ai/beachd/channels/webhook"
+	"github.com/cool-ai/beachd/envelope"
+	"github.com/cool-ai/beachd/render"
+)
+
+// wireWebhook builds the webhook Deliverer from `webhooks.endpoints` and
+// mounts the signed inbound decision route. Without endpoints the channel
+// is off.
+func (a *app) wireWebhook() error {
+	if len(a.cfg.Webhooks.Endpoints) == 0 {
+		return nil
+	}
+	names := make([]string, 0, len(a.cfg.Webhooks.Endpoints))
+	for name := range a.cfg.Webhooks.Endpoints {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	eps := make([]webhook.Endpoint, 0, len(names))
+	policy := channels.WebhookPolicy
+	for _, name := range names {
+		ec := a.cfg.Webhooks.Endpoints[name]
+		signer, err := webhook.ParseSigner(ec.secretList()...)
+		if err != nil {
+			return fmt.Errorf("webhooks.endpoints.%s: %w", name, err)
+		}
+		timeout := durationOr(ec.Timeout, webhook.DefaultTimeout)
+		// The dispatcher bounds an attempt by the channel policy's timeout;
+		// let the slowest endpoint's own timeout fit in it.
+		if timeout+5*time.Second > policy.Timeout {
+			policy.Timeout = timeout + 5*time.Second
+		}
+		eps = append(eps, webhook.Endpoint{Name: name, URL: ec.URL, Signer: signer, Consumes: ec.Consumes,
+			Timeout: timeout, MaxConcurrency: ec.MaxConcurrency, Headers: ec.Headers})
+	}
+	cfg := webhook.Config{
+		Endpoints: eps,
+		Registry:  a.registry,
+		Version:   version,
+		Now:       a.now,
+		Log:       a.log.With("channel", "webhook"),
+	}
+	if a.renderer != nil {
+		cfg.Filter = rendererWebhookFilter(a.renderer, a.registry)
+	}
+	d, err := webhook.New(cfg)
+	if err != nil {
+		return err
+	}
+	a.deliverers[envelope.ChannelWebhook] = d
+	a.policies[envelope.ChannelWebhook] = policy
+	if a.inbound != nil {
+		a.routes = append(a.routes, api.Route{Method: "POST", Pattern: "/v1/inbound/webhook/{endpoint}",
+			Handler: webhook.NewInboundHandler(d, a.inbound, a.now, a.log.With("channel", "webhook")), Auth: false})
+	}
+	return nil
+}
+
+// rendererWebhookFilter filters through the renderer, which adds each
+// approval request's decision link. An envelope with nothing left for the
+// endpoint is still sent (its meta says the turn settled), exactly as the
+// registry filter would leave it.
+func rendererWebhookFilter(r *render.Renderer, reg *envelope.Registry) webhook.Filter {
+	return func(job *channels.Job, ep *webhook.Endpoint) (*envelope.Envelope, error) {
+		env, err := r.Webhook(render.Input{
+			Envelope:   job.Envelope,
+			Registry:   reg,
+			Recipient:  render.Recipient{Channel: envelope.ChannelWebhook, Address: ep.Name},
+			DeliveryID: job.Delivery.ID,
+			Approvals:  job.Approvals,
+			Consumes:   ep.Consumes,
+		})
+		if errors.Is(err, render.ErrEmpty) {
+			return reg.Filter(job.Envelope, envelope.ChannelWebhook, ep.Consumes), nil
+		}
+		return env, err
+	}
+}
