@@ -72,7 +72,13 @@ func testLogger(t testing.TB) *slog.Logger {
 
 // runIntake runs an intake until the test ends and checks that Run
 // returned nil.
-func runIntake(t testing.TB, cfg IntakeConfig, kv KV, dec decider) *Intake {
+func runIntake(t testing.TB, cfg IntakeConfig, kv KV, dec decider) {
+	t.Helper()
+	t.Cleanup(runIntakeStoppable(t, cfg, kv, dec))
+}
+
+// runIntakeStoppable runs an intake; the returned func stops it (once).
+func runIntakeStoppable(t testing.TB, cfg IntakeConfig, kv KV, dec decider) func() {
 	t.Helper()
 	in, err := NewIntake(cfg, kv, dec, testLogger(t))
 	if err != nil {
@@ -81,18 +87,20 @@ func runIntake(t testing.TB, cfg IntakeConfig, kv KV, dec decider) *Intake {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- in.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Run: %v", err)
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("Run: %v", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Error("Run did not return after cancel")
 			}
-		case <-time.After(10 * time.Second):
-			t.Error("Run did not return after cancel")
-		}
-	})
-	return in
+		})
+	}
 }
 
 // eventually polls cond until it holds or the deadline passes.

@@ -1,0 +1,280 @@
+package email
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// dovecot is a standalone Dovecot (Debian dovecot-imapd) for one test:
+// config, passwd-file and maildir under a temp dir, plaintext IMAP on
+// 127.0.0.1. scripts/peers/dovecot.sh installs it.
+type dovecot struct {
+	t    *testing.T
+	dir  string
+	conf string
+	port int
+	path string
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+const dovecotUser, dovecotPass = "agent", "dovecot-pw"
+
+func startDovecot(t *testing.T) *dovecot {
+	t.Helper()
+	bin, err := exec.LookPath("dovecot")
+	if err != nil {
+		if _, err := os.Stat("/usr/sbin/dovecot"); err == nil {
+			bin = "/usr/sbin/dovecot"
+		} else {
+			msg := "SKIPPING Dovecot IMAP integration tests: dovecot is not installed (run scripts/peers/dovecot.sh as root)"
+			if os.Getenv("CI") != "" {
+				t.Fatal(msg)
+			}
+			t.Skip(msg)
+		}
+	}
+	dir, err := os.MkdirTemp("", "beachd-dovecot-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, sub := range []string{"run", "state", "home"} {
+		if err := os.Mkdir(filepath.Join(dir, sub), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+
+	// As root the mail processes run as nobody (Dovecot refuses uid 0);
+	// otherwise everything runs as the current user.
+	uid, gid := os.Getuid(), os.Getgid()
+	var users string
+	if uid == 0 {
+		uid, gid = 65534, 65534
+		if err := os.Chown(filepath.Join(dir, "home"), uid, gid); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		u, err := user.Current()
+		if err != nil {
+			t.Fatal(err)
+		}
+		users = fmt.Sprintf("default_internal_user = %s\ndefault_login_user = %s\n", u.Username, u.Username)
+	}
+	passwd := filepath.Join(dir, "passwd")
+	if err := os.WriteFile(passwd, []byte(dovecotUser+":{PLAIN}"+dovecotPass+":::::\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	conf := filepath.Join(dir, "dovecot.conf")
+	cfg := fmt.Sprintf(`base_dir = %[1]s/run
+state_dir = %[1]s/state
+log_path = %[1]s/dovecot.log
+protocols = imap
+listen = 127.0.0.1
+ssl = no
+disable_plaintext_auth = no
+auth_mechanisms = plain login
+%[4]spassdb {
+  driver = passwd-file
+  args = scheme=PLAIN username_format=%%u %[5]s
+}
+userdb {
+  driver = static
+  args = uid=%[2]d gid=%[3]d home=%[1]s/home/%%u
+}
+mail_location = maildir:~/Maildir
+first_valid_uid = 1
+service imap-login {
+  inet_listener imap {
+    address = 127.0.0.1
+    port = %[6]d
+  }
+  inet_listener imaps {
+    port = 0
+  }
+}
+service pop3-login {
+  inet_listener pop3 {
+    port = 0
+  }
+}
+service submission-login {
+  inet_listener submission {
+    port = 0
+  }
+}
+`, dir, uid, gid, users, passwd, port)
+	if err := os.WriteFile(conf, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := &dovecot{t: t, dir: dir, conf: conf, port: port, path: bin}
+	d.start()
+	t.Cleanup(d.stop)
+	return d
+}
+
+func (d *dovecot) addr() string { return fmt.Sprintf("127.0.0.1:%d", d.port) }
+
+func (d *dovecot) start() {
+	d.t.Helper()
+	d.cmd = exec.Command(d.path, "-F", "-c", d.conf)
+	d.cmd.Stdout, d.cmd.Stderr = os.Stderr, os.Stderr
+	if err := d.cmd.Start(); err != nil {
+		d.t.Fatal(err)
+	}
+	d.done = make(chan struct{})
+	go func(cmd *exec.Cmd, done chan struct{}) { _ = cmd.Wait(); close(done) }(d.cmd, d.done)
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", d.addr(), time.Second)
+		if err == nil {
+			buf := make([]byte, 64)
+			_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			n, _ := c.Read(buf)
+			c.Close()
+			if strings.HasPrefix(string(buf[:n]), "* OK") {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(filepath.Join(d.dir, "dovecot.log"))
+			d.t.Fatalf("dovecot did not start: %v\n%s", err, log)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (d *dovecot) stop() {
+	if d.cmd == nil || d.cmd.Process == nil {
+		return
+	}
+	select {
+	case <-d.done:
+		return
+	default:
+	}
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-d.done:
+	case <-time.After(10 * time.Second):
+		_ = d.cmd.Process.Kill()
+		<-d.done
+	}
+}
+
+func (d *dovecot) doveadm(args ...string) {
+	d.t.Helper()
+	out, err := exec.Command("doveadm", append([]string{"-c", d.conf}, args...)...).CombinedOutput()
+	if err != nil {
+		d.t.Fatalf("doveadm %v: %v\n%s", args, err, out)
+	}
+}
+
+func dovecotIntakeConfig(d *dovecot, mailbox string) IntakeConfig {
+	return IntakeConfig{Host: "127.0.0.1", Port: d.port, TLS: TLSNone, Username: dovecotUser, Password: dovecotPass,
+		Mailbox: mailbox, Processed: "Processed", PollInterval: time.Hour, IdleRefresh: time.Minute,
+		CommandTimeout: 5 * time.Second, MinBackoff: 50 * time.Millisecond, MaxBackoff: 500 * time.Millisecond,
+		Parse: ParseOptions{ReplyDomain: "beachd.localhost", ReplyLocal: "agent"}}
+}
+
+// TestDovecotIdleMoveAndRestart: a reply appended while the intake IDLEs
+// is handled at once (the poll interval is an hour), moved to Processed
+// and marked \Seen; after Dovecot is restarted the intake reconnects and
+// handles the next reply.
+func TestDovecotIdleMoveAndRestart(t *testing.T) {
+	d := startDovecot(t)
+	db := openStore(t)
+	dec := &recDecider{}
+	runIntake(t, dovecotIntakeConfig(d, "INBOX"), db, dec)
+	eventually(t, 10*time.Second, "intake connected", func() bool {
+		_, ok, _ := db.GetKV(context.Background(), "imap/INBOX")
+		return ok
+	})
+	mta := openMailbox(t, d.addr(), dovecotUser, dovecotPass)
+	mta.appendMsg("INBOX", replyMsg(1, "dove1@example.com", "Approve"))
+	eventually(t, 10*time.Second, "reply handled through IDLE", func() bool { return len(dec.inbound()) == 1 })
+	if in := dec.inbound()[0]; in.Text != "Approve" || in.Token != tokA {
+		t.Fatalf("inbound %+v", in)
+	}
+	eventually(t, 5*time.Second, "moved to Processed", func() bool {
+		n, seen := mta.count("Processed")
+		return n == 1 && seen == 1
+	})
+	if n, _ := mta.count("INBOX"); n != 0 {
+		t.Fatalf("INBOX still has %d", n)
+	}
+	mta.c.Close()
+
+	d.stop()
+	d.start()
+	mta = openMailbox(t, d.addr(), dovecotUser, dovecotPass)
+	mta.appendMsg("INBOX", replyMsg(2, "dove2@example.com", "Deny: too late"))
+	eventually(t, 15*time.Second, "reply handled after restart", func() bool { return len(dec.inbound()) == 2 })
+	if in := dec.inbound()[1]; in.Text != "Deny: too late" {
+		t.Fatalf("inbound %+v", in)
+	}
+	eventually(t, 5*time.Second, "second moved", func() bool { n, _ := mta.count("Processed"); return n == 2 })
+}
+
+// TestDovecotUIDValidityChange: the watched mailbox is deleted and
+// recreated with a new UIDVALIDITY while the intake is down; its UIDs
+// restart at 1, below the stored cursor. The intake notices, rescans, and
+// handles the new message.
+func TestDovecotUIDValidityChange(t *testing.T) {
+	d := startDovecot(t)
+	db := openStore(t)
+	mta := openMailbox(t, d.addr(), dovecotUser, dovecotPass)
+	if err := mta.c.Create("Replies", nil).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 3; i++ {
+		mta.appendMsg("Replies", replyMsg(i, fmt.Sprintf("uv%d@example.com", i), "Approve"))
+	}
+	dec := &recDecider{}
+	stop := runIntakeStoppable(t, dovecotIntakeConfig(d, "Replies"), db, dec)
+	eventually(t, 10*time.Second, "three handled", func() bool { return len(dec.inbound()) == 3 })
+	eventually(t, 5*time.Second, "three moved", func() bool { n, _ := mta.count("Processed"); return n == 3 })
+	stop()
+	before, _, _ := db.GetKV(context.Background(), "imap/Replies")
+
+	if err := mta.c.Delete("Replies").Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if err := mta.c.Create("Replies", nil).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	d.doveadm("mailbox", "update", "-u", dovecotUser, "--uid-validity", "424242", "Replies")
+	mta.appendMsg("Replies", replyMsg(4, "uv4@example.com", "Deny"))
+
+	dec2 := &recDecider{}
+	runIntake(t, dovecotIntakeConfig(d, "Replies"), db, dec2)
+	eventually(t, 10*time.Second, "message after the UIDVALIDITY change handled", func() bool { return len(dec2.inbound()) == 1 })
+	if in := dec2.inbound()[0]; in.MessageID != "uv4@example.com" {
+		t.Fatalf("inbound %+v", in)
+	}
+	if !strings.Contains(string(before), `"lastUid":3`) {
+		t.Fatalf("cursor before the change %s", before)
+	}
+	eventually(t, 5*time.Second, "cursor on the new UIDVALIDITY", func() bool {
+		after, _, _ := db.GetKV(context.Background(), "imap/Replies")
+		return string(after) == `{"uidValidity":424242,"lastUid":1}`
+	})
+}
