@@ -307,11 +307,73 @@ func (c *htmlCtx) column(children []*node, align, cellStyle string) {
 	if !c.w.open(tbl+` width="100%" style="border-collapse:collapse">`, "</table>") {
 		return
 	}
-	for _, ch := range children {
+	for i := 0; i < len(children); {
+		ch := children[i]
+		j := rowRun(children, i)
 		if !c.w.open(`<tr><td align="`+cellAlign(align)+`" style="`+cellStyle+`">`, "</td></tr>") {
 			break
 		}
-		c.node(ch, false)
+		if j-i >= 2 {
+			c.rowGroup(children[i:j])
+			i = j
+		} else {
+			c.node(ch, false)
+			i++
+		}
+		c.w.close()
+	}
+	c.w.close()
+}
+
+// rowRun returns the end of the run of sibling Rows starting at i that have
+// the same cell kinds (label/value rows), so they can share columns.
+func rowRun(children []*node, i int) int {
+	sig := rowSignature(children[i])
+	if sig == "" {
+		return i + 1
+	}
+	j := i + 1
+	for j < len(children) && rowSignature(children[j]) == sig {
+		j++
+	}
+	return j
+}
+
+func rowSignature(n *node) string {
+	if n == nil || n.kind != "Row" || len(n.children) < 2 {
+		return ""
+	}
+	var b strings.Builder
+	for _, ch := range n.children {
+		if ch.weight > 0 {
+			return ""
+		}
+		b.WriteString(ch.kind)
+		b.WriteByte('/')
+	}
+	return b.String()
+}
+
+// rowGroup lays out sibling Rows as the rows of one table.
+func (c *htmlCtx) rowGroup(rows []*node) {
+	tw := ""
+	for _, r := range rows {
+		if strings.HasPrefix(r.justify, "space") || r.justify == "stretch" {
+			tw = ` width="100%"`
+		}
+	}
+	if !c.w.open(tbl+tw+` style="border-collapse:collapse">`, "</table>") {
+		return
+	}
+	for i, r := range rows {
+		pad := "4px"
+		if i == len(rows)-1 {
+			pad = "0"
+		}
+		if !c.w.open(`<tr>`, `</tr>`) {
+			break
+		}
+		c.rowCells(r.children, r.justify, r.align, pad)
 		c.w.close()
 	}
 	c.w.close()
@@ -320,13 +382,6 @@ func (c *htmlCtx) column(children []*node, align, cellStyle string) {
 func (c *htmlCtx) row(children []*node, justify, align string) {
 	if len(children) == 0 {
 		return
-	}
-	valign := "top"
-	switch align {
-	case "center":
-		valign = "middle"
-	case "end":
-		valign = "bottom"
 	}
 	spread := strings.HasPrefix(justify, "space") || justify == "stretch"
 	totalWeight := 0.0
@@ -339,6 +394,25 @@ func (c *htmlCtx) row(children []*node, justify, align string) {
 	}
 	if !c.w.open(tbl+tw+` style="border-collapse:collapse"><tr>`, "</tr></table>") {
 		return
+	}
+	c.rowCells(children, justify, align, "0")
+	c.w.close()
+}
+
+// rowCells writes one <td> per child of a Row. bottom is the cell's bottom
+// padding.
+func (c *htmlCtx) rowCells(children []*node, justify, align, bottom string) {
+	valign := "top"
+	switch align {
+	case "center":
+		valign = "middle"
+	case "end":
+		valign = "bottom"
+	}
+	spread := strings.HasPrefix(justify, "space") || justify == "stretch"
+	totalWeight := 0.0
+	for _, ch := range children {
+		totalWeight += ch.weight
 	}
 	for i, ch := range children {
 		al := "left"
@@ -356,17 +430,16 @@ func (c *htmlCtx) row(children []*node, justify, align string) {
 		if totalWeight > 0 && ch.weight > 0 {
 			wattr = ` width="` + strconv.Itoa(int(100*ch.weight/totalWeight)) + `%"`
 		}
-		pad := "0 12px 0 0"
+		right := "12px"
 		if i == len(children)-1 {
-			pad = "0"
+			right = "0"
 		}
-		if !c.w.open(`<td valign="`+valign+`" align="`+al+`"`+wattr+` style="padding:`+pad+`">`, "</td>") {
+		if !c.w.open(`<td valign="`+valign+`" align="`+al+`"`+wattr+` style="padding:0 `+right+` `+bottom+` 0">`, "</td>") {
 			break
 		}
 		c.node(ch, true)
 		c.w.close()
 	}
-	c.w.close()
 }
 
 func (c *htmlCtx) button(n *node) {

@@ -241,16 +241,10 @@ func (r *renderer) textBlock(n *node, w int, inRow bool) []string {
 func (r *renderer) textColumn(children []*node, w int, inRow bool) []string {
 	var lines []string
 	for i := 0; i < len(children); {
-		if children[i] != nil && children[i].kind == "Row" {
-			j := i + 1
-			for j < len(children) && children[j] != nil && children[j].kind == "Row" {
-				j++
-			}
-			if j-i >= 2 {
-				lines = append(lines, r.textRowGroup(children[i:j], w)...)
-				i = j
-				continue
-			}
+		if j := rowRun(children, i); j-i >= 2 {
+			lines = append(lines, r.textRowGroup(children[i:j], w)...)
+			i = j
+			continue
 		}
 		lines = appendBlock(lines, r.textBlock(children[i], w, inRow))
 		i++
