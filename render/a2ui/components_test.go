@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 type componentCase struct {
@@ -209,4 +210,36 @@ func TestCatalogCoverage(t *testing.T) {
 			t.Errorf("catalog function %s has no case in functionCases", name)
 		}
 	}
+}
+
+func TestThemeWeightsAndLongText(t *testing.T) {
+	in := `{"createSurface":{"surfaceId":"s","catalogId":"https://a2ui.org/specification/v0_9/catalogs/basic/catalog.json","theme":{"primaryColor":"#AA3300","agentDisplayName":"Travel agent"}},
+	 "updateComponents":{"surfaceId":"s","components":[
+	  {"id":"root","component":"Column","children":["r","notes","go"]},
+	  {"id":"r","component":"Row","children":["a","b"]},
+	  {"id":"a","component":"Text","text":"Wide","weight":3},
+	  {"id":"b","component":"Text","text":{"literalString":"Narrow"},"weight":1},
+	  {"id":"notes","component":"TextField","label":"Notes","variant":"longText","value":"Line one\nLine two"},
+	  {"id":"go","component":"Button","child":"gl","action":{"functionCall":{"call":"openUrl","args":{"url":"mailto:desk@example.com"}}}},
+	  {"id":"gl","component":"Text","text":"Write to us"}]}}`
+	res := Render(json.RawMessage(in), goldenOptions())
+	wantContains(t, "text", res.Text, "From Travel agent", "Wide  Narrow", "Notes:\n  Line one\n  Line two", "Write to us: mailto:desk@example.com")
+	wantContains(t, "html", res.HTML, "From Travel agent", `width="75%"`, `width="25%"`, "Line one<br>Line two", `<a href="mailto:desk@example.com"`, "background:#AA3300")
+	if len(res.Warnings) > 0 {
+		t.Errorf("warnings: %q", res.Warnings)
+	}
+}
+
+func TestOptionsTimeZoneAndLocale(t *testing.T) {
+	comps := `[{"id":"root","component":"Column","children":["d","p"]},
+	 {"id":"d","component":"DateTimeInput","label":"Departs","value":"2026-08-15T06:15:00Z","enableDate":true,"enableTime":true},
+	 {"id":"p","component":"Text","text":{"call":"formatCurrency","args":{"value":1234.5,"currency":"EUR"},"returnType":"string"}}]`
+	opt := goldenOptions()
+	loc, err := time.LoadLocation("Europe/Athens")
+	if err != nil {
+		t.Skipf("no time zone database: %v", err)
+	}
+	opt.TimeZone, opt.Locale = loc, "fr-FR"
+	res := Render(surfaceJSON(t, comps, ""), opt)
+	wantContains(t, "text", res.Text, "Departs: 15 Aug 2026 09:15", "1\u202f234,50\u00a0€")
 }

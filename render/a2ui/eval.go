@@ -37,6 +37,11 @@ func (e *evaluator) value(v any, base string) any {
 	if p, ok := m["path"].(string); ok {
 		return e.lookup(p, base)
 	}
+	for _, k := range []string{"literalString", "literalNumber", "literalBoolean", "literalArray"} {
+		if v, ok := m[k]; ok && len(m) == 1 { // the v0.8 shape, still sent by older agents
+			return v
+		}
+	}
 	if name, ok := m["call"].(string); ok {
 		return e.call(name, m["args"], base)
 	}

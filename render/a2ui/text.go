@@ -501,7 +501,7 @@ func (r *renderer) textRowGroup(rows []*node, w int) []string {
 func wrap(s string, w int) []string {
 	var out []string
 	for _, para := range strings.Split(s, "\n") {
-		words := strings.Fields(para)
+		words := strings.FieldsFunc(para, breakable) // not Fields: no-break spaces must hold
 		if len(words) == 0 {
 			out = append(out, "")
 			continue
@@ -539,6 +539,8 @@ func wrap(s string, w int) []string {
 	}
 	return out
 }
+
+func breakable(r rune) bool { return r == ' ' || r == '\t' || r == '\u200b' }
 
 // wrapKeep keeps s on one line when it fits, else wraps it.
 func wrapKeep(s string, w int) []string {
