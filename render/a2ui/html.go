@@ -348,10 +348,23 @@ func rowSignature(n *node) string {
 		if ch.weight > 0 {
 			return ""
 		}
-		b.WriteString(ch.kind)
+		b.WriteString(cellClass(ch.kind))
 		b.WriteByte('/')
 	}
 	return b.String()
+}
+
+// cellClass groups component kinds by how they sit in a table cell.
+func cellClass(kind string) string {
+	switch kind {
+	case "Image", "Video", "AudioPlayer":
+		return "media"
+	case "Icon", "Divider", "Button":
+		return kind
+	case "Row", "Column", "List", "Card", "Tabs", "Modal", "Unknown":
+		return "box"
+	}
+	return "leaf"
 }
 
 // rowGroup lays out sibling Rows as the rows of one table.
