@@ -14,6 +14,15 @@
 // restart (its run is recorded as failed, "interrupted"). This is at most
 // once by design: a turn is never started twice for one slot.
 //
+// When the wall clock goes back past the cursor (by more than Grace), the
+// cursor is rewound to now, so that a bogus step into the future cannot
+// silence a schedule until the clock catches up. Every slot that ran, was
+// skipped or was missed keeps its record, and the store refuses a slot with
+// a record whatever the cursor says; the slots that become claimable again
+// are the ones that never had a turn. (Records are pruned beyond the newest
+// 200 per schedule; those are older than any slot a rewind reopens unless
+// more than 200 slots passed in the bogus future.)
+//
 // A new schedule starts with its cursor at the instant it is first seen, so
 // it never fires for slots before it was configured. Manual runs
 // (RunNow, `beachd schedules run`) have their own identity and never take a

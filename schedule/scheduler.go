@@ -257,6 +257,20 @@ func (s *Scheduler) tickJob(j *job, now time.Time) time.Time {
 		}
 		j.cursor, j.loaded = st.Cursor, true
 	}
+	if j.cursor.After(now.Add(s.cfg.Grace)) {
+		// The wall clock went back past the cursor. Rewind it to now, so that
+		// a bogus step forward cannot silence the schedule until the clock
+		// catches up; slots with a record (every slot that ran, was skipped
+		// or missed) stay refused by the store.
+		st, err := s.db.RewindScheduleCursor(context.Background(), name, now)
+		if err != nil {
+			s.log.Error("rewind schedule cursor", "schedule", name, "err", err)
+			j.retryAt = now.Add(storeRetry)
+			return j.retryAt
+		}
+		s.log.Warn("the clock went back; schedule cursor rewound", "schedule", name, "from", j.cursor, "to", st.Cursor)
+		j.cursor = st.Cursor
+	}
 	first := j.spec.Next(j.cursor)
 	if first.IsZero() {
 		return time.Time{}

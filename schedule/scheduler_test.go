@@ -737,3 +737,31 @@ func metricValue(t *testing.T, m prometheus.Metric) float64 {
 	t.Fatalf("metric is neither a counter nor a gauge")
 	return 0
 }
+
+func TestBogusClockJumpForwardDoesNotSilenceSchedule(t *testing.T) {
+	t0 := utc("2026-03-02T07:59:00Z")
+	d := def("brief", "0 8 * * *")
+	d.CatchUp = CatchUpRunOnce
+	h := newHarness(t, t0, d)
+	h.at(t0)
+	h.at(utc("2026-03-02T08:00:00Z"))
+	h.idle()
+	// The clock jumps four years ahead (a catch-up run happens then), and
+	// comes back.
+	h.at(utc("2030-03-02T09:00:00Z"))
+	h.idle()
+	next := h.at(utc("2026-03-02T09:00:00Z"))
+	if !next.Equal(utc("2026-03-03T08:00:00Z")) {
+		t.Fatalf("next after the clock came back = %v, want tomorrow 08:00", next)
+	}
+	h.at(utc("2026-03-02T08:00:00Z")) // today's slot again: refused
+	h.at(next)
+	h.idle()
+	if got := h.states("brief"); got != "03-02T08:00:succeeded 03-03T08:00:succeeded 03-02T08:00:succeeded" {
+		// states() sorts by slot, so 2030 sorts last.
+		t.Fatalf("runs = %s", got)
+	}
+	if n := len(h.agents.Calls()); n != 3 {
+		t.Fatalf("calls = %d, want 3 (08:00, the 2030 catch-up, tomorrow)", n)
+	}
+}

@@ -308,3 +308,26 @@ func (s *DB) InterruptScheduleRuns(ctx context.Context, now time.Time, reason st
 	}
 	return out, nil
 }
+
+// RewindScheduleCursor moves a schedule's cursor back to `to` (the wall clock
+// went back past it). Slots after `to` become claimable again only if they
+// have no record: a slot that ran, was skipped or missed keeps its record
+// and stays refused, so rewinding never fires a slot twice.
+func (s *DB) RewindScheduleCursor(ctx context.Context, name string, to time.Time) (ScheduleState, error) {
+	var st ScheduleState
+	err := s.bolt.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bSchedules)
+		if err := getJSON(b, []byte(name), &st); err != nil {
+			return err
+		}
+		if !to.Before(st.Cursor) {
+			return nil
+		}
+		st.Cursor = to.UTC()
+		return putJSON(b, []byte(name), st)
+	})
+	if err != nil {
+		return ScheduleState{}, fmt.Errorf("rewind schedule %s: %w", name, err)
+	}
+	return st, nil
+}
