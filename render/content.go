@@ -213,7 +213,10 @@ func (r *Renderer) addArtifact(c *content, channel string, a envelope.Artifact, 
 	}
 	name = sanitizeFilename(name)
 	size := a.SizeBytes
-	link := f.URL
+	link := ""
+	if safeURL(f.URL) {
+		link = f.URL
+	}
 	if link == "" && safeURL(a.URI) {
 		link = a.URI
 	}
@@ -296,7 +299,10 @@ func (r *Renderer) approvalView(ar envelope.ApprovalRequest, p envelope.Part, h 
 		v.ExpiresIn = relative(exp.Sub(now))
 	}
 	if ok {
-		v.Token, v.Code, v.LinkURL = h.Token, h.Code, h.LinkURL
+		v.Token, v.Code = h.Token, h.Code
+		if safeURL(h.LinkURL) {
+			v.LinkURL = h.LinkURL
+		}
 		if h.Token != "" {
 			v.SubjectTag = "[approval:" + h.Token + "]"
 		}

@@ -241,7 +241,7 @@ func build(srcs map[string]source) (*Set, error) {
 }
 
 var (
-	lineInErr = regexp.MustCompile(`template: [^:]+:(\d+):`)
+	lineInErr = regexp.MustCompile(`template: ?[^:\s]+:(\d+):`)
 	startedAt = regexp.MustCompile(`started at [^:\s]+:(\d+)`)
 )
 
