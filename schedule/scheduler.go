@@ -135,6 +135,11 @@ func New(cfg Config, db *store.DB, agents Agents, enq Enqueuer) (*Scheduler, err
 		j := &job{def: d.withDefaults(), spec: specs[i]}
 		s.jobs = append(s.jobs, j)
 		s.byName[d.Name] = j
+		// Every series exists from the start, at zero, for dashboards.
+		for _, o := range []string{store.RunSucceeded, store.RunFailed, store.RunSkipped, store.RunMissed} {
+			m.runs.WithLabelValues(d.Name, o)
+		}
+		m.running.WithLabelValues(d.Name).Set(0)
 	}
 	slices.SortFunc(s.jobs, func(a, b *job) int {
 		switch {

@@ -250,6 +250,20 @@ func TestFiresOnceAndDeliversResult(t *testing.T) {
 	if v := metricValue(t, h.s.m.runs.WithLabelValues("brief", "succeeded")); v != 1 {
 		t.Fatalf("runs_total{succeeded} = %v", v)
 	}
+	mfs, err := h.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, mf := range mfs {
+		names[mf.GetName()] = true
+	}
+	for _, n := range []string{"beachd_schedule_runs_total", "beachd_schedule_last_run_timestamp_seconds",
+		"beachd_schedule_run_duration_seconds", "beachd_schedule_next_run_timestamp_seconds", "beachd_schedule_running"} {
+		if !names[n] {
+			t.Errorf("metric %s not registered", n)
+		}
+	}
 }
 
 func TestSlotNeverFiredTwiceAcrossRestartAndClockSteps(t *testing.T) {
