@@ -177,6 +177,12 @@ func (s *Scheduler) turn(ctx context.Context, def Definition, run store.Schedule
 	if env.Role == "" {
 		env.Role = "agent"
 	}
+	if err := ctx.Err(); err != nil {
+		// Timed out or abandoned meanwhile: the run is already failed, a
+		// late answer is not delivered.
+		r.err = fmt.Errorf("wait for turn: %w", err)
+		return r
+	}
 	id, err := s.enq.Enqueue(ctx, env, def.To, def.Agent, "schedule:"+def.Name)
 	if err != nil {
 		r.err = fmt.Errorf("enqueue result: %w", err)
