@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestMalformedInput(t *testing.T) {
@@ -279,4 +280,31 @@ func TestNeverEmptyWhenRenderable(t *testing.T) {
 	  {"component":"Text","text":"no id"}]}}]`), Options{})
 	wantContains(t, "text", res.Text, "I am still shown")
 	wantContains(t, "html", res.HTML, "I am still shown")
+}
+
+// TestPathologicalStringsStayFast renders inputs built to trigger quadratic
+// or deep work in the Markdown and interpolation readers.
+func TestPathologicalStringsStayFast(t *testing.T) {
+	big := 200 << 10
+	for name, text := range map[string]string{
+		"bold markers":   strings.Repeat("**", big/2),
+		"link openers":   strings.Repeat("[", big),
+		"underscores":    strings.Repeat("a_", big/2),
+		"backticks":      "`" + strings.Repeat("x", big),
+		"nested calls":   `${` + strings.Repeat("formatNumber(value: ", 5000) + "1" + strings.Repeat(")", 5000) + `}`,
+		"many exprs":     strings.Repeat("${/x}", big/5),
+		"unclosed exprs": strings.Repeat("${", big/2),
+	} {
+		t.Run(name, func(t *testing.T) {
+			comps, _ := json.Marshal([]any{map[string]any{"id": "root", "component": "Text", "text": map[string]any{"call": "formatString", "args": map[string]any{"value": text}}}})
+			start := time.Now()
+			res := Render(surfaceJSON(t, string(comps), `{"x":"y"}`), Options{})
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("took %v", d)
+			}
+			if res.Text == "" {
+				t.Error("empty text")
+			}
+		})
+	}
 }

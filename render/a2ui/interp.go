@@ -113,6 +113,11 @@ func (p *exprParser) expr() (any, bool) {
 
 // call reads the arguments after "name(" and evaluates the call.
 func (p *exprParser) call(name string) (any, bool) {
+	p.depth++
+	defer func() { p.depth-- }()
+	if p.depth > maxEvalDepth {
+		return nil, false
+	}
 	named := map[string]any{}
 	var list []any
 	for {

@@ -42,6 +42,9 @@ func mdLines(s string) [][]span {
 	return out
 }
 
+// linkWindow bounds how far a link's "](" and ")" are looked for.
+const linkWindow = 2048
+
 func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
 
 func mdInline(s string) []span {
@@ -63,6 +66,10 @@ func mdInline(s string) []span {
 		r, _ := utf8.DecodeRuneInString(s[i:])
 		return r
 	}
+	// Where each closing marker last occurs, so that "is there a closer
+	// later?" costs O(1) and long strings stay linear.
+	lastBold := map[byte]int{'*': strings.LastIndex(s, "**"), '_': strings.LastIndex(s, "__")}
+	lastStrike := strings.LastIndex(s, "~~")
 	for i := 0; i < len(s); {
 		c := s[i]
 		switch {
@@ -78,14 +85,13 @@ func mdInline(s string) []span {
 				continue
 			}
 		case (c == '*' || c == '_') && strings.HasPrefix(s[i:], string([]byte{c, c})):
-			m := s[i : i+2]
 			if cur.bold {
 				flush()
 				cur.bold = false
 				i += 2
 				continue
 			}
-			if strings.Contains(s[i+2:], m) && i+2 < len(s) && s[i+2] != ' ' {
+			if lastBold[c] >= i+2 && i+2 < len(s) && s[i+2] != ' ' {
 				flush()
 				cur.bold = true
 				i += 2
@@ -98,7 +104,7 @@ func mdInline(s string) []span {
 				i += 2
 				continue
 			}
-			if strings.Contains(s[i+2:], "~~") {
+			if lastStrike >= i+2 {
 				flush()
 				cur.strike = true
 				i += 2
@@ -120,8 +126,8 @@ func mdInline(s string) []span {
 				continue
 			}
 		case c == '[':
-			if j := strings.Index(s[i:], "]("); j > 0 {
-				if k := strings.IndexByte(s[i+j+2:], ')'); k >= 0 {
+			if j := strings.Index(s[i:min(len(s), i+linkWindow)], "]("); j > 0 {
+				if k := strings.IndexByte(s[i+j+2:min(len(s), i+j+2+linkWindow)], ')'); k >= 0 {
 					flush()
 					sp := cur
 					sp.text = s[i+1 : i+j]

@@ -510,34 +510,49 @@ func wrap(s string, w int) []string {
 		if len(lead) > w/2 {
 			lead = ""
 		}
-		line := lead
-		lw := width(lead)
+		line, lw, empty := lead, width(lead), true
 		for _, word := range words {
 			ww := width(word)
-			if lw > len(lead) && lw+1+ww > w {
+			if !empty && lw+1+ww > w {
 				out = append(out, line)
-				line, lw = "", 0
+				line, lw, empty = "", 0, true
 			}
-			for ww > w && !strings.Contains(word, "://") {
-				head, rest := splitWidth(word, w-lw)
-				if head == "" {
-					break
+			if ww > w && !strings.Contains(word, "://") {
+				if !empty {
+					out = append(out, line)
 				}
-				out = append(out, line+head)
-				line, lw = "", 0
-				word = rest
-				ww = width(word)
+				chunks := chunkWidth(word, w)
+				out = append(out, chunks[:len(chunks)-1]...)
+				line = chunks[len(chunks)-1]
+				lw, empty = width(line), false
+				continue
 			}
-			if lw > 0 && line != lead {
+			if !empty {
 				line += " "
 				lw++
 			}
 			line += word
 			lw += ww
+			empty = false
 		}
 		out = append(out, line)
 	}
 	return out
+}
+
+// chunkWidth cuts s into pieces at most w columns wide, in one pass.
+func chunkWidth(s string, w int) []string {
+	var out []string
+	start, cur := 0, 0
+	for i, r := range s {
+		rw := runewidth.RuneWidth(r)
+		if cur+rw > w && i > start {
+			out = append(out, s[start:i])
+			start, cur = i, 0
+		}
+		cur += rw
+	}
+	return append(out, s[start:])
 }
 
 func breakable(r rune) bool { return r == ' ' || r == '\t' || r == '\u200b' }
@@ -548,16 +563,4 @@ func wrapKeep(s string, w int) []string {
 		return []string{s}
 	}
 	return wrap(s, w)
-}
-
-func splitWidth(s string, w int) (string, string) {
-	cur := 0
-	for i, r := range s {
-		rw := runewidth.RuneWidth(r)
-		if cur+rw > w {
-			return s[:i], s[i:]
-		}
-		cur += rw
-	}
-	return s, ""
 }
