@@ -122,7 +122,8 @@ func defaultSubject(c *content) string {
 }
 
 // firstSentence is the first sentence of the first non-empty line of s,
-// without list markers or a final full stop.
+// without list markers or a final full stop. A very short first sentence
+// ("Hello!") is joined by the next ones up to about 20 characters.
 func firstSentence(s string) string {
 	for _, line := range strings.Split(s, "\n") {
 		line = strings.TrimSpace(line)
@@ -130,10 +131,18 @@ func firstSentence(s string) string {
 		if line == "" {
 			continue
 		}
-		cut := len(line)
-		for _, end := range []string{". ", "! ", "? ", "。", "！", "？"} {
-			if i := strings.Index(line, end); i >= 0 && i+len(strings.TrimRight(end, " ")) < cut {
-				cut = i + len(strings.TrimRight(end, " "))
+		cut := 0
+		for cut < len(line) {
+			next := len(line)
+			for _, end := range []string{". ", "! ", "? ", "。", "！", "？"} {
+				e := strings.TrimRight(end, " ")
+				if i := strings.Index(line[cut:], end); i >= 0 && cut+i+len(e) < next {
+					next = cut + i + len(e)
+				}
+			}
+			cut = next
+			if utf8.RuneCountInString(line[:cut]) >= 20 {
+				break
 			}
 		}
 		out := strings.TrimSpace(line[:cut])

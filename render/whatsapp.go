@@ -22,7 +22,8 @@ const (
 // artifacts WhatsApp shows (JPEG, PNG, PDF, audio, MP4), and up to three
 // quick-reply buttons from the first approval that has them. The body is at
 // most 1,024 characters with buttons, 4,096 without; a longer text is cut
-// with "…", the approval lines kept.
+// with "…" and followed by in.FullMessageURL when given, the approval lines
+// kept.
 //
 // When in.WhatsAppWindowOpen is false and in.WhatsAppTemplate is set, the
 // rendition also carries ContentSID and ContentVariables (each variable a
@@ -62,6 +63,10 @@ func (r *Renderer) WhatsApp(in Input) (*WhatsApp, error) {
 	for i := 0; i < 4 && utf8.RuneCountInString(body) > limit; i++ {
 		over := utf8.RuneCountInString(body) - limit
 		keep := utf8.RuneCountInString(c.view.Text) - over - 2
+		if i == 0 && in.FullMessageURL != "" {
+			c.view.MoreURL = in.FullMessageURL
+			keep -= utf8.RuneCountInString("\nFull message: " + in.FullMessageURL)
+		}
 		c.view.Cut = true
 		if keep <= 0 {
 			c.view.Text = ""
