@@ -1,0 +1,197 @@
+package main
+
+import (
+	"net/mail"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/cool-ai/beachd/channels/email"
+)
+
+// EmailConfig is the `email:` section: sending over SMTP and reading
+// replies over IMAP.
+//
+//	email:
+//	  from: "Travel agent <agent@example.org>"
+//	  reply_domain: reply.example.org      # Reply-To: reply_local+TOKEN@reply_domain
+//	  reply_local: approvals               # default: the local part of from
+//	  message_id_domain: example.org       # default: the domain of from
+//	  authserv_id: mx.example.org          # trust Authentication-Results from this server
+//	  lifetime: 120h                       # retries give up after, default 5 days
+//	  smtp:
+//	    host: smtp.example.org
+//	    port: 587                          # default 587 (starttls), 465 (tls), 25 (none)
+//	    username: agent@example.org
+//	    password: "${SMTP_PASSWORD}"
+//	    tls: starttls                      # starttls (default) | tls | none (loopback only)
+//	    helo: beachd.example.org
+//	    timeout: 30s
+//	    pool_size: 2
+//	    dkim: { domain: example.org, selector: beachd, private_key_file: /etc/beachd/dkim.pem }
+//	  imap:                                # optional: without it replies are not read
+//	    host: imap.example.org
+//	    port: 993
+//	    username: agent@example.org
+//	    password: "${IMAP_PASSWORD}"
+//	    tls: tls                           # tls (default) | starttls | none (loopback only)
+//	    mailbox: INBOX
+//	    processed: Processed               # created when missing
+//	    poll_interval: 1m                  # without IDLE
+//	    max_message_bytes: 10485760
+type EmailConfig struct {
+	From            string            `yaml:"from"`
+	ReplyDomain     string            `yaml:"reply_domain"`
+	ReplyLocal      string            `yaml:"reply_local"`
+	MessageIDDomain string            `yaml:"message_id_domain"`
+	AuthServID      string            `yaml:"authserv_id"`
+	Lifetime        time.Duration     `yaml:"lifetime"`
+	SMTP            SMTPConfig        `yaml:"smtp"`
+	IMAP            *IMAPConfig       `yaml:"imap"`
+}
+
+// SMTPConfig is `email.smtp`.
+type SMTPConfig struct {
+	Host     string        `yaml:"host"`
+	Port     int           `yaml:"port"`
+	Username string        `yaml:"username"`
+	Password string        `yaml:"password"`
+	TLS      string        `yaml:"tls"`
+	HELO     string        `yaml:"helo"`
+	Timeout  time.Duration `yaml:"timeout"`
+	PoolSize int           `yaml:"pool_size"`
+	DKIM     *DKIMConfig   `yaml:"dkim"`
+}
+
+// DKIMConfig is `email.smtp.dkim`.
+type DKIMConfig struct {
+	Domain         string `yaml:"domain"`
+	Selector       string `yaml:"selector"`
+	PrivateKeyFile string `yaml:"private_key_file"`
+}
+
+// IMAPConfig is `email.imap`.
+type IMAPConfig struct {
+	Host            string        `yaml:"host"`
+	Port            int           `yaml:"port"`
+	Username        string        `yaml:"username"`
+	Password        string        `yaml:"password"`
+	TLS             string        `yaml:"tls"`
+	Mailbox         string        `yaml:"mailbox"`
+	Processed       string        `yaml:"processed"`
+	PollInterval    time.Duration `yaml:"poll_interval"`
+	MaxMessageBytes int64         `yaml:"max_message_bytes"`
+}
+
+// replyLocal is the local part of the Reply-To base address.
+func (c *EmailConfig) replyLocal() string {
+	if c.ReplyLocal != "" {
+		return c.ReplyLocal
+	}
+	if a, err := mail.ParseAddress(c.From); err == nil {
+		local, _, _ := strings.Cut(a.Address, "@")
+		return local
+	}
+	return ""
+}
+
+// replyTo is the base reply address, "" without a reply domain.
+func (c *EmailConfig) replyTo() string {
+	if c.ReplyDomain == "" {
+		return ""
+	}
+	return c.replyLocal() + "@" + c.ReplyDomain
+}
+
+// fromAddress is the bare sending address.
+func (c *EmailConfig) fromAddress() string {
+	if a, err := mail.ParseAddress(c.From); err == nil {
+		return strings.ToLower(a.Address)
+	}
+	return ""
+}
+
+func (c *EmailConfig) validate(v *validator) {
+	if _, err := mail.ParseAddress(c.From); err != nil {
+		v.errorf("email.from", "must be an address (\"Name <a@b>\" or \"a@b\"): %v", err)
+	}
+	if c.ReplyDomain != "" && (strings.ContainsAny(c.ReplyDomain, "@ <>") || !strings.Contains(c.ReplyDomain, ".") && !email.IsLoopbackHost(c.ReplyDomain)) {
+		v.errorf("email.reply_domain", "must be a domain name, got %q", c.ReplyDomain)
+	}
+	if strings.ContainsAny(c.ReplyLocal, "@+ <>") {
+		v.errorf("email.reply_local", "must be a plain local part without '+', got %q", c.ReplyLocal)
+	}
+	if strings.ContainsAny(c.MessageIDDomain, "@ <>") {
+		v.errorf("email.message_id_domain", "must be a domain name, got %q", c.MessageIDDomain)
+	}
+	if c.Lifetime < 0 {
+		v.errorf("email.lifetime", "must not be negative")
+	}
+	s := c.SMTP
+	if s.Host == "" {
+		v.errorf("email.smtp.host", "required")
+	}
+	if s.Port < 0 || s.Port > 65535 {
+		v.errorf("email.smtp.port", "must be 1-65535")
+	}
+	switch s.TLS {
+	case "", email.TLSStartTLS, email.TLSImplicit:
+	case email.TLSNone:
+		if s.Host != "" && !email.IsLoopbackHost(s.Host) {
+			v.errorf("email.smtp.tls", "none is only allowed for a loopback host (127.0.0.1, ::1, localhost), not %q", s.Host)
+		}
+	default:
+		v.errorf("email.smtp.tls", "must be starttls, tls or none, got %q", s.TLS)
+	}
+	if s.Username == "" && s.Password != "" {
+		v.errorf("email.smtp.username", "required with password")
+	}
+	if s.Timeout < 0 {
+		v.errorf("email.smtp.timeout", "must not be negative")
+	}
+	if s.PoolSize < 0 || s.PoolSize > 64 {
+		v.errorf("email.smtp.pool_size", "must be 1-64")
+	}
+	if d := s.DKIM; d != nil {
+		if d.Domain == "" {
+			v.errorf("email.smtp.dkim.domain", "required")
+		}
+		if d.Selector == "" {
+			v.errorf("email.smtp.dkim.selector", "required")
+		}
+		if d.PrivateKeyFile == "" {
+			v.errorf("email.smtp.dkim.private_key_file", "required")
+		} else if _, err := os.Stat(d.PrivateKeyFile); err != nil {
+			v.errorf("email.smtp.dkim.private_key_file", "%v", err)
+		}
+	}
+	if m := c.IMAP; m != nil {
+		if m.Host == "" {
+			v.errorf("email.imap.host", "required")
+		}
+		if m.Port < 0 || m.Port > 65535 {
+			v.errorf("email.imap.port", "must be 1-65535")
+		}
+		if m.Username == "" {
+			v.errorf("email.imap.username", "required")
+		}
+		switch m.TLS {
+		case "", email.TLSStartTLS, email.TLSImplicit:
+		case email.TLSNone:
+			if m.Host != "" && !email.IsLoopbackHost(m.Host) {
+				v.errorf("email.imap.tls", "none is only allowed for a loopback host, not %q", m.Host)
+			}
+		default:
+			v.errorf("email.imap.tls", "must be tls, starttls or none, got %q", m.TLS)
+		}
+		if m.Processed != "" && m.Processed == m.Mailbox {
+			v.errorf("email.imap.processed", "must differ from mailbox")
+		}
+		if m.PollInterval < 0 {
+			v.errorf("email.imap.poll_interval", "must not be negative")
+		}
+		if m.MaxMessageBytes < 0 {
+			v.errorf("email.imap.max_message_bytes", "must not be negative")
+		}
+	}
+}
