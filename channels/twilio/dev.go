@@ -99,7 +99,7 @@ func (d *Recorder) Deliver(ctx context.Context, job *channels.Job) (*channels.Re
 	} else if out {
 		return nil, channels.Permanent(ErrOptedOut)
 	}
-	msg, err := d.render(RenderInput{Channel: d.channel, Job: job, Now: d.now(), WindowOpen: true})
+	msg, err := d.render(RenderInput{Channel: d.channel, Job: job, Now: d.now(), WindowOpen: true, ShowButtons: true})
 	if err != nil {
 		return nil, channels.Permanent(fmt.Errorf("render %s: %w", d.channel, err))
 	}

@@ -192,7 +192,12 @@ func writeReply(w http.ResponseWriter, r fakeReply) {
 
 func openStore(t testing.TB) *store.DB {
 	t.Helper()
-	db, err := store.Open(filepath.Join(t.TempDir(), "beachd.db"), store.Options{})
+	// Fuzzing and benchmarks measure our code, not fsync.
+	_, fast := t.(*testing.F)
+	if _, ok := t.(*testing.B); ok {
+		fast = true
+	}
+	db, err := store.Open(filepath.Join(t.TempDir(), "beachd.db"), store.Options{NoSync: fast})
 	if err != nil {
 		t.Fatal(err)
 	}

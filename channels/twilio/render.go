@@ -19,6 +19,10 @@ type RenderInput struct {
 	// Template is the WhatsApp content template to send instead of a
 	// free-form body; nil sends free-form.
 	Template *render.ContentTemplate
+	// ShowButtons keeps quick-reply buttons on a free-form WhatsApp
+	// message (the dev recorder shows them; Twilio's Messages API cannot
+	// send them without a content template).
+	ShowButtons bool
 }
 
 // Message is a rendition ready to send.
@@ -71,7 +75,7 @@ func Renderer(r *render.Renderer, reg *envelope.Registry) RenderFunc {
 			// too: the Messages API sends buttons only through one.
 			ri.WhatsAppWindowOpen = in.WindowOpen && in.Template == nil
 			ri.WhatsAppTemplate = in.Template
-			if in.Template == nil {
+			if in.Template == nil && !in.ShowButtons {
 				// Free-form: no buttons can go with it, so the renderer
 				// must print the text answer (code or link) instead of
 				// "tap a button".
