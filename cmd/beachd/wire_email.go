@@ -20,7 +20,7 @@ func (a *app) wireEmail() error {
 	}
 	log := a.log.With("component", "email")
 	if c == nil {
-		dev, err := email.NewDevServer(email.DevServerConfig{}, log.With("component", "email-dev"))
+		dev, err := email.NewDevServer(email.DevServerConfig{}, a.log.With("component", "email-dev"))
 		if err != nil {
 			return err
 		}
@@ -65,7 +65,7 @@ func (a *app) wireEmail() error {
 		Parse: email.ParseOptions{ReplyDomain: c.ReplyDomain, ReplyLocal: c.replyLocal(),
 			MessageIDDomain: c.MessageIDDomain, OwnAddresses: own, AuthServID: c.AuthServID},
 	}
-	intake, err := email.NewIntake(ic, a.db, a.emailDecider(), log.With("component", "email-intake"))
+	intake, err := email.NewIntake(ic, a.db, a.emailDecider(), a.log.With("component", "email-intake"))
 	if err != nil {
 		return fmt.Errorf("email intake: %w", err)
 	}
