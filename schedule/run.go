@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/cool-ai/beachd/agent"
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/store"
 )
@@ -52,7 +53,7 @@ func (s *Scheduler) perform(ctx context.Context, def Definition, run store.Sched
 			run.Reason = truncate("interrupted: beachd is shutting down (" + err.Error() + ")")
 			break
 		}
-		if attempt > def.Retries {
+		if attempt > def.Retries || agent.IsPermanent(err) || errors.Is(err, agent.ErrUnknownAgent) {
 			run.State = store.RunFailed
 			log.Warn("schedule run failed", "attempt", attempt, "err", err)
 			break

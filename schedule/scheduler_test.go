@@ -779,3 +779,20 @@ func TestBogusClockJumpForwardDoesNotSilenceSchedule(t *testing.T) {
 		t.Fatalf("calls = %d, want 3 (08:00, the 2030 catch-up, tomorrow)", n)
 	}
 }
+
+func TestPermanentAgentErrorIsNotRetried(t *testing.T) {
+	t0 := utc("2026-03-02T07:59:00Z")
+	d := def("brief", "0 8 * * *")
+	d.Retries = 5
+	h := newHarness(t, t0, d)
+	h.agents.start = func(ctx context.Context, n int, c call) (*agent.Turn, error) {
+		return nil, fmt.Errorf("start turn: %w", agent.ErrUnknownAgent)
+	}
+	h.at(t0)
+	h.at(utc("2026-03-02T08:00:00Z"))
+	h.idle()
+	runs := h.runs("brief")
+	if len(runs) != 1 || runs[0].State != store.RunFailed || runs[0].Attempts != 1 {
+		t.Fatalf("runs = %+v", runs)
+	}
+}
