@@ -164,10 +164,7 @@ func New(cfg Config) (*Deliverer, error) {
 		if cfg.Registry == nil {
 			return nil, errors.New("webhook: a registry or a filter is required")
 		}
-		reg := cfg.Registry
-		cfg.Filter = func(job *channels.Job, ep *Endpoint) (*envelope.Envelope, error) {
-			return reg.Filter(job.Envelope, envelope.ChannelWebhook, ep.Consumes), nil
-		}
+		cfg.Filter = RegistryFilter(cfg.Registry)
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -409,7 +406,17 @@ func (d *Deliverer) attempt(ctx context.Context, job *channels.Job, ep *endpoint
 	}
 	ctx, cancel := context.WithTimeout(ctx, ep.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ep.URL, bytes.NewReader(payload))
+	// wrote: the whole request went out, so the receiver may have acted on
+	// it even if no answer comes back.
+	var wrote atomic.Bool
+	tctx := httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		WroteRequest: func(i httptrace.WroteRequestInfo) {
+			if i.Err == nil {
+				wrote.Store(true)
+			}
+		},
+	})
+	req, err := http.NewRequestWithContext(tctx, http.MethodPost, ep.URL, bytes.NewReader(payload))
 	if err != nil {
 		return nil, false, channels.Permanent(fmt.Errorf("build request: %w", err))
 	}
@@ -425,14 +432,6 @@ func (d *Deliverer) attempt(ctx context.Context, job *channels.Job, ep *endpoint
 	// out to be closed. That is safe: webhook-id makes a repeat recognisable.
 	h["Idempotency-Key"] = nil
 
-	var wrote atomic.Bool
-	req = req.WithContext(httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-		WroteRequest: func(i httptrace.WroteRequestInfo) {
-			if i.Err == nil {
-				wrote.Store(true)
-			}
-		},
-	}))
 	resp, err := ep.client.Do(req)
 	if err != nil {
 		return nil, true, d.transportError(ctx, err, wrote.Load())

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -10,7 +9,6 @@ import (
 	"github.com/cool-ai/beachd/channels"
 	"github.com/cool-ai/beachd/channels/webhook"
 	"github.com/cool-ai/beachd/envelope"
-	"github.com/cool-ai/beachd/render"
 )
 
 // wireWebhook builds the webhook Deliverer from `webhooks.endpoints` and
@@ -50,7 +48,7 @@ func (a *app) wireWebhook() error {
 		Log:       a.log.With("channel", "webhook"),
 	}
 	if a.renderer != nil {
-		cfg.Filter = rendererWebhookFilter(a.renderer, a.registry)
+		cfg.Filter = webhook.RenderFilter(a.renderer, a.registry)
 	}
 	d, err := webhook.New(cfg)
 	if err != nil {
@@ -63,25 +61,4 @@ func (a *app) wireWebhook() error {
 			Handler: webhook.NewInboundHandler(d, a.inbound, a.now, a.log.With("channel", "webhook")), Auth: false})
 	}
 	return nil
-}
-
-// rendererWebhookFilter filters through the renderer, which adds each
-// approval request's decision link. An envelope with nothing left for the
-// endpoint is still sent (its meta says the turn settled), exactly as the
-// registry filter would leave it.
-func rendererWebhookFilter(r *render.Renderer, reg *envelope.Registry) webhook.Filter {
-	return func(job *channels.Job, ep *webhook.Endpoint) (*envelope.Envelope, error) {
-		env, err := r.Webhook(render.Input{
-			Envelope:   job.Envelope,
-			Registry:   reg,
-			Recipient:  render.Recipient{Channel: envelope.ChannelWebhook, Address: ep.Name},
-			DeliveryID: job.Delivery.ID,
-			Approvals:  job.Approvals,
-			Consumes:   ep.Consumes,
-		})
-		if errors.Is(err, render.ErrEmpty) {
-			return reg.Filter(job.Envelope, envelope.ChannelWebhook, ep.Consumes), nil
-		}
-		return env, err
-	}
 }
