@@ -105,7 +105,7 @@ func newHarness(t testing.TB, opt harnessOpt) *harness {
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &harness{t: t, ctx: ctx, clock: &clock{}, enq: &fakeEnqueuer{}}
 	var err error
-	h.db, err = store.Open(filepath.Join(t.TempDir(), "b.db"), store.Options{Now: h.clock.Now, MaxBatchDelay: time.Millisecond})
+	h.db, err = store.Open(filepath.Join(t.TempDir(), "b.db"), store.Options{Now: h.clock.Now, MaxBatchDelay: time.Millisecond, NoSync: os.Getenv("APPROVALS_NOSYNC") != ""})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,11 @@ func newHarness(t testing.TB, opt harnessOpt) *harness {
 	if opt.cfg != nil {
 		opt.cfg(&cfg)
 	}
-	h.svc, err = New(cfg, h.db, h.enq, h.inj.Wake, log)
+	var ho Handoff
+	if !opt.noInjector {
+		ho = h.inj
+	}
+	h.svc, err = New(cfg, h.db, h.enq, ho, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,6 +267,8 @@ func (h *harness) audit(id string) []string {
 	return out
 }
 
-func email(addr string) envelope.Recipient { return envelope.Recipient{Channel: "email", Address: addr} }
-func sms(num string) envelope.Recipient    { return envelope.Recipient{Channel: "sms", Address: num} }
-func wa(num string) envelope.Recipient     { return envelope.Recipient{Channel: "whatsapp", Address: num} }
+func email(addr string) envelope.Recipient {
+	return envelope.Recipient{Channel: "email", Address: addr}
+}
+func sms(num string) envelope.Recipient { return envelope.Recipient{Channel: "sms", Address: num} }
+func wa(num string) envelope.Recipient  { return envelope.Recipient{Channel: "whatsapp", Address: num} }

@@ -258,8 +258,8 @@ func (s *Service) apply(ctx context.Context, bd *bound, in envelope.Inbound, dec
 	if decision == envelope.DecisionDenied {
 		state = store.ApprovalDenied
 	}
-	got, err := s.db.Decide(ctx, store.Decision{ApprovalID: a.ID, State: state, Reason: reason, DecidedBy: bd.b.Recipient,
-		Channel: in.Channel, MessageID: in.MessageID, At: now, InjectionID: s.db.NewID("inj_")})
+	got, err := s.decide(ctx, store.Decision{ApprovalID: a.ID, State: state, Reason: reason, DecidedBy: bd.b.Recipient,
+		Channel: in.Channel, MessageID: in.MessageID, At: now})
 	switch {
 	case errors.Is(err, store.ErrDuplicateInbound):
 		return envelope.InboundResult{Outcome: OutcomeDuplicate, ApprovalID: a.ID}, nil
@@ -274,7 +274,6 @@ func (s *Service) apply(ctx context.Context, bd *bound, in envelope.Inbound, dec
 	case err != nil:
 		return envelope.InboundResult{}, err
 	}
-	s.wake()
 	s.log.Info("approval decided", "channel", in.Channel, "approval_id", a.ID, "decision", decision)
 	s.confirm(ctx, in, bd.b.Recipient, decidedText(got))
 	return envelope.InboundResult{Outcome: OutcomeDecided, ApprovalID: a.ID, Decision: decision, Reason: reason}, nil
@@ -282,10 +281,9 @@ func (s *Service) apply(ctx context.Context, bd *bound, in envelope.Inbound, dec
 
 // expire denies a pending approval by policy.
 func (s *Service) expire(ctx context.Context, id string, now time.Time) (*store.Approval, error) {
-	a, err := s.db.Decide(ctx, store.Decision{ApprovalID: id, State: store.ApprovalExpired, Reason: "expired",
-		DecidedBy: DecidedByExpiry, Channel: ChannelPolicy, At: now, InjectionID: s.db.NewID("inj_")})
+	a, err := s.decide(ctx, store.Decision{ApprovalID: id, State: store.ApprovalExpired, Reason: "expired",
+		DecidedBy: DecidedByExpiry, Channel: ChannelPolicy, At: now})
 	if err == nil {
-		s.wake()
 		s.log.Info("approval expired", "approval_id", id)
 	}
 	return a, err

@@ -54,6 +54,7 @@ type Injector struct {
 	senders func(agent string) Sender
 	log     *slog.Logger
 	wake    chan struct{}
+	handoff chan *store.Injection
 }
 
 // NewInjector builds the worker. senders returns the Sender of an agent
@@ -86,7 +87,25 @@ func NewInjector(cfg InjectorConfig, db *store.DB, senders func(agent string) Se
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Injector{cfg: cfg, db: db, senders: senders, log: log, wake: make(chan struct{}, 1)}
+	return &Injector{cfg: cfg, db: db, senders: senders, log: log, wake: make(chan struct{}, 1),
+		handoff: make(chan *store.Injection, 4*cfg.Workers)}
+}
+
+// Lease is how long a claimed job is held; a job handed over with Submit
+// must have been claimed for this long (store.Decision.ClaimFor).
+func (j *Injector) Lease() time.Duration { return j.cfg.Lease }
+
+// Submit hands a job that its caller already claimed (in the decision's
+// own transaction) straight to a worker, saving a claim transaction on the
+// way from decision to agent. It never blocks: false means the hand-over
+// queue is full and the caller must release the job (store.ReleaseInjection).
+func (j *Injector) Submit(inj *store.Injection) bool {
+	select {
+	case j.handoff <- inj:
+		return true
+	default:
+		return false
+	}
 }
 
 // Wake makes Run look for due jobs now. It never blocks.
@@ -138,6 +157,14 @@ func (j *Injector) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			t.Stop()
 			return nil
+		case inj := <-j.handoff:
+			t.Stop()
+			sem <- struct{}{}
+			wg.Add(1)
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				j.attempt(ctx, inj)
+			}()
 		case <-j.wake:
 			t.Stop()
 		case <-t.C:

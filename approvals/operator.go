@@ -85,13 +85,10 @@ func (s *Service) Decide(ctx context.Context, id, decision, reason, keyID string
 			return nil, err
 		}
 	}
-	got, err := s.db.Decide(ctx, store.Decision{ApprovalID: id, State: state, Reason: strings.TrimSpace(reason),
-		DecidedBy: "operator:" + keyID, Channel: ChannelOperator, At: now, InjectionID: s.db.NewID("inj_")})
+	got, err := s.decide(ctx, store.Decision{ApprovalID: id, State: state, Reason: strings.TrimSpace(reason),
+		DecidedBy: "operator:" + keyID, Channel: ChannelOperator, At: now})
 	if err != nil {
 		return nil, err
-	}
-	if state != store.ApprovalVoid {
-		s.wake()
 	}
 	return view(got), nil
 }
@@ -107,7 +104,9 @@ func (s *Service) RetryInjection(ctx context.Context, id string) (*store.Injecti
 	}
 	inj, err := s.db.RetryInjection(ctx, a.InjectionID, s.cfg.Now())
 	if err == nil {
-		s.wake()
+		if w, ok := s.inj.(interface{ Wake() }); ok {
+			w.Wake()
+		}
 	}
 	return inj, err
 }

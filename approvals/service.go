@@ -92,21 +92,31 @@ type Enqueuer interface {
 	Enqueue(ctx context.Context, env *envelope.Envelope, to []envelope.Recipient, agent, source string) (string, error)
 }
 
+// Handoff is the part of the Injector the Service uses: jobs claimed in the
+// decision's transaction are handed straight to a worker.
+type Handoff interface {
+	Lease() time.Duration
+	Submit(inj *store.Injection) bool
+}
+
+var _ Handoff = (*Injector)(nil)
+
 // Service is the approvals lifecycle: it mints tokens at ingest, gives the
 // channels their handles at send time, decides on inbound messages, and
 // queues injections.
 type Service struct {
-	cfg  Config
-	db   *store.DB
-	m    minter
-	enq  Enqueuer
-	wake func()
-	log  *slog.Logger
+	cfg Config
+	db  *store.DB
+	m   minter
+	enq Enqueuer
+	inj Handoff
+	log *slog.Logger
 }
 
-// New builds the Service. enq may be nil (no confirmations are sent);
-// wake is called after each committed decision (the injector's Wake).
-func New(cfg Config, db *store.DB, enq Enqueuer, wake func(), log *slog.Logger) (*Service, error) {
+// New builds the Service. enq may be nil (no confirmations are sent); inj
+// (the Injector) takes each committed decision's injection job at once; when
+// nil, jobs wait for an injector polling the store.
+func New(cfg Config, db *store.DB, enq Enqueuer, inj Handoff, log *slog.Logger) (*Service, error) {
 	cfg.defaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -114,13 +124,28 @@ func New(cfg Config, db *store.DB, enq Enqueuer, wake func(), log *slog.Logger) 
 	if db == nil {
 		return nil, errors.New("approvals: nil store")
 	}
-	if wake == nil {
-		wake = func() {}
-	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{cfg: cfg, db: db, m: minter{key: cfg.Secret}, enq: enq, wake: wake, log: log}, nil
+	return &Service{cfg: cfg, db: db, m: minter{key: cfg.Secret}, enq: enq, inj: inj, log: log}, nil
+}
+
+// decide applies d, handing its injection job to the injector.
+func (s *Service) decide(ctx context.Context, d store.Decision) (*store.Approval, error) {
+	d.InjectionID = s.db.NewID("inj_")
+	if s.inj != nil && d.State != store.ApprovalVoid {
+		d.ClaimFor = s.inj.Lease()
+	}
+	a, job, err := s.db.Decide(ctx, d)
+	if err != nil || job == nil || d.ClaimFor <= 0 {
+		return a, err
+	}
+	if !s.inj.Submit(job) {
+		if rerr := s.db.ReleaseInjection(ctx, job, s.cfg.Now()); rerr != nil {
+			s.log.Warn("release injection", "approval_id", a.ID, "err", rerr)
+		}
+	}
+	return a, nil
 }
 
 func (s *Service) nonce() (string, error) {

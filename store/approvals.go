@@ -340,6 +340,11 @@ type Decision struct {
 	At        time.Time
 	// InjectionID names the injection job to queue (ignored for void).
 	InjectionID string
+	// ClaimFor, when positive, creates the injection job already claimed
+	// for that long (its first attempt counted), so that the caller can hand
+	// it straight to a worker without a second transaction; if the worker
+	// never records it, it is claimed again when the lease runs out.
+	ClaimFor time.Duration
 }
 
 // Decide applies d in one transaction: the approval moves from pending to
@@ -348,15 +353,17 @@ type Decision struct {
 // and the injection job is queued, due at once. When the approval is no
 // longer pending it returns the approval as it is and ErrAlreadyDecided
 // (an "already-decided" audit entry is written); ErrDuplicateInbound when
-// the message was processed before.
-func (s *DB) Decide(ctx context.Context, d Decision) (*Approval, error) {
+// the message was processed before. The injection job is returned too (nil
+// for void).
+func (s *DB) Decide(ctx context.Context, d Decision) (*Approval, *Injection, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var out *Approval
+	var job *Injection
 	var already bool
 	err := s.bolt.Batch(func(tx *bolt.Tx) error {
-		out, already = nil, false
+		out, job, already = nil, nil, false
 		if err := markInboundTx(tx, d.Channel, d.MessageID, d.At); err != nil {
 			return err
 		}
@@ -387,6 +394,10 @@ func (s *DB) Decide(ctx context.Context, d Decision) (*Approval, error) {
 				Response: envelope.ApprovalResponse{ApprovalID: a.ID, Decision: a.Decision(), Reason: d.Reason,
 					DecidedBy: d.DecidedBy, DecidedAt: d.At},
 				State: InjectionPending, CreatedAt: d.At, UpdatedAt: d.At, NextAt: d.At}
+			if d.ClaimFor > 0 {
+				inj.Attempts, inj.NextAt = 1, d.At.Add(d.ClaimFor)
+			}
+			job = &inj
 			if err := putJSON(tx.Bucket(bInjections), []byte(inj.ID), inj); err != nil {
 				return err
 			}
@@ -403,14 +414,41 @@ func (s *DB) Decide(ctx context.Context, d Decision) (*Approval, error) {
 	})
 	if err != nil {
 		if errors.Is(err, ErrDuplicateInbound) || errors.Is(err, ErrNotFound) {
-			return nil, err
+			return nil, nil, err
 		}
-		return nil, fmt.Errorf("decide approval: %w", err)
+		return nil, nil, fmt.Errorf("decide approval: %w", err)
 	}
 	if already {
-		return out, ErrAlreadyDecided
+		return out, nil, ErrAlreadyDecided
 	}
-	return out, nil
+	return out, job, nil
+}
+
+// ReleaseInjection makes a job claimed by Decide (ClaimFor) due at once,
+// for a caller that could not hand it to a worker after all.
+func (s *DB) ReleaseInjection(ctx context.Context, claimed *Injection, at time.Time) error {
+	err := s.bolt.Batch(func(tx *bolt.Tx) error {
+		var inj Injection
+		if err := getJSON(tx.Bucket(bInjections), []byte(claimed.ID), &inj); err != nil {
+			return err
+		}
+		if inj.State != InjectionPending || inj.Attempts != claimed.Attempts {
+			return ErrLeaseLost
+		}
+		if err := tx.Bucket(bInjectionDue).Delete(timeKey(inj.NextAt, inj.ID)); err != nil {
+			return err
+		}
+		inj.Attempts--
+		inj.NextAt = at
+		if err := tx.Bucket(bInjectionDue).Put(timeKey(at, inj.ID), nil); err != nil {
+			return err
+		}
+		return putJSON(tx.Bucket(bInjections), []byte(inj.ID), inj)
+	})
+	if err != nil {
+		return fmt.Errorf("release injection %s: %w", claimed.ID, err)
+	}
+	return nil
 }
 
 // DueExpiries returns the ids of pending approvals whose expiry is at or

@@ -41,7 +41,7 @@ func TestDecideOnceAndQueueInjection(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := db.Decide(ctx, Decision{ApprovalID: "a1", State: ApprovalGranted, DecidedBy: "x", Channel: "email",
+			_, _, err := db.Decide(ctx, Decision{ApprovalID: "a1", State: ApprovalGranted, DecidedBy: "x", Channel: "email",
 				MessageID: string(rune('a' + i)), At: c.Now(), InjectionID: db.NewID("inj_")})
 			mu.Lock()
 			defer mu.Unlock()
@@ -62,7 +62,7 @@ func TestDecideOnceAndQueueInjection(t *testing.T) {
 	checkApprovals(t, db)
 	// The same message again is a duplicate, not "already decided".
 	a, _ := db.Approval(ctx, "a1")
-	if _, err := db.Decide(ctx, Decision{ApprovalID: "a1", State: ApprovalDenied, Channel: "email", MessageID: a.MessageID, At: c.Now(), InjectionID: "inj_x"}); !errors.Is(err, ErrDuplicateInbound) {
+	if _, _, err := db.Decide(ctx, Decision{ApprovalID: "a1", State: ApprovalDenied, Channel: "email", MessageID: a.MessageID, At: c.Now(), InjectionID: "inj_x"}); !errors.Is(err, ErrDuplicateInbound) {
 		t.Fatalf("replay: %v", err)
 	}
 	injs, _ := db.ListInjections(ctx, InjectionPending, 10)
@@ -79,7 +79,7 @@ func TestInjectionLeaseAndOutcomes(t *testing.T) {
 	c := newClock()
 	db := openTest(t, filepath.Join(t.TempDir(), "a.db"), c)
 	ingestApproval(t, db, "a1", c.Now().Add(time.Hour))
-	if _, err := db.Decide(ctx, Decision{ApprovalID: "a1", State: ApprovalDenied, At: c.Now(), InjectionID: "inj_1"}); err != nil {
+	if _, _, err := db.Decide(ctx, Decision{ApprovalID: "a1", State: ApprovalDenied, At: c.Now(), InjectionID: "inj_1"}); err != nil {
 		t.Fatal(err)
 	}
 	jobs, err := db.ClaimInjections(ctx, c.Now(), 10, time.Minute)
@@ -140,7 +140,7 @@ func TestExpiryIndex(t *testing.T) {
 	if len(ids) != 1 || ids[0] != "soon" {
 		t.Fatalf("due %v", ids)
 	}
-	if _, err := db.Decide(ctx, Decision{ApprovalID: "soon", State: ApprovalExpired, DecidedBy: "policy:expired", At: c.Now(), InjectionID: "inj_s"}); err != nil {
+	if _, _, err := db.Decide(ctx, Decision{ApprovalID: "soon", State: ApprovalExpired, DecidedBy: "policy:expired", At: c.Now(), InjectionID: "inj_s"}); err != nil {
 		t.Fatal(err)
 	}
 	if ids, _ := db.DueExpiries(ctx, c.Now(), 10); len(ids) != 0 {
@@ -196,5 +196,30 @@ func TestDuplicateTokenHashRejected(t *testing.T) {
 	}
 	if _, err := db.Approval(ctx, "a2"); !errors.Is(err, ErrNotFound) {
 		t.Fatal("half-stored approval")
+	}
+}
+
+func TestDecideClaimedAndRelease(t *testing.T) {
+	c := newClock()
+	db := openTest(t, filepath.Join(t.TempDir(), "a.db"), c)
+	ingestApproval(t, db, "a1", c.Now().Add(time.Hour))
+	_, job, err := db.Decide(ctx, Decision{ApprovalID: "a1", State: ApprovalGranted, At: c.Now(), InjectionID: "inj_1", ClaimFor: time.Minute})
+	if err != nil || job == nil || job.Attempts != 1 {
+		t.Fatalf("%+v %v", job, err)
+	}
+	checkApprovals(t, db)
+	if got, _ := db.ClaimInjections(ctx, c.Now(), 10, time.Minute); len(got) != 0 {
+		t.Fatal("a job claimed by Decide was claimed again")
+	}
+	if err := db.ReleaseInjection(ctx, job, c.Now()); err != nil {
+		t.Fatal(err)
+	}
+	checkApprovals(t, db)
+	got, _ := db.ClaimInjections(ctx, c.Now(), 10, time.Minute)
+	if len(got) != 1 || got[0].Attempts != 1 {
+		t.Fatalf("after release: %+v", got)
+	}
+	if err := db.ReleaseInjection(ctx, job, c.Now()); !errors.Is(err, ErrLeaseLost) {
+		t.Fatalf("stale release: %v", err)
 	}
 }

@@ -85,7 +85,7 @@ func (a *app) wireApprovals() error {
 		CodeDigits:    cfg.SMSCodeDigits,
 		MaxWrongCodes: cfg.MaxWrongCodes,
 		Now:           a.now,
-	}, a.db, enq, inj.Wake, log)
+	}, a.db, enq, inj, log)
 	if err != nil {
 		return err
 	}
