@@ -38,7 +38,7 @@ func (r *Renderer) build(in *Input, channel string) (*content, error) {
 	}
 	reg := in.Registry
 	if reg == nil {
-		reg = envelope.NewRegistry()
+		reg = r.reg
 	}
 	if in.Now.IsZero() {
 		in.Now = in.Envelope.Meta.ProducedAt

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/templates"
 )
 
@@ -79,6 +80,7 @@ func (c Config) Validate() error {
 type Renderer struct {
 	cfg Config
 	tpl *templates.Set
+	reg *envelope.Registry // canonical registry, for inputs without one
 }
 
 // New returns a Renderer, filling the defaults of cfg.
@@ -111,7 +113,7 @@ func New(cfg Config) (*Renderer, error) {
 			return nil, fmt.Errorf("load default templates: %w", err)
 		}
 	}
-	return &Renderer{cfg: cfg, tpl: tpl}, nil
+	return &Renderer{cfg: cfg, tpl: tpl, reg: envelope.NewRegistry()}, nil
 }
 
 // surfaceResult is a rendered A2UI surface.

@@ -15,7 +15,7 @@ func (r *Renderer) Webhook(in Input) (*envelope.Envelope, error) {
 	}
 	reg := in.Registry
 	if reg == nil {
-		reg = envelope.NewRegistry()
+		reg = r.reg
 	}
 	f := reg.Filter(in.Envelope, envelope.ChannelWebhook, in.Consumes)
 	links := map[string]string{}

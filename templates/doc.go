@@ -13,6 +13,13 @@
 // part is subject, txt or html. Files ending in .html.tmpl are parsed with
 // html/template (escaping by context); every other file with text/template.
 //
+// Every template gets a render.View (render/view.go documents its fields:
+// Kind, Subject, Text, HTML, Surfaces, Approvals, Artifacts, Citations,
+// Notice, …). Besides the built-in functions, templates have trunc, join,
+// upper, lower and default (funcs.go). Text output is tidied afterwards
+// (trailing blanks trimmed, runs of blank lines folded), so templates need
+// not fight whitespace.
+//
 // Guarantees:
 //   - An override file replaces the default of the same name, whole; an
 //     override may add partials (names starting with "_") but no other new
