@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -329,4 +331,86 @@ func smtpDial(addr string) (*smtp.Client, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// blackhole is a TCP proxy that can stop forwarding without closing
+// anything: the half-open connection of a crashed NAT or server.
+type blackhole struct {
+	ln       net.Listener
+	target   string
+	frozen   atomic.Bool
+	accepted atomic.Int32
+}
+
+func newBlackhole(t testing.TB, target string) *blackhole {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &blackhole{ln: ln, target: target}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			b.accepted.Add(1)
+			up, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			t.Cleanup(func() { c.Close(); up.Close() })
+			go b.pipe(c, up)
+			go b.pipe(up, c)
+		}
+	}()
+	return b
+}
+
+func (b *blackhole) pipe(dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if err != nil {
+			dst.Close()
+			return
+		}
+		if b.frozen.Load() {
+			continue // swallowed
+		}
+		if _, err := dst.Write(buf[:n]); err != nil {
+			src.Close()
+			return
+		}
+	}
+}
+
+// TestIntakeDetectsDeadConnection: the server stops answering without
+// closing the connection. Ending IDLE times out, the intake reconnects
+// (with backoff while nothing answers) and, once the path works again,
+// handles the mail that arrived meanwhile.
+func TestIntakeDetectsDeadConnection(t *testing.T) {
+	d := startDevServer(t)
+	bh := newBlackhole(t, d.IMAPAddr())
+	db := openStore(t)
+	dec := &recDecider{}
+	cfg := devIntakeConfig(d)
+	cfg.Port = bh.ln.Addr().(*net.TCPAddr).Port
+	cfg.IdleRefresh, cfg.CommandTimeout = 200*time.Millisecond, 400*time.Millisecond
+	runIntake(t, cfg, db, dec)
+	eventually(t, 5*time.Second, "connected", func() bool {
+		_, ok, _ := db.GetKV(context.Background(), "imap/INBOX")
+		return ok
+	})
+	bh.frozen.Store(true)
+	mta := openMailbox(t, d.IMAPAddr(), d.Agent.Address, d.Agent.Password)
+	mta.appendMsg("INBOX", replyMsg(1, "late@example.com", "Approve"))
+	eventually(t, 10*time.Second, "reconnect attempts", func() bool { return bh.accepted.Load() >= 3 })
+	if len(dec.inbound()) != 0 {
+		t.Fatal("handled through a dead connection")
+	}
+	bh.frozen.Store(false)
+	eventually(t, 10*time.Second, "handled after the path recovered", func() bool { return len(dec.inbound()) == 1 })
 }
