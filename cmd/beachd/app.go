@@ -72,8 +72,8 @@ type app struct {
 
 // buildApp opens the store and builds every part. Nothing runs yet.
 // A listener may be passed in (tests bind :0 themselves).
-func buildApp(ctx context.Context, cfg *Config, reg *envelope.Registry, log *slog.Logger, stdout io.Writer, dev bool, ln net.Listener) (a *app, err error) {
-	a = &app{cfg: cfg, log: log, now: time.Now, dev: dev, stdout: stdout, registry: reg,
+func buildApp(ctx context.Context, cfg *Config, reg *envelope.Registry, log *slog.Logger, stdout io.Writer, dev bool, ln net.Listener) (_ *app, err error) {
+	a := &app{cfg: cfg, log: log, now: time.Now, dev: dev, stdout: stdout, registry: reg,
 		deliverers: map[string]channels.Deliverer{}, policies: map[string]channels.Policy{},
 		httpClient: &http.Client{Timeout: 30 * time.Second},
 		metrics:    prometheus.NewRegistry()}
