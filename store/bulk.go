@@ -1,0 +1,79 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// IngestBulk stores many envelopes with their deliveries and approvals in
+// one transaction: a loader for scale tests and imports, not the API path
+// (which uses Ingest and shares commits across concurrent requests). It
+// refuses idempotency keys (they need the per-request check of Ingest).
+// Keys go in ascending order, which keeps bbolt's pages full.
+func (s *DB) IngestBulk(ctx context.Context, ins []Ingest) ([]*IngestResult, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	now := s.now()
+	out := make([]*IngestResult, 0, len(ins))
+	err := s.bolt.Update(func(tx *bolt.Tx) error {
+		envs, dels := tx.Bucket(bEnvelopes), tx.Bucket(bDeliveries)
+		envs.FillPercent, dels.FillPercent = 0.95, 0.95
+		for _, in := range ins {
+			if in.IdempotencyKey != "" {
+				return errors.New("bulk ingest: idempotency keys are not supported")
+			}
+			first := now
+			if in.NotBefore.After(now) {
+				first = in.NotBefore
+			}
+			envID := s.NewID("env_")
+			res := &IngestResult{EnvelopeID: envID}
+			ids := make([]string, len(in.Deliveries))
+			for i := range ids {
+				ids[i] = s.NewID("dlv_")
+			}
+			rec := EnvelopeRecord{ID: envID, Agent: in.Agent, Envelope: in.Envelope, CreatedAt: now, DeliveryIDs: ids, Source: in.Source}
+			if err := putJSON(envs, []byte(envID), rec); err != nil {
+				return err
+			}
+			for i, nd := range in.Deliveries {
+				d := &Delivery{ID: ids[i], EnvelopeID: envID, Channel: nd.Channel, To: nd.To, Agent: in.Agent,
+					State: StateQueued, CreatedAt: now, UpdatedAt: now, NextAttemptAt: first,
+					ApprovalIDs: nd.ApprovalIDs, Extra: nd.Extra}
+				if err := putDeliveryTx(tx, d, ""); err != nil {
+					return err
+				}
+				res.Deliveries = append(res.Deliveries, d)
+			}
+			if err := s.putApprovalsTx(tx, envID, in.Approvals, now); err != nil {
+				return err
+			}
+			out = append(out, res)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bulk ingest: %w", err)
+	}
+	return out, nil
+}
+
+// SetNoSync turns fsync off (true) or on for the following commits: for
+// bulk loading a file that is synced (SetNoSync(false) and one more
+// commit) before anyone relies on it.
+func (s *DB) SetNoSync(v bool) { s.bolt.NoSync = v }
+
+// Sync flushes the file to disk.
+func (s *DB) Sync() error { return s.bolt.Sync() }
+
+// FileSize is the size of the database file in bytes.
+func (s *DB) FileSize() (int64, error) {
+	var n int64
+	err := s.bolt.View(func(tx *bolt.Tx) error { n = tx.Size(); return nil })
+	return n, err
+}
+
