@@ -76,4 +76,3 @@ func (s *DB) FileSize() (int64, error) {
 	err := s.bolt.View(func(tx *bolt.Tx) error { n = tx.Size(); return nil })
 	return n, err
 }
-
