@@ -42,6 +42,9 @@ const (
 	HalfOpen                     // one probe is in flight or may go
 )
 
+// MarshalText writes the state's name.
+func (s BreakerState) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
 func (s BreakerState) String() string {
 	switch s {
 	case Open:

@@ -285,12 +285,12 @@ func (d *Deliverer) InFlight(endpoint string) int {
 
 // EndpointStatus is an endpoint's health, for operators.
 type EndpointStatus struct {
-	Name       string
-	Breaker    BreakerState
-	ProbeAt    time.Time // when an open circuit lets a probe through
-	Disabled   bool
-	DisabledAt time.Time
-	InFlight   int
+	Name       string       `json:"name"`
+	Breaker    BreakerState `json:"breaker"`
+	ProbeAt    time.Time    `json:"probeAt,omitzero"` // when an open circuit lets a probe through
+	Disabled   bool         `json:"disabled"`
+	DisabledAt time.Time    `json:"disabledAt,omitzero"`
+	InFlight   int          `json:"inFlight"`
 }
 
 // Status reports an endpoint's breaker and disabled state.

@@ -519,3 +519,32 @@ func TestConnectionReuse(t *testing.T) {
 		t.Fatalf("%d connections for 20 sequential deliveries, want 1", n)
 	}
 }
+
+func TestAdminHandlers(t *testing.T) {
+	clk := newClock()
+	srv := httptest.NewServer(status(410, ""))
+	defer srv.Close()
+	d := newDeliverer(t, clk, srv.URL)
+	_, _ = d.Deliver(context.Background(), job(t, "ops", "dlv_a"))
+	mux := http.NewServeMux()
+	mux.Handle("GET /v1/webhooks/endpoints", d.StatusHandler())
+	mux.Handle("POST /v1/webhooks/endpoints/{endpoint}/enable", d.EnableHandler())
+	rec := httptest.NewRecorder()
+	mux.ServeHTTP(rec, httptest.NewRequest("GET", "/v1/webhooks/endpoints", nil))
+	if !strings.Contains(rec.Body.String(), `"name":"ops","breaker":"closed"`) || !strings.Contains(rec.Body.String(), `"disabled":true`) {
+		t.Fatalf("status listing %s", rec.Body)
+	}
+	if strings.Contains(rec.Body.String(), srv.URL) {
+		t.Fatalf("status listing shows the URL: %s", rec.Body)
+	}
+	rec = httptest.NewRecorder()
+	mux.ServeHTTP(rec, httptest.NewRequest("POST", "/v1/webhooks/endpoints/ops/enable", nil))
+	if rec.Code != 200 || !strings.Contains(rec.Body.String(), `"disabled":false`) {
+		t.Fatalf("enable: %d %s", rec.Code, rec.Body)
+	}
+	rec = httptest.NewRecorder()
+	mux.ServeHTTP(rec, httptest.NewRequest("POST", "/v1/webhooks/endpoints/nope/enable", nil))
+	if rec.Code != 404 {
+		t.Fatalf("enable unknown: %d", rec.Code)
+	}
+}

@@ -12,8 +12,10 @@ import (
 )
 
 // wireWebhook builds the webhook Deliverer from `webhooks.endpoints` and
-// mounts the signed inbound decision route. Without endpoints the channel
-// is off.
+// mounts the signed inbound decision route (POST
+// /v1/inbound/webhook/{endpoint}) and the operator's endpoint routes (GET
+// /v1/webhooks/endpoints, POST /v1/webhooks/endpoints/{endpoint}/enable).
+// Without endpoints the channel is off.
 func (a *app) wireWebhook() error {
 	if len(a.cfg.Webhooks.Endpoints) == 0 {
 		return nil
@@ -56,6 +58,9 @@ func (a *app) wireWebhook() error {
 	}
 	a.deliverers[envelope.ChannelWebhook] = d
 	a.policies[envelope.ChannelWebhook] = policy
+	a.routes = append(a.routes,
+		api.Route{Method: "GET", Pattern: "/v1/webhooks/endpoints", Handler: d.StatusHandler(), Auth: true},
+		api.Route{Method: "POST", Pattern: "/v1/webhooks/endpoints/{endpoint}/enable", Handler: d.EnableHandler(), Auth: true})
 	if a.inbound != nil {
 		a.routes = append(a.routes, api.Route{Method: "POST", Pattern: "/v1/inbound/webhook/{endpoint}",
 			Handler: webhook.NewInboundHandler(d, a.inbound, a.now, a.log.With("channel", "webhook")), Auth: false})
