@@ -3,6 +3,8 @@ package a2ui
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -307,4 +309,34 @@ func TestPathologicalStringsStayFast(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestTinyOutputBound(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "examples", "13_coffee-order.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, limit := range []int{1, 50, 120, 400} {
+		res := Render(data, Options{MaxOutputBytes: limit})
+		if len(res.Text) > limit || len(res.HTML) > limit {
+			t.Errorf("limit %d: text %d bytes, html %d bytes", limit, len(res.Text), len(res.HTML))
+		}
+		if limit >= 120 && !strings.Contains(res.HTML, "output truncated") {
+			t.Errorf("limit %d: HTML lacks the truncation note: %q", limit, res.HTML)
+		}
+	}
+}
+
+func TestSurfaceRecreatedAfterDelete(t *testing.T) {
+	in := `[{"createSurface":{"surfaceId":"s","catalogId":"basic"}},
+	 {"updateComponents":{"surfaceId":"s","components":[{"id":"root","component":"Text","text":"Old"}]}},
+	 {"deleteSurface":{"surfaceId":"s"}},
+	 {"updateComponents":{"surfaceId":"s","components":[{"id":"root","component":"Text","text":"Ignored"}]}},
+	 {"createSurface":{"surfaceId":"s","catalogId":"basic"}},
+	 {"updateComponents":{"surfaceId":"s","components":[{"id":"root","component":"Text","text":"New"}]}}]`
+	res := Render(json.RawMessage(in), goldenOptions())
+	if got := strings.TrimSpace(res.Text); got != "New" {
+		t.Errorf("Text = %q, want only the recreated surface", got)
+	}
+	wantWarning(t, res, "update for deleted surface")
 }

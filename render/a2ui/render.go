@@ -423,7 +423,8 @@ func (r *renderer) output() Result {
 		r.warn("text output truncated at %d bytes", r.opt.MaxOutputBytes)
 	}
 	if strings.TrimSpace(res.Text) == "" {
-		res.Text = "(the surface has nothing to show)"
+		r.warn("the surface has nothing to show")
+		res.Text = cutUTF8("(the surface has nothing to show)", r.opt.MaxOutputBytes)
 	}
 	res.Warnings = r.warnings
 	return res
