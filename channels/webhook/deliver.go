@@ -144,9 +144,11 @@ type endpointState struct {
 
 // NewTransport returns the shared transport: keep-alive connections reused
 // across deliveries, enough idle connections per host for a busy endpoint,
-// and no proxy from the environment (webhooks go where configured).
+// and the proxy of HTTPS_PROXY/HTTP_PROXY/NO_PROXY when set (loopback
+// endpoints are never proxied).
 func NewTransport() *http.Transport {
 	return &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
 		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          512,
