@@ -241,5 +241,5 @@ func TestOptionsTimeZoneAndLocale(t *testing.T) {
 	}
 	opt.TimeZone, opt.Locale = loc, "fr-FR"
 	res := Render(surfaceJSON(t, comps, ""), opt)
-	wantContains(t, "text", res.Text, "Departs: 15 Aug 2026 09:15", "1\u202f234,50\u00a0€")
+	wantContains(t, "text", res.Text, "Departs: 15 août 2026 09:15", "1\u202f234,50\u00a0€")
 }

@@ -294,7 +294,7 @@ func (e *evaluator) fnFormatDate(a args) any {
 	if format == "" {
 		format = "d MMM yyyy"
 	}
-	return formatTR35(t.In(e.r.opt.TimeZone), format)
+	return formatTR35(t.In(e.r.opt.TimeZone), format, e.r.loc.names())
 }
 
 func (e *evaluator) fnPluralize(a args) any {

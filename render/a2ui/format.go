@@ -242,9 +242,9 @@ func parseTime(v any, opt Options) (time.Time, bool) {
 }
 
 // formatTR35 formats t with a Unicode TR35 date pattern (the subset the
-// catalog documents, plus era, zone and quarter fields). Letters it does not
-// know are printed as they are.
-func formatTR35(t time.Time, pattern string) string {
+// catalog documents, plus era, zone and quarter fields) and the given month
+// and day names. Letters it does not know are printed as they are.
+func formatTR35(t time.Time, pattern string, names *dateNames) string {
 	var b strings.Builder
 	for i := 0; i < len(pattern); {
 		c := pattern[i]
@@ -280,7 +280,7 @@ func formatTR35(t time.Time, pattern string) string {
 			n++
 		}
 		i += n
-		b.WriteString(dateField(t, c, n))
+		b.WriteString(dateField(t, c, n, names))
 	}
 	return b.String()
 }
@@ -293,7 +293,7 @@ func pad(v, n int) string {
 	return s
 }
 
-func dateField(t time.Time, c byte, n int) string {
+func dateField(t time.Time, c byte, n int, names *dateNames) string {
 	switch c {
 	case 'G':
 		if t.Year() <= 0 {
@@ -314,11 +314,11 @@ func dateField(t time.Time, c byte, n int) string {
 	case 'M', 'L':
 		switch {
 		case n >= 5:
-			return t.Month().String()[:1]
+			return firstRune(names.months[t.Month()-1])
 		case n == 4:
-			return t.Month().String()
+			return names.months[t.Month()-1]
 		case n == 3:
-			return t.Month().String()[:3]
+			return names.monthsShort[t.Month()-1]
 		}
 		return pad(int(t.Month()), n)
 	case 'd':
@@ -331,11 +331,11 @@ func dateField(t time.Time, c byte, n int) string {
 		}
 		switch {
 		case n == 4:
-			return t.Weekday().String()
+			return names.days[t.Weekday()]
 		case n >= 5:
-			return t.Weekday().String()[:1]
+			return firstRune(names.days[t.Weekday()])
 		}
-		return t.Weekday().String()[:3]
+		return names.daysShort[t.Weekday()]
 	case 'a', 'b', 'B':
 		if t.Hour() < 12 {
 			return "AM"

@@ -49,6 +49,7 @@ var functionCases = []functionCase{
 	{name: "formatDate/date only stays put", expr: `{"call":"formatDate","args":{"value":"2025-12-28","format":"EEEE d"}}`, tz: "America/Los_Angeles", want: "Sunday 28"},
 	{name: "formatDate/epoch millis", expr: `{"call":"formatDate","args":{"value":0,"format":"yyyy-MM-dd HH:mm:ss"}}`, want: "1970-01-01 00:00:00"},
 	{name: "formatDate/short year and quote", expr: `{"call":"formatDate","args":{"value":"2026-01-05T00:00:00Z","format":"dd/MM/yy 'o''clock'"}}`, want: "05/01/26 o'clock"},
+	{name: "formatDate/german names", expr: `{"call":"formatDate","args":{"value":"2026-03-15T08:45:00Z","format":"EEEE, d. MMMM yyyy (EEE, MMM)"}}`, locale: "de-AT", want: "Sonntag, 15. März 2026 (So., März)"},
 	{name: "formatDate/bad date", expr: `{"call":"formatDate","args":{"value":"next Tuesday","format":"d MMM"}}`, want: "next Tuesday", wantWarn: "cannot read"},
 	// pluralize
 	{name: "pluralize/one", expr: `{"call":"pluralize","args":{"value":1,"one":"item","other":"items"}}`, want: "item"},

@@ -20,8 +20,9 @@ type Options struct {
 	// deterministic; callers pass their injected clock.
 	Now time.Time
 	// Locale selects number, currency and plural rules ("en" default; "de",
-	// "fr", "es", "it", "nl", "pt", "ru", "pl", "ar", "ja" ... by language).
-	// Month and day names are English in every locale.
+	// "fr", "es", "it", "nl", "pt", "ru", "pl", "cs", "uk", "ar", "ja", "zh",
+	// "ko" by language) and month and day names (en, de, fr, es, it, nl, pt;
+	// English for the others). Unknown locales read as "en".
 	Locale string
 	// TimeZone is where dates are shown. Nil means UTC.
 	TimeZone *time.Location

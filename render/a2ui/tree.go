@@ -520,11 +520,11 @@ func (b *builder) dateTimeValue(c map[string]any, base string) string {
 	}
 	switch {
 	case enableDate && enableTime:
-		return formatTR35(t, "d MMM yyyy HH:mm")
+		return formatTR35(t, "d MMM yyyy HH:mm", b.r.loc.names())
 	case enableTime:
-		return formatTR35(t, "HH:mm")
+		return formatTR35(t, "HH:mm", b.r.loc.names())
 	}
-	return formatTR35(t, "d MMM yyyy")
+	return formatTR35(t, "d MMM yyyy", b.r.loc.names())
 }
 
 // unknown renders a component outside the catalog: its text-like
