@@ -114,7 +114,8 @@ func cutUnits(s, enc string, n int) string {
 			break
 		}
 		used += w(r)
-		end = i + utf8.RuneLen(r)
+		_, size := utf8.DecodeRuneInString(s[i:]) // invalid bytes are 1 wide
+		end = i + size
 	}
 	cut := s[:end]
 	if end < len(s) {
