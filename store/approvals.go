@@ -130,11 +130,14 @@ type Injection struct {
 	Response   envelope.ApprovalResponse `json:"response"`
 	State      string                    `json:"state"`
 	Attempts   int                       `json:"attempts"`
-	CreatedAt  time.Time                 `json:"createdAt"`
-	UpdatedAt  time.Time                 `json:"updatedAt"`
-	NextAt     time.Time                 `json:"nextAt,omitzero"`
-	DoneAt     time.Time                 `json:"doneAt,omitzero"`
-	LastError  string                    `json:"lastError,omitempty"`
+	// Claims counts claims and releases: the lease token a worker's
+	// record must match.
+	Claims    int       `json:"claims"`
+	CreatedAt time.Time `json:"createdAt"`
+	UpdatedAt time.Time `json:"updatedAt"`
+	NextAt    time.Time `json:"nextAt,omitzero"`
+	DoneAt    time.Time `json:"doneAt,omitzero"`
+	LastError string    `json:"lastError,omitempty"`
 }
 
 // Sentinel errors of approvals.
@@ -395,7 +398,7 @@ func (s *DB) Decide(ctx context.Context, d Decision) (*Approval, *Injection, err
 					DecidedBy: d.DecidedBy, DecidedAt: d.At},
 				State: InjectionPending, CreatedAt: d.At, UpdatedAt: d.At, NextAt: d.At}
 			if d.ClaimFor > 0 {
-				inj.Attempts, inj.NextAt = 1, d.At.Add(d.ClaimFor)
+				inj.Attempts, inj.Claims, inj.NextAt = 1, 1, d.At.Add(d.ClaimFor)
 			}
 			job = &inj
 			if err := putJSON(tx.Bucket(bInjections), []byte(inj.ID), inj); err != nil {
@@ -432,13 +435,14 @@ func (s *DB) ReleaseInjection(ctx context.Context, claimed *Injection, at time.T
 		if err := getJSON(tx.Bucket(bInjections), []byte(claimed.ID), &inj); err != nil {
 			return err
 		}
-		if inj.State != InjectionPending || inj.Attempts != claimed.Attempts {
+		if inj.State != InjectionPending || inj.Claims != claimed.Claims {
 			return ErrLeaseLost
 		}
 		if err := tx.Bucket(bInjectionDue).Delete(timeKey(inj.NextAt, inj.ID)); err != nil {
 			return err
 		}
 		inj.Attempts--
+		inj.Claims++
 		inj.NextAt = at
 		if err := tx.Bucket(bInjectionDue).Put(timeKey(at, inj.ID), nil); err != nil {
 			return err
@@ -511,6 +515,7 @@ func (s *DB) ClaimInjections(ctx context.Context, now time.Time, max int, lease 
 				return err
 			}
 			inj.Attempts++
+			inj.Claims++
 			inj.NextAt = now.Add(lease)
 			inj.UpdatedAt = now
 			if err := due.Put(timeKey(inj.NextAt, inj.ID), nil); err != nil {
@@ -547,7 +552,7 @@ func (s *DB) RecordInjection(ctx context.Context, claimed *Injection, o Injectio
 		if err := getJSON(tx.Bucket(bInjections), []byte(claimed.ID), &inj); err != nil {
 			return err
 		}
-		if inj.State != InjectionPending || inj.Attempts != claimed.Attempts {
+		if inj.State != InjectionPending || inj.Claims != claimed.Claims {
 			return ErrLeaseLost
 		}
 		if err := tx.Bucket(bInjectionDue).Delete(timeKey(inj.NextAt, inj.ID)); err != nil {
