@@ -1,0 +1,70 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestEmailConfig(t *testing.T) {
+	base := `
+api_keys: [kkkkkkkkkkkkkkkkkkkk]
+email:
+  from: "Travel agent <agent@example.org>"
+  reply_domain: reply.example.org
+  authserv_id: mx.example.org
+  lifetime: 48h
+  smtp: { host: smtp.example.org, port: 587, username: agent, password: "${SMTP_PASSWORD}", tls: starttls, timeout: 20s, pool_size: 3 }
+  imap: { host: imap.example.org, username: agent, password: x, mailbox: INBOX, processed: Processed, poll_interval: 2m }
+`
+	getenv := func(k string) string {
+		if k == "SMTP_PASSWORD" {
+			return "pw"
+		}
+		return ""
+	}
+	cfg, err := parseConfig([]byte(base), "t.yaml", getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cfg.validate(); err != nil {
+		t.Fatal(err)
+	}
+	e := cfg.Email
+	if e.SMTP.Password != "pw" || e.Lifetime != 48*time.Hour || e.SMTP.Timeout != 20*time.Second || e.IMAP.PollInterval != 2*time.Minute {
+		t.Fatalf("parsed %+v %+v", e, e.IMAP)
+	}
+	if e.replyTo() != "agent@reply.example.org" || e.fromAddress() != "agent@example.org" {
+		t.Fatalf("reply-to %q from %q", e.replyTo(), e.fromAddress())
+	}
+
+	for _, tc := range []struct{ yaml, key string }{
+		{`email: { from: "x", smtp: { host: smtp.example.org } }`, "email.from"},
+		{`email: { from: a@b.org, smtp: { host: smtp.example.org, tls: none } }`, "email.smtp.tls"},
+		{`email: { from: a@b.org, smtp: { host: smtp.example.org, tls: ssl } }`, "email.smtp.tls"},
+		{`email: { from: a@b.org, smtp: { port: 70000 } }`, "email.smtp.host"},
+		{`email: { from: a@b.org, smtp: { host: h.org, port: 70000 } }`, "email.smtp.port"},
+		{`email: { from: a@b.org, reply_local: "a+b", smtp: { host: h.org } }`, "email.reply_local"},
+		{`email: { from: a@b.org, smtp: { host: h.org, dkim: { domain: b.org } } }`, "email.smtp.dkim.selector"},
+		{`email: { from: a@b.org, smtp: { host: h.org }, imap: { host: imap.b.org } }`, "email.imap.username"},
+		{`email: { from: a@b.org, smtp: { host: h.org }, imap: { host: imap.b.org, username: u, tls: none } }`, "email.imap.tls"},
+		{`email: { from: a@b.org, smtp: { host: h.org }, imap: { host: i.org, username: u, mailbox: X, processed: X } }`, "email.imap.processed"},
+	} {
+		cfg, err := parseConfig([]byte("api_keys: [kkkkkkkkkkkkkkkkkkkk]\n"+tc.yaml), "t.yaml", getenv)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.yaml, err)
+		}
+		_, err = cfg.validate()
+		if err == nil || !strings.Contains(err.Error(), tc.key+":") {
+			t.Errorf("%s: err %v, want a problem at %s", tc.yaml, err, tc.key)
+		}
+	}
+	// none is fine on loopback.
+	cfg, _ = parseConfig([]byte("api_keys: [kkkkkkkkkkkkkkkkkkkk]\nemail: { from: a@b.org, smtp: { host: 127.0.0.1, port: 2525, tls: none } }"), "t.yaml", getenv)
+	if _, err := cfg.validate(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := parseConfig([]byte(`email: { from: a@b.org, smtp: { host: h.org, bogus: 1 } }`), "t.yaml", getenv); err == nil {
+		t.Error("unknown key accepted")
+	}
+}

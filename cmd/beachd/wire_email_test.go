@@ -1,0 +1,54 @@
+package main
+
+import (
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cool-ai/beachd/channels"
+	"github.com/cool-ai/beachd/envelope"
+	"github.com/cool-ai/beachd/store"
+)
+
+func TestWireEmailDevAndConfigured(t *testing.T) {
+	db, err := store.Open(filepath.Join(t.TempDir(), "b.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	newApp := func(cfg *Config, dev bool) *app {
+		return &app{cfg: cfg, log: slog.New(slog.DiscardHandler), now: time.Now, dev: dev, db: db,
+			registry: envelope.NewRegistry(), deliverers: map[string]channels.Deliverer{}, policies: map[string]channels.Policy{}}
+	}
+	// Without an email section, serve has no email channel ...
+	a := newApp(&Config{}, false)
+	if err := a.wireEmail(); err != nil || a.deliverers["email"] != nil {
+		t.Fatalf("err %v, deliverer %v", err, a.deliverers["email"])
+	}
+	// ... and dev runs the embedded mail server with sender and intake.
+	a = newApp(&Config{}, true)
+	if err := a.wireEmail(); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, w := range a.workers {
+		names = append(names, w.name)
+	}
+	if a.deliverers["email"] == nil || strings.Join(names, ",") != "email-dev-server,email-sender,email-intake" {
+		t.Fatalf("workers %v", names)
+	}
+	if b := strings.Join(a.banner, "\n"); !strings.Contains(b, "you@beachd.localhost") || !strings.Contains(b, "SMTP 127.0.0.1:") {
+		t.Fatalf("banner %q", b)
+	}
+	// A configured section without imap: sender only, with the lifetime.
+	a = newApp(&Config{Email: &EmailConfig{From: "a@b.org", Lifetime: 48 * time.Hour,
+		SMTP: SMTPConfig{Host: "127.0.0.1", Port: 2525, TLS: "none"}}}, false)
+	if err := a.wireEmail(); err != nil {
+		t.Fatal(err)
+	}
+	if a.deliverers["email"] == nil || len(a.workers) != 1 || a.policies["email"].Lifetime != 48*time.Hour {
+		t.Fatalf("workers %d policy %+v", len(a.workers), a.policies["email"])
+	}
+}
