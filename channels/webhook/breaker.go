@@ -165,6 +165,19 @@ func (b *breaker) report(t ticket, now time.Time, failed bool) {
 	}
 }
 
+// abandon ends an allowed attempt that says nothing about the endpoint
+// (cancelled by shutdown): a probe's slot is freed, nothing else changes.
+func (b *breaker) abandon(t ticket) {
+	if b.cfg.Threshold < 0 || !t.probe {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if t.gen == b.gen && b.state == HalfOpen {
+		b.probing = false
+	}
+}
+
 // snapshot returns the state and, when open, the time it allows a probe.
 func (b *breaker) snapshot() (BreakerState, time.Time) {
 	b.mu.Lock()

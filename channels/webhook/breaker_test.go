@@ -121,3 +121,21 @@ func TestBreakerIgnoresLateReports(t *testing.T) {
 		t.Fatalf("probe success left %v", st)
 	}
 }
+
+func TestBreakerAbandonedProbe(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	b := newBreaker(BreakerConfig{Threshold: 1, Cooldown: 10 * time.Second})
+	tk, _, _ := b.allow(t0)
+	b.report(tk, t0, true)
+	probe, ok, _ := b.allow(t0.Add(10 * time.Second))
+	if !ok {
+		t.Fatal("no probe")
+	}
+	b.abandon(probe)
+	if st, _ := b.snapshot(); st != HalfOpen {
+		t.Fatalf("abandoned probe left %v, want half-open", st)
+	}
+	if _, ok, _ := b.allow(t0.Add(10 * time.Second)); !ok {
+		t.Fatal("abandoned probe did not free the probe slot")
+	}
+}

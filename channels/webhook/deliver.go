@@ -395,7 +395,12 @@ func (d *Deliverer) Deliver(ctx context.Context, job *channels.Job) (*channels.R
 			Err: fmt.Errorf("%w: next probe in %s", ErrCircuitOpen, wait.Round(time.Second))}
 	}
 	res, failed, err := d.attempt(ctx, job, ep, now)
-	ep.breaker.report(tk, d.now(), failed)
+	if failed && errors.Is(ctx.Err(), context.Canceled) {
+		// Our caller gave up (shutdown): no verdict on the endpoint.
+		ep.breaker.abandon(tk)
+	} else {
+		ep.breaker.report(tk, d.now(), failed)
+	}
 	return res, err
 }
 

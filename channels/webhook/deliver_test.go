@@ -594,3 +594,32 @@ func TestConcurrentDeliveries(t *testing.T) {
 		t.Fatalf("slots leaked: %d", d.InFlight("ops"))
 	}
 }
+
+// A delivery cancelled by the caller (shutdown) is temporary and does not
+// count against the endpoint.
+func TestCancelledDeliveryIsNoVerdict(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	defer srv.Close()
+	d := newDeliverer(t, newClock(), srv.URL, func(c *Config, _ *Endpoint) { c.Breaker.Threshold = 1 })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() {
+		_, err := d.Deliver(ctx, job(t, "ops", "dlv_x"))
+		done <- err
+	}()
+	cancel()
+	err := <-done
+	if ce := channels.AsError(err); err == nil || ce.Permanent {
+		t.Fatalf("cancelled delivery: %v, want temporary", err)
+	}
+	if st, _ := d.Status("ops"); st.Breaker != Closed {
+		t.Fatalf("breaker %v after a cancelled delivery, want closed", st.Breaker)
+	}
+}
