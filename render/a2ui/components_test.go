@@ -108,7 +108,7 @@ var componentCases = []componentCase{
 		name:       "Button",
 		components: `[{"id":"root","component":"Row","children":["go","buy","bad"]},{"id":"go","component":"Button","child":"gl","action":{"functionCall":{"call":"openUrl","args":{"url":"https://example.com/track?id=1&x=2"}}}},{"id":"gl","component":"Text","text":"Track parcel"},{"id":"buy","component":"Button","child":"bl","variant":"primary","action":{"event":{"name":"buy","context":{}}}},{"id":"bl","component":"Text","text":"Buy now"},{"id":"bad","component":"Button","child":"xl","action":{"functionCall":{"call":"openUrl","args":{"url":"javascript:alert(1)"}}}},{"id":"xl","component":"Text","text":"Sneaky"}]`,
 		text:       []string{"Track parcel: https://example.com/track?id=1&x=2", "[ Buy now ]", "[ Sneaky ]"},
-		html:       []string{`<a href="https://example.com/track?id=1&amp;x=2"`, ">Track parcel</a>", "<span style=", ">Buy now</span>", ">Sneaky</span>"},
+		html:       []string{`<a href="https://example.com/track?id=1&amp;x=2"`, ">Track parcel</a>", `<span title="This action is available in the app"`, ">Buy now</span>", ">Sneaky</span>"},
 		notHTML:    []string{"javascript:", "<form", "<button", "<input"},
 	},
 	{

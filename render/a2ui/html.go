@@ -479,7 +479,7 @@ func (c *htmlCtx) button(n *node) {
 		style += ";opacity:0.6"
 	}
 	// Not a link and not a form control: the action needs the app.
-	c.w.leaf(`<span style="`+style+`">`+esc(label)+`</span>`, label)
+	c.w.leaf(`<span title="This action is available in the app" style="`+style+`">`+esc(label)+`</span>`, label)
 }
 
 func (c *htmlCtx) field(n *node) {
