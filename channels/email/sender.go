@@ -317,10 +317,12 @@ func (s *Sender) Deliver(ctx context.Context, job *channels.Job) (*channels.Resu
 	if err != nil {
 		return nil, channels.Permanent(fmt.Errorf("build email: %w", err))
 	}
-	msgID := strings.Trim(em.MessageID, "<>")
+	// Receipts, errors and logs carry the Message-ID with the approval
+	// token cut out: the token is a credential and is stored only hashed.
+	msgID := redactToken(strings.Trim(em.MessageID, "<>"))
 	c, err := s.pool.get(ctx)
 	if err != nil {
-		return nil, s.failure(err, msgID, false)
+		return nil, s.failure(err, msgID, nil)
 	}
 	stop := context.AfterFunc(ctx, func() { c.raw.Close() })
 	err = c.mc.SendWithSMTPClient(c.sc, msg)
@@ -330,25 +332,22 @@ func (s *Sender) Deliver(ctx context.Context, job *channels.Job) (*channels.Resu
 		if err == nil {
 			err = ctx.Err()
 		}
-		return nil, s.failure(err, msgID, true)
+		return nil, s.failure(err, msgID, []string{d.To, em.MessageID})
 	}
 	s.pool.put(c, true)
 	r := parseReply(250, msg.ServerResponse())
-	pid := r.QueueID
-	if pid == "" {
-		pid = msgID
-	}
-	return &channels.Result{ProviderID: pid, Receipt: r.receipt(msgID)}, nil
+	return &channels.Result{ProviderID: r.QueueID, Receipt: r.receipt(msgID)}, nil
 }
 
-// failure classifies a send error.
-func (s *Sender) failure(err error, msgID string, connected bool) error {
+// failure classifies a send error. secrets (the recipient, our raw
+// Message-ID) are cut out of the error text, which is logged and stored.
+func (s *Sender) failure(err error, msgID string, secrets []string) error {
 	var se *gomail.SendError
 	if !errors.As(err, &se) {
 		// Dial, greeting, STARTTLS, AUTH, or a context that ended before
 		// the transaction: the message was not sent; try again later.
 		r := replyFromError(err)
-		ce := &channels.Error{Err: fmt.Errorf("smtp connect: %w", err)}
+		ce := &channels.Error{Err: &sendError{msg: "smtp connect: " + scrub(err.Error(), secrets), err: err}}
 		if r.Code != 0 {
 			ce.Receipt = ptr(r.receipt(msgID))
 		}
@@ -361,7 +360,8 @@ func (s *Sender) failure(err error, msgID string, connected bool) error {
 	if r.EnhancedCode == "" {
 		r.EnhancedCode = se.EnhancedStatusCode()
 	}
-	ce := &channels.Error{Err: fmt.Errorf("smtp %s: %w", se.Reason, err)}
+	r.Text = scrub(r.Text, secrets)
+	ce := &channels.Error{Err: &sendError{msg: "smtp " + scrub(se.Error(), secrets), err: err}}
 	if r.Code != 0 {
 		ce.Receipt = ptr(r.receipt(msgID))
 	}
@@ -376,6 +376,40 @@ func (s *Sender) failure(err error, msgID string, connected bool) error {
 		ce.MaybeSent = true
 	}
 	return ce
+}
+
+// sendError prints a scrubbed text and unwraps to go-mail's error.
+type sendError struct {
+	msg string
+	err error
+}
+
+func (e *sendError) Error() string { return e.msg }
+func (e *sendError) Unwrap() error { return e.err }
+
+// scrub removes go-mail's "affected recipient(s)" and "affected message
+// ID" suffixes and any of the secrets from an error text.
+func scrub(s string, secrets []string) string {
+	for _, marker := range []string{", affected recipient(s): ", ", affected message ID: "} {
+		if i := strings.Index(s, marker); i >= 0 {
+			s = s[:i]
+		}
+	}
+	for _, x := range secrets {
+		if x = strings.Trim(x, "<>"); x != "" {
+			s = strings.ReplaceAll(s, x, "[redacted]")
+		}
+	}
+	return s
+}
+
+// redactToken turns DELIVERYID.TOKEN@DOMAIN into DELIVERYID.[token]@DOMAIN.
+func redactToken(id string) string {
+	local, domain, ok := strings.Cut(id, "@")
+	if i := strings.LastIndexByte(local, '.'); ok && i >= 0 && IsToken(local[i+1:]) {
+		return local[:i] + ".[token]@" + domain
+	}
+	return id
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -411,7 +445,7 @@ var (
 	queueIDRes = []*regexp.Regexp{
 		regexp.MustCompile(`(?i)queued as ([A-Za-z0-9][A-Za-z0-9._-]{2,})`),
 		regexp.MustCompile(`(?i)\bid=([A-Za-z0-9][A-Za-z0-9._-]{2,})`),
-		regexp.MustCompile(`(?i)^(?:ok|accepted)\s+(?:\d+\s+)?([A-Za-z0-9][A-Za-z0-9._-]{5,})\s+-\s+gsmtp`),
+		regexp.MustCompile(`(?i)^(?:[245]\.\d{1,3}\.\d{1,3}\s+)?(?:ok|accepted)\s+(?:\d+\s+)?([A-Za-z0-9][A-Za-z0-9._-]{5,})\s+-\s+gsmtp`),
 	}
 )
 

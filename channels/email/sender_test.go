@@ -89,11 +89,16 @@ func TestSenderDeliversRenderedMessage(t *testing.T) {
 		t.Fatalf("%d messages accepted", len(msgs))
 	}
 	wantID := "dlv01abc." + tokA + "@beachd.test"
-	if res.ProviderID != wantID {
-		t.Errorf("provider id %q, want %q", res.ProviderID, wantID)
+	if res.ProviderID != "" { // go-smtp names no queue id
+		t.Errorf("provider id %q", res.ProviderID)
 	}
 	if res.Receipt.Meta["source"] != "smtp" || res.Receipt.Meta["code"] != 250 || res.Receipt.Meta["enhancedCode"] != "2.0.0" {
 		t.Errorf("receipt %+v", res.Receipt)
+	}
+	// The receipt is stored: it names the message without its token.
+	rb, _ := json.Marshal(res.Receipt)
+	if strings.Contains(string(rb), tokA) || !strings.Contains(string(rb), `"messageId":"dlv01abc.[token]@beachd.test"`) {
+		t.Errorf("receipt %s", rb)
 	}
 	// Read it back as a reply would be read: the token comes back from
 	// each place we put it.
@@ -167,6 +172,10 @@ func TestSenderFailureClasses(t *testing.T) {
 			}
 			if ce.Permanent != tc.permanent || ce.MaybeSent != tc.maybeSent {
 				t.Fatalf("permanent=%v maybeSent=%v, want %v %v (%v)", ce.Permanent, ce.MaybeSent, tc.permanent, tc.maybeSent, err)
+			}
+			// The error text is logged and stored: no recipient address.
+			if strings.Contains(err.Error(), "carol@example.com") {
+				t.Errorf("error text names the recipient: %v", err)
 			}
 			if tc.code != 0 {
 				if ce.Receipt == nil || ce.Receipt.Meta["code"] != tc.code || ce.Receipt.Meta["enhancedCode"] != tc.enhanced {
@@ -397,5 +406,49 @@ func TestSenderArtifacts(t *testing.T) {
 	raw := string(be.messages()[0])
 	if !strings.Contains(raw, `filename="ok.pdf"`) || strings.Contains(raw, `filename="big.pdf"`) {
 		t.Errorf("attachments wrong:\n%s", raw)
+	}
+}
+
+func TestParseReply(t *testing.T) {
+	for _, tc := range []struct {
+		text, enhanced, queue string
+	}{
+		{"2.0.0 Ok: queued as 4Xyz9K1mQz", "2.0.0", "4Xyz9K1mQz"},
+		{"OK id=1rQabc-0004Xy-2Z", "", "1rQabc-0004Xy-2Z"},
+		{"2.0.0 OK  1705314300 d3-20020a05600c0a0300b0040e5f1a2b3csi1234567wmq.12 - gsmtp", "2.0.0", "d3-20020a05600c0a0300b0040e5f1a2b3csi1234567wmq.12"},
+		{"2.6.0 <AM6PR05MB1234@eurprd05.prod.outlook.com> [InternalId=123] Queued mail for delivery", "2.6.0", ""},
+		{"OK: queued", "", ""},
+	} {
+		r := parseReply(250, tc.text)
+		if r.EnhancedCode != tc.enhanced || r.QueueID != tc.queue {
+			t.Errorf("%q: enhanced %q queue %q", tc.text, r.EnhancedCode, r.QueueID)
+		}
+	}
+	if got := redactToken("dlv1." + tokA + "@d.test"); got != "dlv1.[token]@d.test" {
+		t.Errorf("redact: %q", got)
+	}
+	if got := redactToken("dlv1@d.test"); got != "dlv1@d.test" {
+		t.Errorf("redact without token: %q", got)
+	}
+}
+
+func TestSenderConcurrentUsesAtMostPoolSize(t *testing.T) {
+	be := &sink{}
+	port, _ := startSink(t, be, TLSNone)
+	s := newTestSender(t, port, func(c *SenderConfig) { c.PoolSize = 2 }, false)
+	errc := make(chan error, 20)
+	for i := 0; i < 20; i++ {
+		go func(i int) {
+			_, err := s.Deliver(context.Background(), job(fmt.Sprintf("dlvc%d", i), "k@example.com", textEnvelope("hi")))
+			errc <- err
+		}(i)
+	}
+	for i := 0; i < 20; i++ {
+		if err := <-errc; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, sess := len(be.messages()), be.sessionCount(); n != 20 || sess > 2 {
+		t.Fatalf("%d accepted over %d sessions", n, sess)
 	}
 }
