@@ -88,16 +88,91 @@ func main() {
 	bin := flag.String("beachd", "", "beachd binary (default: build ./cmd/beachd)")
 	workers := flag.Int("workers", 64, "beachd dispatch workers")
 	out := flag.String("o", "", "also write the JSON here")
+	scale := flag.Int("scale", 0, "load this many queued deliveries into a store and measure start-up, RSS and claim rate")
+	drain := flag.Duration("drain", 15*time.Second, "with -scale: how long the daemon delivers from the backlog")
+	soak := flag.Duration("soak", 0, "run a steady load for this long, sampling RSS and latency")
+	rate := flag.Int("rate", 1000, "with -soak: envelopes per second")
+	interval := flag.Duration("interval", 10*time.Second, "with -soak: sampling interval")
+	plot := flag.String("plot", "soak.png", "with -soak: the PNG plot")
+	samples := flag.String("samples", "soak.json", "with -soak: the samples as JSON")
+	pf := flag.Bool("postfix", false, "beachd beside Postfix: the same messages to the same SMTP sink")
+	pfN := flag.Int("postfix-n", 5000, "with -postfix: messages each")
+	pfC := flag.Int("postfix-c", 32, "with -postfix: concurrent clients each")
+	all := flag.Bool("all", false, "every figure: throughput, crash loop, faults, fuzzing, scale, soak, Postfix")
+	md := flag.String("md", "", "with -all (or any mode): write a Markdown table here")
+	fuzztime := flag.Duration("fuzztime", 10*time.Second, "with -all: fuzzing time per target")
 	flag.Parse()
-	res, err := bench(*n, *c, *bin, *workers)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "beachd-bench:", err)
-		os.Exit(1)
+	if !*all && *scale == 0 && *soak == 0 && !*pf {
+		// The default: daemon vs raw net/http, as it always was.
+		res, err := bench(*n, *c, *bin, *workers)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "beachd-bench:", err)
+			os.Exit(1)
+		}
+		b, _ := json.MarshalIndent(res, "", "  ")
+		fmt.Println(string(b))
+		if *out != "" {
+			os.WriteFile(*out, append(b, '\n'), 0o644)
+		}
+		if *md != "" {
+			os.WriteFile(*md, []byte(markdown(&report{Machine: machine(), Throughput: res})), 0o644)
+		}
+		return
 	}
-	b, _ := json.MarshalIndent(res, "", "  ")
+	rep := &report{Machine: machine(), Started: time.Now().UTC().Format(time.RFC3339)}
+	var failed []string
+	fail := func(what string, err error) {
+		fmt.Fprintf(os.Stderr, "beachd-bench: %s: %v\n", what, err)
+		failed = append(failed, what+": "+err.Error())
+	}
+	if *all {
+		if *scale == 0 {
+			*scale = 1000000
+		}
+		if *soak == 0 {
+			*soak = 10 * time.Minute
+		}
+		*pf = true
+		if res, err := bench(*n, *c, *bin, *workers); err != nil {
+			fail("throughput", err)
+		} else {
+			rep.Throughput = res
+		}
+		rep.Crash, rep.Faults, rep.Fuzz = runSuites(*fuzztime, fail)
+	}
+	if *scale > 0 {
+		if res, err := scaleRun(*scale, *bin, *drain); err != nil {
+			fail("scale", err)
+		} else {
+			rep.Scale = res
+		}
+	}
+	if *soak > 0 {
+		if res, err := soakRun(*soak, *rate, *interval, *bin, *plot, *samples); err != nil {
+			fail("soak", err)
+		} else {
+			rep.Soak = res
+		}
+	}
+	if *pf {
+		if res, err := postfixRun(*pfN, *pfC, *bin); err != nil {
+			fail("postfix", err)
+		} else {
+			rep.Postfix = res
+		}
+	}
+	rep.Failed = failed
+	rep.Finished = time.Now().UTC().Format(time.RFC3339)
+	b, _ := json.MarshalIndent(rep, "", "  ")
 	fmt.Println(string(b))
 	if *out != "" {
 		os.WriteFile(*out, append(b, '\n'), 0o644)
+	}
+	if *md != "" {
+		os.WriteFile(*md, []byte(markdown(rep)), 0o644)
+	}
+	if len(failed) > 0 {
+		os.Exit(1)
 	}
 }
 
