@@ -104,7 +104,7 @@ func (in *Ingester) Accept(ctx context.Context, body []byte, idempotencyKey, sou
 	if len(probs) > 0 {
 		return nil, false, &envelope.ValidationError{Problems: probs}
 	}
-	res, err := in.ingest(ctx, env, req.To, req.Agent, source, idempotencyKey, store.HashRequest(body))
+	res, err := in.ingest(ctx, env, req.Envelope, req.To, req.Agent, source, idempotencyKey, store.HashRequest(body))
 	if err != nil {
 		return nil, false, err
 	}
@@ -114,14 +114,17 @@ func (in *Ingester) Accept(ctx context.Context, body []byte, idempotencyKey, sou
 // Enqueue validates and stores an envelope built inside beachd (a schedule's
 // result, an approval confirmation). It returns the envelope id.
 func (in *Ingester) Enqueue(ctx context.Context, env *envelope.Envelope, to []envelope.Recipient, agent, source string) (string, error) {
-	res, err := in.ingest(ctx, env, to, agent, source, "", [32]byte{})
+	res, err := in.ingest(ctx, env, nil, to, agent, source, "", [32]byte{})
 	if err != nil {
 		return "", err
 	}
 	return res.EnvelopeID, nil
 }
 
-func (in *Ingester) ingest(ctx context.Context, env *envelope.Envelope, to []envelope.Recipient, agent, source, key string, hash [32]byte) (*store.IngestResult, error) {
+// ingest validates and stores env. raw, when given, is env exactly as the
+// caller sent it: it is stored as is, so that peers receive the bytes the
+// agent produced (and it is not encoded a second time).
+func (in *Ingester) ingest(ctx context.Context, env *envelope.Envelope, raw json.RawMessage, to []envelope.Recipient, agent, source, key string, hash [32]byte) (*store.IngestResult, error) {
 	var probs []envelope.Problem
 	if err := in.cfg.Registry.Validate(env); err != nil {
 		if ve, ok := err.(*envelope.ValidationError); ok {
@@ -150,10 +153,13 @@ func (in *Ingester) ingest(ctx context.Context, env *envelope.Envelope, to []env
 	if len(probs) > 0 {
 		return nil, &envelope.ValidationError{Problems: probs}
 	}
-	raw, err := json.Marshal(env)
-	if err != nil {
-		return nil, fmt.Errorf("encode envelope: %w", err)
+	if raw == nil {
+		var err error
+		if raw, err = json.Marshal(env); err != nil {
+			return nil, fmt.Errorf("encode envelope: %w", err)
+		}
 	}
+	var err error
 	ing := store.Ingest{Envelope: raw, Agent: agent, Source: source, IdempotencyKey: key, RequestHash: hash}
 	var per [][]string
 	if hasApprovals && in.preparer != nil {

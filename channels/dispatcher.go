@@ -125,27 +125,51 @@ func (d *Dispatcher) Notify() {
 // Run dispatches until ctx ends, then waits for the sends in flight and
 // returns nil. At start every job left in state sending by a previous
 // process is re-queued (bbolt admits one process, so none is live).
+//
+// Claims come in batches: a pool of Workers goroutines takes jobs from a
+// buffer of the same size, and the buffer is refilled when half of it is
+// free (or it is empty), so one claim transaction — one fsync — serves many
+// jobs. Jobs still buffered when ctx ends are released unattempted.
 func (d *Dispatcher) Run(ctx context.Context) error {
 	if n, err := d.db.RequeueExpired(ctx, d.cfg.Now().Add(100*365*24*time.Hour)); err != nil {
 		return err
 	} else if n > 0 {
 		d.log.Info("re-queued jobs interrupted by the previous run", "count", n)
 	}
-	sem := make(chan struct{}, d.cfg.Workers)
-	var wg sync.WaitGroup
-	defer wg.Wait()
+	jobs := make(chan *store.Delivery, d.cfg.Workers)
 	freed := make(chan struct{}, 1)
+	var wg sync.WaitGroup
+	for i := 0; i < d.cfg.Workers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for del := range jobs {
+				if ctx.Err() != nil {
+					d.release(del)
+					continue
+				}
+				d.work(ctx, del)
+				select {
+				case freed <- struct{}{}:
+				default:
+				}
+			}
+		}()
+	}
+	defer func() {
+		close(jobs)
+		wg.Wait()
+	}()
 	lastSweep := d.cfg.Now()
 	for {
 		if ctx.Err() != nil {
 			return nil
 		}
-		free := d.cfg.Workers - len(sem)
-		var claimed []*store.Delivery
-		if free > 0 {
-			n := min(free, d.cfg.ClaimBatch)
-			var err error
-			claimed, err = d.db.Claim(ctx, n, d.lease, d.admit)
+		room := cap(jobs) - len(jobs)
+		want := min(room, d.cfg.ClaimBatch)
+		claimedAll := false
+		if want > 0 && (room >= max(1, cap(jobs)/2) || len(jobs) == 0) {
+			claimed, err := d.db.Claim(ctx, want, d.lease, d.admit)
 			if err != nil {
 				if ctx.Err() != nil {
 					return nil
@@ -157,20 +181,9 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 				continue
 			}
 			for _, del := range claimed {
-				sem <- struct{}{}
-				wg.Add(1)
-				go func(del *store.Delivery) {
-					defer wg.Done()
-					defer func() {
-						<-sem
-						select {
-						case freed <- struct{}{}:
-						default:
-						}
-					}()
-					d.work(ctx, del)
-				}(del)
+				jobs <- del // never blocks: only this goroutine sends, and room was counted
 			}
+			claimedAll = len(claimed) == want
 		}
 		if now := d.cfg.Now(); now.Sub(lastSweep) > 10*time.Second {
 			lastSweep = now
@@ -180,15 +193,13 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 				d.log.Warn("re-queued jobs whose lease ran out", "count", n)
 			}
 		}
-		if free > 0 && len(claimed) == min(free, d.cfg.ClaimBatch) {
+		if claimedAll {
 			continue // there may be more due right now
 		}
 		wait := d.cfg.IdleWait
-		if free > 0 {
-			if t, ok := d.db.NextDue(); ok {
-				if w := t.Sub(d.cfg.Now()); w < wait {
-					wait = max(w, time.Millisecond)
-				}
+		if t, ok := d.db.NextDue(); ok {
+			if w := t.Sub(d.cfg.Now()); w < wait {
+				wait = max(w, time.Millisecond)
 			}
 		}
 		timer := time.NewTimer(wait)
@@ -201,6 +212,16 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		case <-timer.C:
 		}
 		timer.Stop()
+	}
+}
+
+// release puts a claimed, unattempted job back in the queue.
+func (d *Dispatcher) release(del *store.Delivery) {
+	if a, ok := d.deliverers[del.Channel].(Admitter); ok {
+		a.Done(del)
+	}
+	if err := d.db.Release(context.Background(), del.ID, del.LeaseUntil, d.cfg.Now()); err != nil {
+		d.log.Warn("release a claimed job at shutdown; its lease will expire instead", "delivery_id", del.ID, "err", err)
 	}
 }
 
