@@ -2,6 +2,7 @@ package email
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -413,4 +414,27 @@ func TestIntakeDetectsDeadConnection(t *testing.T) {
 	}
 	bh.frozen.Store(false)
 	eventually(t, 10*time.Second, "handled after the path recovered", func() bool { return len(dec.inbound()) == 1 })
+}
+
+func openMailboxTLS(t testing.TB, port int, mode string, clientTLS *tls.Config) *mailbox {
+	t.Helper()
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	var c *imapclient.Client
+	var err error
+	switch mode {
+	case TLSImplicit:
+		c, err = imapclient.DialTLS(addr, &imapclient.Options{TLSConfig: clientTLS})
+	case TLSStartTLS:
+		c, err = imapclient.DialStartTLS(addr, &imapclient.Options{TLSConfig: clientTLS})
+	default:
+		c, err = imapclient.DialInsecure(addr, nil)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Login("agent@beachd.localhost", "pw").Wait(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &mailbox{t: t, c: c}
 }
