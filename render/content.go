@@ -80,8 +80,16 @@ func (r *Renderer) build(in *Input, channel string) (*content, error) {
 				c.warnf("surface %d: rendered nothing", i)
 				continue
 			}
+			var first string
+			for _, t := range res.Texts {
+				if t = oneLine(t); utf8.RuneCountInString(t) >= 3 {
+					first = t
+					break
+				}
+			}
 			c.view.Surfaces = append(c.view.Surfaces, SurfaceView{
-				Title: oneLine(res.Title),
+				firstText: first,
+				Title:     oneLine(res.Title),
 				Text:  strings.TrimRight(res.Text, "\n "),
 				HTML:  template.HTML(res.HTML), // a2ui guarantees escaped, email-safe HTML
 			})
@@ -296,7 +304,11 @@ func (r *Renderer) approvalView(ar envelope.ApprovalRequest, p envelope.Part, h 
 	}
 	if !exp.IsZero() {
 		v.Expires = exp.In(r.cfg.TimeZone).Format("Mon 2 Jan 2006, 15:04 MST")
-		v.ExpiresIn = relative(exp.Sub(now))
+		if d := exp.Sub(now); d > 0 {
+			v.ExpiresIn = relative(d)
+		} else {
+			v.Expired = true
+		}
 	}
 	if ok {
 		v.Token, v.Code = h.Token, h.Code
@@ -390,8 +402,6 @@ func argValue(v any) string {
 
 func relative(d time.Duration) string {
 	switch {
-	case d <= 0:
-		return "already expired"
 	case d < 90*time.Second:
 		return "in about a minute"
 	case d < 90*time.Minute:

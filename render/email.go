@@ -115,6 +115,11 @@ func defaultSubject(c *content) string {
 			return s.Title
 		}
 	}
+	for _, s := range c.view.Surfaces {
+		if s.firstText != "" {
+			return s.firstText
+		}
+	}
 	for _, a := range c.view.Artifacts {
 		return "File: " + a.Name
 	}

@@ -396,3 +396,25 @@ func TestMarkdown(t *testing.T) {
 		t.Errorf("intra-word markers must stay: %q", got)
 	}
 }
+
+func TestExpiredApprovalReadsWell(t *testing.T) {
+	r := newTestRenderer(t, Config{})
+	env := textEnv(envelope.PartResponse, "Shall I book?", "suspended")
+	past := testNow.Add(-time.Hour)
+	addData(env, envelope.PartApprovalRequest, envelope.ApprovalRequest{ApprovalID: "ap1", ToolName: "book", ToolCallID: "c", Args: map[string]any{},
+		Handler: "h", Turn: "t", Session: "s", Summary: "Book it", ExpiresAt: &past})
+	s, err := r.SMS(Input{Envelope: env, Now: testNow, Approvals: []ApprovalHandle{{ApprovalID: "ap1", Code: "1"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(s.Body, "Book it? (Expired.)") || strings.Contains(s.Body, "Expires") {
+		t.Errorf("expired approval reads badly:\n%s", s.Body)
+	}
+	e, err := r.Email(Input{Envelope: env, Now: testNow, Approvals: []ApprovalHandle{{ApprovalID: "ap1", Token: testToken}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(e.Text, "Expired: Mon 20 Apr 2026, 08:51 UTC (it can no longer be approved)") {
+		t.Errorf("email:\n%s", e.Text)
+	}
+}

@@ -44,7 +44,8 @@ type View struct {
 
 // SurfaceView is one rendered A2UI surface.
 type SurfaceView struct {
-	Title string
+	firstText string // first visible text, a subject of last resort
+	Title     string
 	Text  string
 	HTML  template.HTML
 }
@@ -64,6 +65,8 @@ type ApprovalView struct {
 	// UTC"), ExpiresIn relative to Now ("in 2 hours"); empty without expiry.
 	Expires   string
 	ExpiresIn string
+	// Expired: the expiry has passed (ExpiresIn is then empty).
+	Expired bool
 	// Answering. Token and SubjectTag ("[approval:…]") for email, Code for
 	// SMS, LinkURL for the confirmation page, Buttons for WhatsApp. Empty
 	// when no handle was minted for this recipient.
