@@ -340,3 +340,16 @@ func TestSurfaceRecreatedAfterDelete(t *testing.T) {
 	}
 	wantWarning(t, res, "update for deleted surface")
 }
+
+func TestOlderShapes(t *testing.T) {
+	in := `[{"createSurface":{"surfaceId":"s","catalogId":"basic","root":"main"}},
+	 {"updateComponents":{"surfaceId":"s","components":{
+	   "main":{"component":"Column","children":{"explicitList":["a","b"]}},
+	   "a":{"component":{"Text":{"text":{"literalString":"Shown first"}}}},
+	   "b":{"component":"Text","text":"Shown second"},
+	   "loose":{"component":"Text","text":"Not referenced"}}}}]`
+	res := Render(json.RawMessage(in), goldenOptions())
+	if got := strings.TrimSpace(res.Text); got != "Shown first\nShown second" {
+		t.Errorf("Text = %q (warnings %q)", got, res.Warnings)
+	}
+}

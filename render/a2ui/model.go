@@ -13,6 +13,7 @@ import (
 type surface struct {
 	id        string
 	catalogID string
+	rootID    string // from createSurface in older shapes; "root" otherwise
 	theme     map[string]any
 	comps     map[string]map[string]any
 	order     []string // component ids in first-seen order

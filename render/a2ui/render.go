@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"time"
 )
@@ -290,6 +291,11 @@ func (r *renderer) createSurface(body any) {
 	if th, ok := b["theme"].(map[string]any); ok {
 		s.theme = th
 	}
+	for _, k := range []string{"root", "rootId", "rootComponentId"} { // older shapes
+		if id := str(b[k]); id != "" {
+			s.rootID = id
+		}
+	}
 }
 
 func (r *renderer) updateComponents(body any) {
@@ -299,6 +305,22 @@ func (r *renderer) updateComponents(body any) {
 	}
 	b, _ := body.(map[string]any)
 	list, ok := b["components"].([]any)
+	if m, isMap := b["components"].(map[string]any); isMap { // {id: component}
+		ids := make([]string, 0, len(m))
+		for id := range m {
+			ids = append(ids, id)
+		}
+		sort.Strings(ids)
+		for _, id := range ids {
+			if c, ok := m[id].(map[string]any); ok {
+				if _, has := c["id"]; !has {
+					c["id"] = id
+				}
+				list = append(list, c)
+			}
+		}
+		ok = true
+	}
 	if !ok {
 		r.warn("updateComponents for surface %q has no components list", s.id)
 		return

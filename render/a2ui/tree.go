@@ -59,8 +59,12 @@ func (r *renderer) buildSurface(s *surface) []*node {
 		r.warn("surface %q has no components", s.id)
 		return nil
 	}
-	if _, ok := s.comps["root"]; ok {
-		if n := b.build("root", "", 0); visible(n) {
+	rootID := "root"
+	if _, ok := s.comps[s.rootID]; ok && s.rootID != "" {
+		rootID = s.rootID
+	}
+	if _, ok := s.comps[rootID]; ok {
+		if n := b.build(rootID, "", 0); visible(n) {
 			return []*node{n}
 		}
 		if len(s.comps) == 1 {
@@ -68,7 +72,7 @@ func (r *renderer) buildSurface(s *surface) []*node {
 		}
 		r.warn("surface %q: the root component shows nothing; rendered the unreferenced components instead", s.id)
 	}
-	refs := map[string]bool{"root": true}
+	refs := map[string]bool{rootID: true}
 	for _, id := range s.order {
 		for _, c := range childRefs(s.comps[id]) {
 			refs[c] = true
@@ -83,7 +87,7 @@ func (r *renderer) buildSurface(s *surface) []*node {
 	if len(roots) == 0 { // everything is referenced: a cycle through all
 		roots = s.order[:1]
 	}
-	if _, ok := s.comps["root"]; !ok {
+	if _, ok := s.comps[rootID]; !ok {
 		r.warn("surface %q has no component with id \"root\"; rendered %s", s.id, describeRoots(roots))
 	}
 	var out []*node
