@@ -2,6 +2,7 @@ package render
 
 import (
 	"context"
+	"encoding/json"
 	"html"
 	"os"
 	"os/exec"
@@ -75,7 +76,18 @@ func TestEmailHTMLInChromium(t *testing.T) {
 	chromium := chromiumPath(t)
 	envs := loadEnvelopes(t)
 	r := newTestRenderer(t, Config{})
-	for _, name := range []string{"flight-results", "approval-request", "artifacts", "non-latin", "long-text"} {
+	// Some of the specification's own example surfaces, sent bare.
+	for _, ex := range []string{"03_calendar-day", "05_product-card", "13_coffee-order", "17_event-detail"} {
+		b, err := os.ReadFile(filepath.Join("a2ui", "testdata", "examples", ex+".json"))
+		if err != nil {
+			t.Fatalf("A2UI example %s: %v", ex, err)
+		}
+		envs[ex] = &envelope.Envelope{Role: "agent",
+			Parts: []envelope.Part{{Data: json.RawMessage(b), Metadata: map[string]any{"partType": envelope.PartA2UISurface}}},
+			Meta:  envelope.Meta{SessionID: "s", TurnID: "t", ProducedAt: testNow, FinalizedBy: "complete"}}
+	}
+	for _, name := range []string{"flight-results", "approval-request", "artifacts", "non-latin", "long-text",
+		"03_calendar-day", "05_product-card", "13_coffee-order", "17_event-detail"} {
 		env := envs[name]
 		if env == nil {
 			t.Fatalf("sample envelope %s missing", name)
