@@ -296,6 +296,7 @@ func TestPathologicalStringsStayFast(t *testing.T) {
 		"nested calls":   `${` + strings.Repeat("formatNumber(value: ", 5000) + "1" + strings.Repeat(")", 5000) + `}`,
 		"many exprs":     strings.Repeat("${/x}", big/5),
 		"unclosed exprs": strings.Repeat("${", big/2),
+		"long date field": "${formatDate(value: '2026-01-01', format: '" + strings.Repeat("y", big) + "')}",
 	} {
 		t.Run(name, func(t *testing.T) {
 			comps, _ := json.Marshal([]any{map[string]any{"id": "root", "component": "Text", "text": map[string]any{"call": "formatString", "args": map[string]any{"value": text}}}})
@@ -352,4 +353,22 @@ func TestOlderShapes(t *testing.T) {
 	if got := strings.TrimSpace(res.Text); got != "Shown first\nShown second" {
 		t.Errorf("Text = %q (warnings %q)", got, res.Warnings)
 	}
+}
+
+// TestWholeModelInterpolationStaysBounded interpolates the whole (large)
+// data model in every item of a long list.
+func TestWholeModelInterpolationStaysBounded(t *testing.T) {
+	items := strings.Repeat(`{"n":1},`, 999) + `{"n":1}`
+	data := `{"blob":"` + strings.Repeat("x", 1<<20) + `","items":[` + items + `]}`
+	start := time.Now()
+	res := Render(surfaceJSON(t,
+		`[{"id":"root","component":"List","children":{"componentId":"t","path":"/items"}},{"id":"t","component":"Text","text":{"call":"formatString","args":{"value":"${/}"}}}]`,
+		data), Options{})
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("took %v", d)
+	}
+	if len(res.Text) > defaultMaxOutput || len(res.HTML) > defaultMaxOutput {
+		t.Errorf("output over the bound: %d / %d", len(res.Text), len(res.HTML))
+	}
+	wantWarning(t, res, "larger than the output limit")
 }

@@ -287,8 +287,8 @@ func formatTR35(t time.Time, pattern string, names *dateNames) string {
 
 func pad(v, n int) string {
 	s := strconv.Itoa(v)
-	for len(s) < n {
-		s = "0" + s
+	if len(s) < n {
+		s = strings.Repeat("0", min(n, 64)-min(len(s), min(n, 64))) + s
 	}
 	return s
 }

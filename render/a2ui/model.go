@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -216,16 +217,69 @@ func formatPlainFloat(f float64) string {
 	return strconv.FormatFloat(f, 'f', -1, 64)
 }
 
+// compactJSON writes v as JSON, stopping (with "…") once limit bytes are
+// written, so that stringifying a large data model costs O(limit).
 func compactJSON(v any, limit int) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprint(v)
+	var b strings.Builder
+	if !writeJSON(&b, v, limit) {
+		return cutUTF8(b.String(), limit) + "…"
 	}
-	s := string(b)
-	if len(s) > limit {
-		s = cutUTF8(s, limit) + "…"
+	return b.String()
+}
+
+// writeJSON appends v to b; false means it stopped at the limit.
+func writeJSON(b *strings.Builder, v any, limit int) bool {
+	if b.Len() > limit {
+		return false
 	}
-	return s
+	switch t := v.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(t))
+		for k := range t {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		b.WriteByte('{')
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if !writeJSON(b, k, limit) {
+				return false
+			}
+			b.WriteByte(':')
+			if !writeJSON(b, t[k], limit) {
+				return false
+			}
+		}
+		b.WriteByte('}')
+	case []any:
+		b.WriteByte('[')
+		for i, x := range t {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if !writeJSON(b, x, limit) {
+				return false
+			}
+		}
+		b.WriteByte(']')
+	case string:
+		cut := cutUTF8(t, limit-b.Len()+1)
+		q, _ := json.Marshal(cut)
+		b.Write(q)
+		if len(cut) < len(t) {
+			return false
+		}
+	default:
+		q, err := json.Marshal(t)
+		if err != nil {
+			b.WriteString(fmt.Sprint(t))
+		} else {
+			b.Write(q)
+		}
+	}
+	return b.Len() <= limit
 }
 
 // toFloat reads a number from a JSON number, a float, or a numeric string.
