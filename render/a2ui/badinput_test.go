@@ -289,13 +289,13 @@ func TestNeverEmptyWhenRenderable(t *testing.T) {
 func TestPathologicalStringsStayFast(t *testing.T) {
 	big := 200 << 10
 	for name, text := range map[string]string{
-		"bold markers":   strings.Repeat("**", big/2),
-		"link openers":   strings.Repeat("[", big),
-		"underscores":    strings.Repeat("a_", big/2),
-		"backticks":      "`" + strings.Repeat("x", big),
-		"nested calls":   `${` + strings.Repeat("formatNumber(value: ", 5000) + "1" + strings.Repeat(")", 5000) + `}`,
-		"many exprs":     strings.Repeat("${/x}", big/5),
-		"unclosed exprs": strings.Repeat("${", big/2),
+		"bold markers":    strings.Repeat("**", big/2),
+		"link openers":    strings.Repeat("[", big),
+		"underscores":     strings.Repeat("a_", big/2),
+		"backticks":       "`" + strings.Repeat("x", big),
+		"nested calls":    `${` + strings.Repeat("formatNumber(value: ", 5000) + "1" + strings.Repeat(")", 5000) + `}`,
+		"many exprs":      strings.Repeat("${/x}", big/5),
+		"unclosed exprs":  strings.Repeat("${", big/2),
 		"long date field": "${formatDate(value: '2026-01-01', format: '" + strings.Repeat("y", big) + "')}",
 	} {
 		t.Run(name, func(t *testing.T) {
