@@ -1,0 +1,33 @@
+package api
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/cool-ai/beachd/envelope"
+	"github.com/cool-ai/beachd/store"
+)
+
+// BenchmarkAccept measures acknowledged ingests (decode, validate, one
+// fsync'd transaction shared by concurrent callers) without HTTP.
+func BenchmarkAccept(b *testing.B) {
+	db, err := store.Open(filepath.Join(b.TempDir(), "b.db"), store.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	ing := NewIngester(IngestConfig{Registry: envelope.NewRegistry(), Channels: map[string]bool{"webhook": true},
+		Endpoints: map[string]bool{"ops": true}}, db, nil, nil, nil)
+	body := []byte(request(`[{"channel":"webhook","endpoint":"ops"}]`))
+	b.SetParallelism(32)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, _, err := ing.Accept(b.Context(), body, "", "bench"); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ingests/s")
+}
