@@ -70,6 +70,11 @@ var corpus = map[string]want{
 	"forged_from_dmarc_fail":         {text: "Approve", source: SourceReplyTo, auth: "dmarc=fail"},
 	"dkim_fail_aligned_fake_results": {text: "Approve", source: SourceReplyTo, auth: "dkim=fail header.d=example.org"},
 	"two_tokens":                     {text: "Approve", ignored: "two different approval tokens"},
+	"yahoo_html":                     {text: "No thanks, I will drive.", source: SourceReplyTo, htmlOnly: true},
+	"protonmail_html":                {text: "approved", source: SourceReplyTo, htmlOnly: true},
+	"auto_submitted_no":              {text: "y", source: SourceReplyTo},
+	"interleaved":                    {text: "Approve\n\nYes, that one too.", source: SourceReplyTo},
+	"samsung_original_message":       {text: "Deny", source: SourceReplyTo},
 }
 
 func TestParseCorpus(t *testing.T) {
@@ -147,6 +152,10 @@ func TestTrimReply(t *testing.T) {
 		// A line that merely starts with "On" is not an attribution.
 		{"On second thought, deny.", "On second thought, deny."},
 		{"From: me\nI approve", "From: me\nI approve"},
+		// No blank line between the answer and the attribution.
+		{"Approve\nOn Mon, Jan 1, 2024 at 9:00 AM X <x@y> wrote:\n> hi", "Approve"},
+		{"Approve\nbob@example.com wrote:\n> hi", "Approve"},
+		{"Travel Agent <a@b> writes:\n\n> q?\n\nyes\n", "yes"},
 	} {
 		if got := TrimReply(tc.in); got != tc.want {
 			t.Errorf("TrimReply(%q) = %q, want %q", tc.in, got, tc.want)

@@ -15,6 +15,8 @@ import (
 var quoteHeaderRes = []*regexp.Regexp{
 	// Gmail, Apple Mail, Thunderbird, iOS/Android: "On … wrote:".
 	regexp.MustCompile(`(?i)^\s*on\b.{0,200}\b(wrote|writes)\s*:\s*$`),
+	// Gnus, mutt and others: "Name <a@b> writes:", "a@b wrote:".
+	regexp.MustCompile(`(?i)^.{0,200}\S+@\S+.{0,100}\b(wrote|writes)\s*:\s*$`),
 	// German "Am … schrieb …:", French "Le … a écrit :", Spanish "El …
 	// escribió:", Dutch "Op … schreef …:", Italian "Il … ha scritto:",
 	// Portuguese "Em … escreveu:", Swedish "Den … skrev:".
@@ -36,6 +38,9 @@ var quoteHeaderRes = []*regexp.Regexp{
 	regexp.MustCompile(`(?i)^\s*-{2,}\s*(original message|ursprüngliche nachricht|message d'origine|mensaje original|oorspronkelijk bericht|messaggio originale|forwarded message|weitergeleitete nachricht)\s*-{2,}\s*$`),
 	regexp.MustCompile(`^\s*_{20,}\s*$`),
 }
+
+// attributionStartRe: how the first line of a wrapped attribution starts.
+var attributionStartRe = regexp.MustCompile(`(?i)^\s*(on|am|le|el|op|il|em|den)\b|^\s*\d{4}\s*[/年.-]|@|<`)
 
 // Outlook's header block: "From:" followed within a few lines by "Sent:" or
 // "Date:" (and their translations).
@@ -84,6 +89,11 @@ func findQuoteHeader(lines []string) (int, int) {
 			continue
 		}
 		for span := 1; span <= 3 && i+span <= len(lines); span++ {
+			// A wrapped attribution has no blank line inside and starts
+			// like one; "Approve" above "On … wrote:" is not part of it.
+			if span > 1 && (strings.TrimSpace(lines[i+span-1]) == "" || !attributionStartRe.MatchString(lines[i])) {
+				break
+			}
 			joined := strings.Join(trimAll(lines[i:i+span]), " ")
 			if joined == "" {
 				break

@@ -40,14 +40,14 @@ import (
 //	    poll_interval: 1m                  # without IDLE
 //	    max_message_bytes: 10485760
 type EmailConfig struct {
-	From            string            `yaml:"from"`
-	ReplyDomain     string            `yaml:"reply_domain"`
-	ReplyLocal      string            `yaml:"reply_local"`
-	MessageIDDomain string            `yaml:"message_id_domain"`
-	AuthServID      string            `yaml:"authserv_id"`
-	Lifetime        time.Duration     `yaml:"lifetime"`
-	SMTP            SMTPConfig        `yaml:"smtp"`
-	IMAP            *IMAPConfig       `yaml:"imap"`
+	From            string        `yaml:"from"`
+	ReplyDomain     string        `yaml:"reply_domain"`
+	ReplyLocal      string        `yaml:"reply_local"`
+	MessageIDDomain string        `yaml:"message_id_domain"`
+	AuthServID      string        `yaml:"authserv_id"`
+	Lifetime        time.Duration `yaml:"lifetime"`
+	SMTP            SMTPConfig    `yaml:"smtp"`
+	IMAP            *IMAPConfig   `yaml:"imap"`
 }
 
 // SMTPConfig is `email.smtp`.
