@@ -174,7 +174,7 @@ func (e *evaluator) callArgs(name string, a args) any {
 			e.r.warn("surface %q: regex pattern longer than %d characters; check fails", e.sid, maxRegexLen)
 			return false
 		}
-		re, err := regexp.Compile(pat)
+		re, err := e.r.regex(pat)
 		if err != nil {
 			e.r.warn("surface %q: regex %q: %v", e.sid, pat, err)
 			return false
@@ -221,6 +221,22 @@ func (e *evaluator) callArgs(name string, a args) any {
 	}
 	e.r.warn("surface %q: unknown function %q; its value is empty", e.sid, name)
 	return nil
+}
+
+// regex compiles pat once per Render.
+func (r *renderer) regex(pat string) (*regexp.Regexp, error) {
+	if re, ok := r.regexps[pat]; ok {
+		return re, nil
+	}
+	re, err := regexp.Compile(pat)
+	if err != nil {
+		return nil, err
+	}
+	if r.regexps == nil {
+		r.regexps = map[string]*regexp.Regexp{}
+	}
+	r.regexps[pat] = re
+	return re, nil
 }
 
 var emailRE = regexp.MustCompile(`^[^\s@]+@[^\s@]+\.[^\s@]+$`)

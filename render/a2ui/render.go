@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -108,6 +109,7 @@ type renderer struct {
 	surfaces map[string]*surface
 	order    []string
 	nodes    int // component instances built so far, across surfaces
+	regexps  map[string]*regexp.Regexp
 }
 
 func (r *renderer) warn(format string, args ...any) {
