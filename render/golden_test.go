@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cool-ai/beachd/envelope"
 )
@@ -115,4 +116,32 @@ func whatsAppDump(w *WhatsApp) string {
 	}
 	b.WriteString("\n" + w.Body + "\n")
 	return b.String()
+}
+
+// TestGoldenNotices renders every notice on every channel into one golden
+// file.
+func TestGoldenNotices(t *testing.T) {
+	r := newTestRenderer(t, Config{})
+	in := NoticeInput{Summary: "Book BA2043 (LGW→CFU, 15 Aug) for 6 people", Decision: envelope.DecisionGranted,
+		DecidedBy: "alice@example.org", DecidedAt: testNow.Add(5 * time.Minute), Reason: "fine by me",
+		Code: "4821", Token: testToken, LinkURL: "https://beachd.example.org/a/Lk4mQ9vT2xW7pR3s", Now: testNow}
+	var b strings.Builder
+	for _, kind := range []string{KindApprovalConfirmation, KindAlreadyDecided, KindNotUnderstood} {
+		for _, ch := range []string{envelope.ChannelEmail, envelope.ChannelSMS, envelope.ChannelWhatsApp} {
+			in.Channel = ch
+			n, err := r.Notice(kind, in)
+			if err != nil {
+				t.Fatalf("%s on %s: %v", kind, ch, err)
+			}
+			fmt.Fprintf(&b, "===== %s / %s\n", kind, ch)
+			if n.Subject != "" {
+				fmt.Fprintf(&b, "Subject: %s\n\n", n.Subject)
+			}
+			b.WriteString(n.Text)
+			if ch == envelope.ChannelEmail && !strings.Contains(n.HTML, "</html>") {
+				t.Errorf("%s: email notice without HTML", kind)
+			}
+		}
+	}
+	golden(t, "notices.txt", b.String())
 }
