@@ -37,10 +37,20 @@
 // with RetryAfter set to the remaining cool-down; then one probe is let
 // through (half-open), whose success closes the circuit.
 //
-// Concurrency per endpoint (max_concurrency) is enforced at claim time:
-// the dispatcher calls Admit inside its claim transaction, which reserves a
-// slot, and Done once the job's attempt is over (or the claim is abandoned).
-// Deliver itself does not count slots.
+// A 2xx answer, or a 4xx other than 429, shows the endpoint alive and
+// closes the count; an attempt cancelled by the caller (shutdown) is no
+// verdict either way.
+//
+// Concurrency per endpoint (max_concurrency) is enforced at claim time
+// (channels.Admitter): the dispatcher calls Admit inside its claim
+// transaction, which reserves a slot and refuses jobs of an endpoint whose
+// circuit is open, and Done once the attempt is over (or the claim is
+// abandoned). Deliver itself does not count slots; it is the breaker's
+// authority (Admit only peeks at it).
+//
+// Secrets are "whsec_" + base64 of 24 to 64 random bytes, as the spec asks;
+// a Secret never prints its key. The Sink is a receiver for `beachd dev` and
+// tests: it verifies, records and counts duplicates by webhook-id.
 //
 // Inbound, InboundHandler accepts POST /v1/inbound/webhook/{endpoint} bodies
 // signed with the endpoint's secret and hands the decision to approvals.
