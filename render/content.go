@@ -90,8 +90,8 @@ func (r *Renderer) build(in *Input, channel string) (*content, error) {
 			c.view.Surfaces = append(c.view.Surfaces, SurfaceView{
 				firstText: first,
 				Title:     oneLine(res.Title),
-				Text:  strings.TrimRight(res.Text, "\n "),
-				HTML:  template.HTML(res.HTML), // a2ui guarantees escaped, email-safe HTML
+				Text:      strings.TrimRight(res.Text, "\n "),
+				HTML:      template.HTML(res.HTML), // a2ui guarantees escaped, email-safe HTML
 			})
 			c.surfaceTexts = append(c.surfaceTexts, res.Texts...)
 		case envelope.PartDomainData:

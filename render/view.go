@@ -46,8 +46,8 @@ type View struct {
 type SurfaceView struct {
 	firstText string // first visible text, a subject of last resort
 	Title     string
-	Text  string
-	HTML  template.HTML
+	Text      string
+	HTML      template.HTML
 }
 
 // ApprovalView is one approval request as the recipient should read it.
