@@ -230,6 +230,15 @@ type conn struct {
 
 func (s *Sender) dial(ctx context.Context) (*conn, error) {
 	c := &conn{}
+	// rawMu: dialFn sets c.raw while the context watcher may read it.
+	var rawMu sync.Mutex
+	closeRaw := func() {
+		rawMu.Lock()
+		defer rawMu.Unlock()
+		if c.raw != nil {
+			c.raw.Close()
+		}
+	}
 	dialer := &net.Dialer{Timeout: s.cfg.Timeout}
 	dialFn := func(ctx context.Context, network, addr string) (net.Conn, error) {
 		raw, err := dialer.DialContext(ctx, network, addr)
@@ -244,7 +253,9 @@ func (s *Sender) dial(ctx context.Context) (*conn, error) {
 			}
 			raw = tc
 		}
+		rawMu.Lock()
 		c.raw = raw
+		rawMu.Unlock()
 		return raw, nil
 	}
 	opts := []gomail.Option{
@@ -277,17 +288,11 @@ func (s *Sender) dial(ctx context.Context) (*conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("smtp client: %w", err)
 	}
-	stop := context.AfterFunc(ctx, func() {
-		if c.raw != nil {
-			c.raw.Close()
-		}
-	})
+	stop := context.AfterFunc(ctx, closeRaw)
 	sc, err := mc.DialToSMTPClientWithContext(ctx)
 	stop()
 	if err != nil {
-		if c.raw != nil {
-			c.raw.Close()
-		}
+		closeRaw()
 		return nil, err
 	}
 	c.mc, c.sc, c.lastUsed = mc, sc, s.cfg.Now()
