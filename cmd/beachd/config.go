@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -210,27 +211,73 @@ func parseConfig(raw []byte, name string, getenv func(string) string) (*Config, 
 		dec := yaml.NewDecoder(bytes.NewReader(expanded))
 		dec.KnownFields(true)
 		if err := dec.Decode(&cfg); err != nil {
-			return nil, fmt.Errorf("%s: %s", name, describeYAMLError(err))
+			return nil, fmt.Errorf("%s: %s", name, describeYAMLError(err, &root))
 		}
 	}
 	cfg.defaults()
 	return &cfg, nil
 }
 
-func describeYAMLError(err error) string {
+var yamlLine = regexp.MustCompile(`^line (\d+): `)
+
+// describeYAMLError rewrites yaml's decoding errors so that each names the
+// key it is about (yaml only gives a line).
+func describeYAMLError(err error, root *yaml.Node) string {
 	var te *yaml.TypeError
-	if errors.As(err, &te) {
-		out := make([]string, len(te.Errors))
-		for i, e := range te.Errors {
-			e = strings.Replace(e, "not found in type main.", "is not a known key (in ", 1)
-			if strings.Contains(e, "is not a known key (in ") {
-				e += ")"
-			}
-			out[i] = e
-		}
-		return strings.Join(out, "; ")
+	if !errors.As(err, &te) {
+		return err.Error()
 	}
-	return err.Error()
+	out := make([]string, len(te.Errors))
+	for i, e := range te.Errors {
+		e = strings.Replace(e, "not found in type main.", "is not a known key (in ", 1)
+		if strings.Contains(e, "is not a known key (in ") {
+			e += ")"
+		}
+		if m := yamlLine.FindStringSubmatch(e); m != nil {
+			line, _ := strconv.Atoi(m[1])
+			if key := keyAtLine(root, "", line); key != "" {
+				e = key + ": " + e
+			}
+		}
+		out[i] = e
+	}
+	return strings.Join(out, "; ")
+}
+
+// keyAtLine finds the path of the deepest key or sequence item on a line.
+func keyAtLine(n *yaml.Node, path string, line int) string {
+	switch n.Kind {
+	case yaml.DocumentNode:
+		for _, c := range n.Content {
+			if k := keyAtLine(c, path, line); k != "" {
+				return k
+			}
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			p := n.Content[i].Value
+			if path != "" {
+				p = path + "." + p
+			}
+			if k := keyAtLine(n.Content[i+1], p, line); k != "" {
+				return k
+			}
+			if n.Content[i].Line == line {
+				return p
+			}
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			if k := keyAtLine(c, fmt.Sprintf("%s[%d]", path, i), line); k != "" {
+				return k
+			}
+		}
+	case yaml.ScalarNode:
+		if n.Line == line && path != "" {
+			return path
+		}
+	}
+	return ""
 }
 
 func expandNode(n *yaml.Node, path string, getenv func(string) string, missing *[]string) {
