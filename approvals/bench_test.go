@@ -52,9 +52,19 @@ func BenchmarkInboundToInjection(b *testing.B) {
 	for i := range n {
 		env := h.suspend(fmt.Sprintf("base-%d", i))
 		start := time.Now()
-		if err := h.client.Inject(h.ctx, "travel", env.Meta.SessionID, env.Meta.TurnID,
-			envelope.ApprovalResponse{ApprovalID: fmt.Sprint("base-", i), Decision: "granted", DecidedAt: start}); err != nil {
-			b.Fatal(err)
+		// Retried like the injector does: right after a turn suspends,
+		// a2a-go may still be closing its execution and answers "internal
+		// error" (task execution is already in progress).
+		for try := 0; ; try++ {
+			err := h.client.Inject(h.ctx, "travel", env.Meta.SessionID, env.Meta.TurnID,
+				envelope.ApprovalResponse{ApprovalID: fmt.Sprint("base-", i), Decision: "granted", DecidedAt: start})
+			if err == nil {
+				break
+			}
+			if try == 50 {
+				b.Fatal(err)
+			}
+			time.Sleep(time.Millisecond)
 		}
 		got := h.waitReceived(n + i + 1)
 		base = append(base, got[n+i].At.Sub(start))

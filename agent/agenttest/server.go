@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -50,7 +51,11 @@ type Server struct {
 // Start starts the server; Close it when done.
 func Start() *Server {
 	s := &Server{notify: make(chan struct{}, 1)}
-	h := a2asrv.NewHandler(&executor{s: s}, a2asrv.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	var lw io.Writer = io.Discard
+	if os.Getenv("AGENTTEST_LOG") != "" {
+		lw = os.Stderr
+	}
+	h := a2asrv.NewHandler(&executor{s: s}, a2asrv.WithLogger(slog.New(slog.NewTextHandler(lw, nil))))
 	s.srv = httptest.NewServer(a2asrv.NewJSONRPCHandler(h))
 	s.URL = s.srv.URL + "/"
 	return s
