@@ -40,6 +40,7 @@ type crashSummary struct {
 	Duplicates   int            `json:"duplicates"`
 	InFlightMax  int            `json:"duplicateBound"`
 	ByChannel    map[string]int `json:"deliveredByChannel,omitempty"`
+	DupsByChan   map[string]int `json:"duplicatesByChannel,omitempty"`
 	BoltCheck    string         `json:"boltCheck"`
 	Passed       bool           `json:"passed"`
 	Output       string         `json:"failureOutput,omitempty"`

@@ -1,0 +1,271 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/cool-ai/beachd/channels/webhook"
+	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/stress"
+)
+
+var stressLong = flag.Bool("stress.long", false, "run the long crash loop (also BEACHD_STRESS_LONG=1)")
+
+// crashAck is one acknowledged delivery of the crash loop.
+type crashAck struct {
+	id, channel, to, marker string
+}
+
+// TestCrashLoopMixed runs the built daemon with the webhook, email (to a
+// go-smtp sink) and SMS/WhatsApp (to a fake Twilio) channels, posts
+// envelopes to all four from several clients, and SIGKILLs the daemon at
+// random moments (≥ 20 times; 100 with -stress.long). Then it restarts it
+// once more and checks that every acknowledged delivery reached its sink,
+// that duplicates are recognisable (webhook-id, Message-ID, To+Body at
+// Twilio) and no more than the jobs that could be in flight at the kills,
+// that the recorded Twilio SID is one Twilio created, and that the bbolt
+// file passes bbolt's consistency check and the outbox invariants.
+func TestCrashLoopMixed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the daemon")
+	}
+	kills := 20
+	if *stressLong || os.Getenv("BEACHD_STRESS_LONG") != "" {
+		kills = 100
+	}
+	bin, err := buildOnce()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 8))
+
+	// Peers.
+	secret := "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	secrets, _ := webhook.ParseSecrets([]string{secret})
+	hooks := webhook.NewSink(webhook.SinkConfig{Secrets: secrets, Keep: 200000})
+	hookSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(5 * time.Millisecond) // keeps deliveries in flight when a kill comes
+		hooks.ServeHTTP(w, r)
+	}))
+	defer hookSrv.Close()
+	mail, err := stress.StartSMTPSink(&stress.SMTPSink{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mail.Close()
+	tw := stress.NewFakeTwilio()
+	twSrv := httptest.NewServer(tw)
+	defer twSrv.Close()
+
+	dir := t.TempDir()
+	dataDir := filepath.Join(dir, "data")
+	addr := freeAddr(t)
+	const workers = 8
+	cfg := fmt.Sprintf(`listen: %s
+data_dir: %s
+public_url: http://%s
+api_keys: ["%s"]
+log: {level: error}
+dispatch: {workers: %d}
+webhooks:
+  endpoints:
+    sink: {url: "%s/hook", secret: "%s"}
+email:
+  from: "Agent <agent@example.org>"
+  smtp: {host: 127.0.0.1, port: %d, tls: none, pool_size: 4, timeout: 5s}
+twilio:
+  account_sid: "%s"
+  auth_token: "%s"
+  api_base_url: "%s"
+  sms_from: "+15550001111"
+  whatsapp_from: "whatsapp:+15550002222"
+  rate_per_second: 1000
+  burst: 1000
+  timeout: 5s
+  whatsapp_templates:
+    result: {content_sid: HX0123456789abcdef0123456789abcdef, variables: {"1": "{{.Text}}"}}
+`, addr, dataDir, addr, e2eKey, workers, hookSrv.URL, secret, mail.Port(), stress.TwilioAccount, stress.TwilioToken, twSrv.URL)
+	cfgPath := filepath.Join(dir, "beachd.yaml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := &daemon{t: t, bin: bin, cfg: cfgPath, base: "http://" + addr}
+
+	var mu sync.Mutex
+	var acked []crashAck
+	seq := 0
+	hc := &http.Client{Timeout: 10 * time.Second}
+	post := func() {
+		mu.Lock()
+		seq++
+		marker := fmt.Sprintf("crash%06d", seq)
+		mu.Unlock()
+		body := fmt.Sprintf(`{"to":[{"channel":"webhook","endpoint":"sink"},{"channel":"email","address":"alice@example.net"},{"channel":"sms","address":"+447700900123"},{"channel":"whatsapp","address":"+447700900124"}],"envelope":{"role":"agent","parts":[{"text":"%s: your table for two at 20:00 is booked.","metadata":{"partType":"response"}}],"meta":{"sessionId":"s","turnId":"%s","producedAt":"2026-04-20T09:50:00Z","finalizedBy":"complete"}}}`, marker, marker)
+		req, _ := http.NewRequest("POST", d.base+"/v1/deliveries", bytes.NewBufferString(body))
+		req.Header.Set("Authorization", "Bearer "+e2eKey)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := hc.Do(req)
+		if err != nil {
+			return // the daemon died under us: not acknowledged
+		}
+		defer resp.Body.Close()
+		var a struct {
+			Deliveries []struct{ ID, Channel, To string }
+		}
+		if resp.StatusCode != http.StatusAccepted || json.NewDecoder(resp.Body).Decode(&a) != nil {
+			return
+		}
+		mu.Lock()
+		for _, x := range a.Deliveries {
+			acked = append(acked, crashAck{id: x.ID, channel: x.Channel, to: x.To, marker: marker})
+		}
+		mu.Unlock()
+	}
+
+	start := time.Now()
+	for k := 0; k < kills; k++ {
+		d.start()
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		for c := 0; c < 4; c++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for ctx.Err() == nil {
+					post()
+				}
+			}()
+		}
+		// A random moment: while posts and deliveries are in flight.
+		time.Sleep(time.Duration(100+rng.IntN(500)) * time.Millisecond)
+		d.kill()
+		cancel()
+		wg.Wait()
+	}
+	d.start()
+	mu.Lock()
+	all := append([]crashAck(nil), acked...)
+	mu.Unlock()
+	count := func(a crashAck) int {
+		switch a.channel {
+		case "webhook":
+			return hooks.Count(a.id)
+		case "email":
+			return mail.Count(a.id + "@example.org")
+		case "sms":
+			return len(tw.Matching(a.to, a.marker))
+		case "whatsapp":
+			return len(tw.Matching("whatsapp:"+a.to, a.marker))
+		}
+		t.Fatalf("unexpected channel %q", a.channel)
+		return 0
+	}
+	deadline := time.Now().Add(120 * time.Second)
+	for {
+		missing := 0
+		for _, a := range all {
+			if count(a) == 0 {
+				missing++
+			}
+		}
+		if missing == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d acknowledged deliveries never reached their sink\n%s", missing, len(all), d.stderr)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	d.stop()
+
+	byChannel, dupsByChannel := map[string]int{}, map[string]int{}
+	dups, delivered := 0, 0
+	for _, a := range all {
+		n := count(a)
+		delivered++
+		byChannel[a.channel]++
+		dups += n - 1
+		dupsByChannel[a.channel] += n - 1
+	}
+	if st := hooks.Stats(); st.Unverified != 0 {
+		t.Errorf("%d webhooks failed signature verification", st.Unverified)
+	}
+	// A kill interrupts at most `workers` sends (plus a Twilio POST whose
+	// answer was lost counts once more).
+	bound := kills * workers
+	if dups > bound {
+		t.Errorf("%d duplicates for %d kills of %d workers (bound %d)", dups, kills, workers, bound)
+	}
+
+	// The file: bbolt's check, then the outbox invariants and the Twilio
+	// SIDs we recorded.
+	dbPath := filepath.Join(dataDir, "beachd.db")
+	boltCheck := "ok"
+	bdb, err := bolt.Open(dbPath, 0o600, &bolt.Options{ReadOnly: true, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bdb.View(func(tx *bolt.Tx) error {
+		for err := range tx.Check() {
+			return err
+		}
+		return nil
+	}); err != nil {
+		boltCheck = err.Error()
+		t.Errorf("bbolt check: %v", err)
+	}
+	bdb.Close()
+	db, err := store.Open(dbPath, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.CheckInvariants(); err != nil {
+		t.Errorf("outbox invariants: %v", err)
+	}
+	for _, a := range all {
+		del, err := db.Delivery(context.Background(), a.id)
+		if err != nil {
+			t.Fatalf("delivery %s: %v", a.id, err)
+		}
+		if del.State != store.StateSent {
+			t.Errorf("%s %s reached its sink but is %s", a.channel, a.id, del.State)
+		}
+		if a.channel == "sms" || a.channel == "whatsapp" {
+			to := a.to
+			if a.channel == "whatsapp" {
+				to = "whatsapp:" + to
+			}
+			ok := false
+			for _, sid := range tw.Matching(to, a.marker) {
+				ok = ok || sid == del.ProviderID
+			}
+			if !ok {
+				t.Errorf("%s %s: recorded SID %q is not one Twilio created for it", a.channel, a.id, del.ProviderID)
+			}
+		}
+	}
+	db.Close()
+
+	summary := map[string]any{"kills": kills, "acknowledged": len(all), "delivered": delivered, "lost": 0,
+		"duplicates": dups, "duplicateBound": bound, "deliveredByChannel": byChannel, "duplicatesByChannel": dupsByChannel, "boltCheck": boltCheck,
+		"seconds": time.Since(start).Seconds()}
+	t.Logf("acknowledged %d, delivered %d, lost 0, duplicates %d (bound %d; by channel %v), kills %d; delivered by channel %v; bbolt check %s; %s",
+		len(all), delivered, dups, bound, dupsByChannel, kills, byChannel, boltCheck, time.Since(start).Round(time.Second))
+	if p := os.Getenv("BEACHD_CRASH_JSON"); p != "" {
+		b, _ := json.Marshal(summary)
+		os.WriteFile(p, b, 0o644)
+	}
+}
