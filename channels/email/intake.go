@@ -57,8 +57,9 @@ type IntakeConfig struct {
 	MaxMessageBytes int64
 	// MinBackoff and MaxBackoff bound the reconnect delay (1 s, 5 min).
 	MinBackoff, MaxBackoff time.Duration
-	// MaxFailures: a message whose handling failed this many times is
-	// skipped so it cannot block the mailbox (default 5).
+	// MaxFailures: a message whose handling failed this many times (with
+	// growing backoff between tries) is skipped, left unread in the
+	// mailbox, so that it cannot block the messages behind it (default 10).
 	MaxFailures int
 	// Parse is passed to ParseMessage (ReceivedAt is set per message).
 	Parse ParseOptions
@@ -100,7 +101,7 @@ func (c *IntakeConfig) withDefaults() {
 		c.MaxBackoff = 5 * time.Minute
 	}
 	if c.MaxFailures <= 0 {
-		c.MaxFailures = 5
+		c.MaxFailures = 10
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -170,11 +171,11 @@ func (in *Intake) cursorKey() string { return "imap/" + in.cfg.Mailbox }
 func (in *Intake) Run(ctx context.Context) error {
 	backoff := in.cfg.MinBackoff
 	for {
-		connected, err := in.session(ctx)
+		progress, err := in.session(ctx)
 		if ctx.Err() != nil {
 			return nil
 		}
-		if connected {
+		if progress {
 			backoff = in.cfg.MinBackoff
 		}
 		in.log.Warn("imap session ended; reconnecting", "error", err, "backoff", backoff)
@@ -264,9 +265,10 @@ func (in *Intake) dial(ctx context.Context, newMail chan<- struct{}) (*imapclien
 }
 
 // session is one connection: log in, select, then process and wait for
-// new mail until something fails. connected reports whether the login and
-// select succeeded (the backoff restarts from the minimum then).
-func (in *Intake) session(ctx context.Context) (connected bool, err error) {
+// new mail until something fails. progress reports whether the session got
+// as far as waiting for new mail (the backoff restarts from the minimum
+// then); a session that fails on the same message each time backs off.
+func (in *Intake) session(ctx context.Context) (progress bool, err error) {
 	newMail := make(chan struct{}, 1)
 	c, err := in.dial(ctx, newMail)
 	if err != nil {
@@ -310,11 +312,12 @@ func (in *Intake) session(ctx context.Context) (connected bool, err error) {
 	in.log.Info("imap intake connected", "mailbox", in.cfg.Mailbox, "idle", c.Caps().Has(imap.CapIdle))
 	for {
 		if err := in.processNew(ctx, ic, &cur); err != nil {
-			return true, err
+			return progress, err
 		}
 		if err := in.wait(ctx, ic, newMail); err != nil {
-			return true, err
+			return progress, err
 		}
+		progress = true
 		if ctx.Err() != nil {
 			return true, nil
 		}

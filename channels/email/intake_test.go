@@ -438,3 +438,40 @@ func openMailboxTLS(t testing.TB, port int, mode string, clientTLS *tls.Config) 
 	t.Cleanup(func() { c.Close() })
 	return &mailbox{t: t, c: c}
 }
+
+// TestIntakePoisonMessageIsSkipped: a message the decider fails on every
+// time is left unread after MaxFailures tries; the mail behind it flows.
+func TestIntakePoisonMessageIsSkipped(t *testing.T) {
+	d := startDevServer(t)
+	db := openStore(t)
+	dec := &poisonDecider{poison: "poison@example.com"}
+	mta := openMailbox(t, d.IMAPAddr(), d.Agent.Address, d.Agent.Password)
+	mta.appendMsg("INBOX", replyMsg(1, "poison@example.com", "Approve"))
+	mta.appendMsg("INBOX", replyMsg(2, "fine@example.com", "Deny"))
+	cfg := devIntakeConfig(d)
+	cfg.MaxFailures = 3
+	runIntake(t, cfg, db, dec)
+	eventually(t, 10*time.Second, "the next message handled", func() bool { return dec.handled.Load() == 1 })
+	if n := dec.poisonCalls.Load(); n != 3 {
+		t.Errorf("poison message tried %d times, want 3", n)
+	}
+	eventually(t, 5*time.Second, "poison left unread", func() bool {
+		n, seen := mta.count("INBOX")
+		return n == 1 && seen == 0
+	})
+}
+
+type poisonDecider struct {
+	poison      string
+	poisonCalls atomic.Int32
+	handled     atomic.Int32
+}
+
+func (p *poisonDecider) HandleInbound(ctx context.Context, in envelope.Inbound) (envelope.InboundResult, error) {
+	if in.MessageID == p.poison {
+		p.poisonCalls.Add(1)
+		return envelope.InboundResult{}, errors.New("cannot store this one")
+	}
+	p.handled.Add(1)
+	return envelope.InboundResult{Outcome: "decided"}, nil
+}
