@@ -54,11 +54,6 @@ func (w *htmlWriter) fits(n int) bool {
 
 // open writes an opening tag and remembers its closing tag.
 func (w *htmlWriter) open(open, close string) bool {
-	if strings.HasPrefix(open, "<table") && w.b.Len() > 0 {
-		// Keeps lines short (mail transports limit lines to 998 bytes);
-		// whitespace before a table is not rendered.
-		open = "\n" + open
-	}
 	if !w.fits(len(open) + len(close)) {
 		return false
 	}
@@ -120,7 +115,7 @@ func (r *renderer) htmlSurface(w *htmlWriter, s *surface, roots []*node) {
 	if p := str(s.theme["primaryColor"]); hexColor.MatchString(p) {
 		c.primary = p
 	}
-	if !w.open(tbl+` width="100%" style="border-collapse:collapse;max-width:640px;margin:0 0 16px;font-family:Arial,Helvetica,sans-serif;font-size:14px;line-height:20px;color:`+colorText+`"><tr><td style="padding:0">`, "</td></tr>\n</table>\n") {
+	if !w.open(tbl+` width="100%" style="border-collapse:collapse;max-width:640px;margin:0 0 16px;font-family:Arial,Helvetica,sans-serif;font-size:14px;line-height:20px;color:`+colorText+`"><tr><td style="padding:0">`, "</td></tr></table>\n") {
 		return
 	}
 	defer w.close()
@@ -194,7 +189,7 @@ func (c *htmlCtx) node(n *node, inRow bool) {
 	case "Column", "Unknown":
 		c.column(n.children, n.align, "padding:2px 0")
 	case "Card":
-		if !w.open(tbl+` width="100%" style="border-collapse:separate;border:1px solid `+colorLine+`;border-radius:8px;background:#ffffff;margin:4px 0"><tr><td style="padding:16px">`, "</td></tr>\n</table>") {
+		if !w.open(tbl+` width="100%" style="border-collapse:separate;border:1px solid `+colorLine+`;border-radius:8px;background:#ffffff;margin:4px 0"><tr><td style="padding:16px">`, "</td></tr></table>") {
 			return
 		}
 		for _, ch := range n.children {
@@ -218,7 +213,7 @@ func (c *htmlCtx) node(n *node, inRow bool) {
 			c.node(ch, inRow)
 		}
 		if n.content != nil {
-			if !w.open(tbl+` width="100%" style="border-collapse:separate;border:1px solid `+colorLine+`;border-radius:8px;margin:8px 0"><tr><td style="padding:12px">`, "</td></tr>\n</table>") {
+			if !w.open(tbl+` width="100%" style="border-collapse:separate;border:1px solid `+colorLine+`;border-radius:8px;margin:8px 0"><tr><td style="padding:12px">`, "</td></tr></table>") {
 				return
 			}
 			c.node(n.content, false)
@@ -315,7 +310,7 @@ func (c *htmlCtx) column(children []*node, align, cellStyle string) {
 	for i := 0; i < len(children); {
 		ch := children[i]
 		j := rowRun(children, i)
-		if !c.w.open(`<tr><td align="`+cellAlign(align)+`" style="`+cellStyle+`">`, "</td></tr>\n") {
+		if !c.w.open(`<tr><td align="`+cellAlign(align)+`" style="`+cellStyle+`">`, "</td></tr>") {
 			break
 		}
 		if j-i >= 2 {
@@ -388,7 +383,7 @@ func (c *htmlCtx) rowGroup(rows []*node) {
 		if i == len(rows)-1 {
 			pad = "0"
 		}
-		if !c.w.open(`<tr>`, "</tr>\n") {
+		if !c.w.open(`<tr>`, `</tr>`) {
 			break
 		}
 		c.rowCells(r.children, r.justify, r.align, pad)
@@ -410,7 +405,7 @@ func (c *htmlCtx) row(children []*node, justify, align string) {
 	if spread || totalWeight > 0 {
 		tw = ` width="100%"`
 	}
-	if !c.w.open(tbl+tw+` style="border-collapse:collapse"><tr>`, "</tr>\n</table>") {
+	if !c.w.open(tbl+tw+` style="border-collapse:collapse"><tr>`, "</tr></table>") {
 		return
 	}
 	c.rowCells(children, justify, align, "0")
