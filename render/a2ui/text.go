@@ -17,7 +17,7 @@ func (r *renderer) textSurface(s *surface, roots []*node) string {
 		lines = append(lines, "From "+name, "")
 	}
 	for _, n := range roots {
-		lines = appendBlock(lines, r.textBlock(n, r.opt.TextWidth, false))
+		lines = append(lines, r.textBlock(n, r.opt.TextWidth, false)...)
 	}
 	return strings.Join(squeeze(lines), "\n")
 }
@@ -37,12 +37,6 @@ func width(s string) int {
 		w += prev
 	}
 	return w
-}
-
-// appendBlock stacks b under lines, separated by a blank line when either
-// side asks for one (a line "" at its edge).
-func appendBlock(lines, b []string) []string {
-	return append(lines, b...)
 }
 
 // squeeze trims trailing spaces, drops leading and trailing blank lines
@@ -140,13 +134,13 @@ func (r *renderer) textBlock(n *node, w int, inRow bool) []string {
 		for i, c := range n.children {
 			title := plainMarkdown(n.titles[i])
 			lines = append(lines, "", "▸ "+title)
-			lines = appendBlock(lines, r.textBlock(c, w, false))
+			lines = append(lines, r.textBlock(c, w, false)...)
 		}
 		return append(lines, "")
 	case "Modal":
 		lines := []string{}
 		for _, c := range n.children {
-			lines = appendBlock(lines, r.textBlock(c, w, inRow))
+			lines = append(lines, r.textBlock(c, w, inRow)...)
 		}
 		if n.content != nil {
 			for _, l := range r.textBlock(n.content, w-2, false) {
@@ -246,7 +240,7 @@ func (r *renderer) textColumn(children []*node, w int, inRow bool) []string {
 			i = j
 			continue
 		}
-		lines = appendBlock(lines, r.textBlock(children[i], w, inRow))
+		lines = append(lines, r.textBlock(children[i], w, inRow)...)
 		i++
 	}
 	return lines
