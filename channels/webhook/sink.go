@@ -28,6 +28,10 @@ type SinkConfig struct {
 	// MaxBody bounds a request body; default envelope.DefaultLimits.MaxBytes
 	// plus 64 KiB for the wrapper.
 	MaxBody int64
+	// MaxKeptEnvelope bounds the envelope kept per record; a larger one is
+	// counted but not kept (EnvelopeBytes says how big it was). Default
+	// 256 KiB, so that Keep records stay small.
+	MaxKeptEnvelope int
 	// RejectUnverified answers 401 to webhooks that fail verification
 	// (they are still recorded); by default every POST gets 204.
 	RejectUnverified bool
@@ -46,6 +50,9 @@ type Received struct {
 	Type       string          `json:"type,omitempty"`
 	DeliveryID string          `json:"deliveryId,omitempty"`
 	Envelope   json.RawMessage `json:"envelope,omitempty"`
+	// EnvelopeBytes is the envelope's size; when it is over MaxKeptEnvelope
+	// the envelope itself is not kept.
+	EnvelopeBytes int `json:"envelopeBytes"`
 }
 
 // SinkStats are the sink's counters.
@@ -84,6 +91,9 @@ func NewSink(cfg SinkConfig) *Sink {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.MaxKeptEnvelope <= 0 {
+		cfg.MaxKeptEnvelope = 256 << 10
 	}
 	return &Sink{cfg: cfg, seen: map[string]int{}, notify: make(chan struct{})}
 }
@@ -130,7 +140,10 @@ func (s *Sink) receive(w http.ResponseWriter, r *http.Request) {
 		} `json:"data"`
 	}
 	if err := json.Unmarshal(b, &wb); err == nil {
-		rec.Type, rec.DeliveryID, rec.Envelope = wb.Type, wb.Data.DeliveryID, wb.Data.Envelope
+		rec.Type, rec.DeliveryID, rec.EnvelopeBytes = wb.Type, wb.Data.DeliveryID, len(wb.Data.Envelope)
+		if len(wb.Data.Envelope) <= s.cfg.MaxKeptEnvelope {
+			rec.Envelope = wb.Data.Envelope
+		}
 	} else if rec.Error == "" {
 		rec.Error = "body is not a webhook JSON object"
 	}

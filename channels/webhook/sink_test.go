@@ -108,3 +108,18 @@ func TestSinkChanged(t *testing.T) {
 		t.Fatal("Changed not closed after a receipt")
 	}
 }
+
+func TestSinkKeepsLargeEnvelopesOut(t *testing.T) {
+	clk := newClock()
+	sink := NewSink(SinkConfig{Secrets: mustSigner(t, vectorSecret).Secrets(), Now: clk.Now, MaxKeptEnvelope: 100})
+	srv := httptest.NewServer(sink)
+	defer srv.Close()
+	d := newDeliverer(t, clk, srv.URL)
+	if _, err := d.Deliver(context.Background(), job(t, "ops", "dlv_big")); err != nil {
+		t.Fatal(err)
+	}
+	r := sink.Received()[0]
+	if !r.Verified || r.Envelope != nil || r.EnvelopeBytes <= 100 {
+		t.Fatalf("record %+v: want verified, envelope dropped, size kept", r)
+	}
+}
