@@ -147,6 +147,7 @@ func (d *DevServer) Close() error {
 func (d *DevServer) Run(ctx context.Context) error {
 	ss := smtp.NewServer(smtp.BackendFunc(func(c *smtp.Conn) (smtp.Session, error) { return &devSession{d: d}, nil }))
 	ss.Domain = d.cfg.Domain
+	ss.ErrorLog = slogLogger{d.log}
 	ss.AllowInsecureAuth = true
 	ss.MaxMessageBytes = d.cfg.MaxMessageBytes
 	ss.MaxRecipients = 100
@@ -179,6 +180,7 @@ func (d *DevServer) Run(ctx context.Context) error {
 type slogLogger struct{ log *slog.Logger }
 
 func (l slogLogger) Printf(format string, args ...any) { l.log.Warn(fmt.Sprintf(format, args...)) }
+func (l slogLogger) Println(args ...any)               { l.log.Warn(fmt.Sprint(args...)) }
 
 // mailboxFor routes a recipient: the agent's address (with any +tag) to
 // the agent, everything else to you.

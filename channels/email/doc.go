@@ -4,27 +4,48 @@
 // (DevServer).
 //
 // Sending. Sender implements channels.Deliverer. Every message carries a
-// Message-ID derived from the delivery id (and the approval token), so a
-// retry after an ambiguous failure sends the same Message-ID and a duplicate
-// is recognisable. Failures are classified: an SMTP 4xx reply, a network,
-// TLS or timeout error is temporary; a 5xx reply is permanent; a failure
-// after the final "." of DATA without a reply is temporary and MaybeSent.
-// Connections are kept in a small pool and reused across messages.
+// Message-ID derived from the delivery id and the approval token
+// (<DELIVERYID.TOKEN@DOMAIN>, from the renderer), so a retry after an
+// ambiguous failure sends the same Message-ID and a duplicate is
+// recognisable. Failures are classified:
+//
+//   - a 5xx reply to MAIL, RCPT or the end of DATA is permanent;
+//   - a 4xx reply, a network, TLS or timeout error is temporary;
+//   - no reply after the final "." of DATA (dropped connection, timeout,
+//     cancelled context) is temporary and MaybeSent;
+//   - failures before the transaction (dial, greeting, STARTTLS, AUTH, even
+//     with a 5xx) are temporary: they are about our configuration or the
+//     server, not the message, and an operator can retry dead letters.
+//
+// The server's reply (code, enhanced code, text, queue id) is the receipt.
+// Receipts and error texts never contain the approval token (it is a
+// credential, stored only hashed) or the recipient's address. Connections
+// are kept in a pool of PoolSize and reused across messages; one idle for
+// longer than MaxIdle is checked with NOOP first.
 //
 // Reading. Intake watches one mailbox with IDLE (polling where the server
-// has no IDLE), fetches new messages with BODY.PEEK[] above the stored
-// (UIDVALIDITY, last UID) cursor, hands each parsed message to the decider,
-// and only after the decider returned marks it \Seen and moves it to the
-// processed mailbox. A message that cannot be parsed, is too big, or was
-// already processed (same Message-ID) is logged and moved aside; it never
-// stops the loop.
+// has no IDLE), ending and re-issuing IDLE every IdleRefresh (at most 28
+// minutes), and checks for mail before and after each IDLE. Every command
+// has a timeout; a connection that stops answering is closed and dialled
+// again with exponential backoff. It fetches messages above the stored
+// (UIDVALIDITY, last UID) cursor with BODY.PEEK[], hands each parsed message
+// to the decider and only after the decider returned marks it \Seen and
+// moves it to the processed mailbox (created when missing; without MOVE,
+// COPY + \Deleted + EXPUNGE). A new UIDVALIDITY rescans the mailbox. A
+// message that cannot be parsed, or whose Message-ID was processed before,
+// is logged and moved aside; one over MaxMessageBytes is logged and left
+// unread; one the decider keeps failing on is retried with backoff and left
+// unread after MaxFailures. None of them stops the loop.
 //
 // Parsing. ParseMessage is a pure function from raw RFC 5322 bytes to an
 // envelope.Inbound. It is bounded in every dimension (total bytes, header
 // bytes, multipart depth, number of parts, decoded text) and never fails on
 // broken mail that still has a header: what it cannot read it reports in
-// Warnings. It uses go-message rather than enmime because go-message reads
-// the MIME tree as a stream, so the bounds are enforced while reading;
-// enmime builds the whole tree in memory first and has no depth or part
-// limit.
+// Warnings (an unknown charset is read as Latin-1). It uses go-message
+// (with its charset tables) rather than enmime: go-message reads the MIME
+// tree as a stream, so each bound is enforced while reading, whereas enmime
+// builds the whole tree in memory first and has no depth or part limit;
+// enmime's extra leniency (charset sniffing) mattered for none of the
+// replies in the corpus. Quoted text and signatures are trimmed by our own
+// rules (TrimReply), tested on the corpus in testdata/replies.
 package email

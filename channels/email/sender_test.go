@@ -302,12 +302,21 @@ func TestSenderTLSAndAuth(t *testing.T) {
 			if len(be.messages()) != 1 || len(be.auths) != 1 {
 				t.Fatalf("accepted %d, auths %v", len(be.messages()), be.auths)
 			}
+			// Wrong credentials: temporary (our configuration, not the
+			// message), with the server's reply as the receipt.
+			wrong := newTestSender(t, port, func(c *SenderConfig) {
+				c.TLS, c.TLSConfig, c.Username, c.Password = mode, clientTLS, "beachd", "nope"
+			}, false)
+			_, err := wrong.Deliver(context.Background(), job("dlv22", "h@example.com", textEnvelope("x")))
+			if ce := channels.AsError(err); err == nil || ce.Permanent || ce.Receipt == nil || ce.Receipt.Meta["code"] != 535 {
+				t.Fatalf("wrong password: %v %+v", err, ce.Receipt)
+			}
 			// A server whose certificate we do not trust is a TLS failure:
 			// temporary, nothing sent.
 			bad := newTestSender(t, port, func(c *SenderConfig) {
 				c.TLS, c.Username, c.Password = mode, "beachd", "s3cret"
 			}, false)
-			_, err := bad.Deliver(context.Background(), job("dlv21", "h@example.com", textEnvelope("x")))
+			_, err = bad.Deliver(context.Background(), job("dlv21", "h@example.com", textEnvelope("x")))
 			if err == nil || channels.AsError(err).Permanent {
 				t.Fatalf("untrusted certificate: %v", err)
 			}

@@ -9,6 +9,7 @@ import (
 	"crypto/x509/pkix"
 	"errors"
 	"io"
+	"log"
 	"math/big"
 	"net"
 	"strconv"
@@ -147,6 +148,7 @@ func startSink(t testing.TB, be smtp.Backend, mode string) (int, *tls.Config) {
 	t.Helper()
 	srv := smtp.NewServer(be)
 	srv.Domain = "sink.localhost"
+	srv.ErrorLog = log.New(io.Discard, "", 0)
 	srv.AllowInsecureAuth = true
 	srv.ReadTimeout = 30 * time.Second
 	srv.WriteTimeout = 30 * time.Second
