@@ -52,7 +52,8 @@ type builder struct {
 }
 
 // buildSurface builds the node trees of a surface: the "root" component, or
-// when there is none, every component that no other component references.
+// when there is none (or it shows nothing), every component that no other
+// component references.
 func (r *renderer) buildSurface(s *surface) []*node {
 	b := &builder{r: r, s: s, ev: &evaluator{r: r, sid: s.id, data: s.data}}
 	if len(s.comps) == 0 {
