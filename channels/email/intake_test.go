@@ -256,10 +256,10 @@ func TestIntakeMailboxRules(t *testing.T) {
 	if n, seen := person.count("INBOX"); n != 1 || seen != 0 {
 		t.Errorf("INBOX: %d messages, %d seen", n, seen)
 	}
-	cur, ok, _ := db.GetKV(context.Background(), "imap/INBOX")
-	if !ok || !strings.Contains(string(cur), `"lastUid":5`) {
-		t.Errorf("cursor %s", cur)
-	}
+	eventually(t, 5*time.Second, "cursor past the last message", func() bool {
+		cur, _, _ := db.GetKV(context.Background(), "imap/INBOX")
+		return strings.Contains(string(cur), `"lastUid":5`)
+	})
 }
 
 // TestDevServerRoundTrip: beachd's mail reaches the person's mailbox; the
