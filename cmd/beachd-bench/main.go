@@ -119,7 +119,7 @@ func main() {
 		}
 		return
 	}
-	rep := &report{Machine: machine(), Started: time.Now().UTC().Format(time.RFC3339)}
+	rep := &report{Machine: machine(), Started: time.Now().UTC().Format(time.RFC3339), LoadAvg: []string{loadAvg()}}
 	var failed []string
 	fail := func(what string, err error) {
 		fmt.Fprintf(os.Stderr, "beachd-bench: %s: %v\n", what, err)
@@ -162,6 +162,7 @@ func main() {
 		}
 	}
 	rep.Failed = failed
+	rep.LoadAvg = append(rep.LoadAvg, loadAvg())
 	rep.Finished = time.Now().UTC().Format(time.RFC3339)
 	b, _ := json.MarshalIndent(rep, "", "  ")
 	fmt.Println(string(b))

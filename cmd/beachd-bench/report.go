@@ -18,6 +18,7 @@ import (
 // report is everything -all measures.
 type report struct {
 	Machine    string         `json:"machine"`
+	LoadAvg    []string       `json:"loadAverageAtStartAndEnd,omitempty"`
 	Started    string         `json:"started,omitempty"`
 	Finished   string         `json:"finished,omitempty"`
 	Throughput *result        `json:"throughput,omitempty"`
@@ -197,6 +198,9 @@ func markdown(r *report) string {
 	fmt.Fprintf(&b, "| Figure | Value |\n|---|---|\n")
 	row := func(k, format string, a ...any) { fmt.Fprintf(&b, "| %s | %s |\n", k, fmt.Sprintf(format, a...)) }
 	row("Machine", "%s", r.Machine)
+	if len(r.LoadAvg) > 0 {
+		row("Load average (1/5/15 min) at start, end", "%s (the machine is shared: other processes compete for its CPUs)", strings.Join(r.LoadAvg, "; "))
+	}
 	if t := r.Throughput; t != nil {
 		row("Webhook throughput", "%d envelopes, %d clients: ingest %.0f/s (%.2f× raw), delivered %.0f/s (%.2f× raw); raw POST loop %.0f/s", t.N, t.C, t.IngestRate, t.IngestRatio, t.DeliveryRate, t.DeliverRatio, t.RawRate)
 		row("Webhook latency", "ingest p50 %.1f ms / p99 %.1f ms; ingest→delivered p50 %.1f ms / p99 %.1f ms; lost %d, duplicates %d", t.IngestP50ms, t.IngestP99ms, t.E2EP50ms, t.E2EP99ms, t.Lost, t.Duplicates)
@@ -241,4 +245,17 @@ func passed(ok bool) string {
 		return "passed"
 	}
 	return "FAILED"
+}
+
+// loadAvg is /proc/loadavg's first three fields.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
 }
