@@ -21,9 +21,10 @@ const probe = `<script>(function(){var ds=document.querySelectorAll("div[data-ex
 
 var reVisible = regexp.MustCompile(`(?s)<pre data-visible="([^"]+)">(.*?)</pre>`)
 
-// TestExamplesVisibleInChromium lays the HTML of all twenty examples out in
-// headless Chromium and checks that every string in Result.Texts is
-// visible text of its example, so Texts can be trusted by the email test.
+// TestExamplesVisibleInChromium lays the HTML of the twenty examples and of
+// every component case out in headless Chromium and checks that every
+// string in Result.Texts is visible text of its surface, so Texts can be
+// trusted by the email test.
 func TestExamplesVisibleInChromium(t *testing.T) {
 	chromium := ""
 	for _, p := range []string{"/usr/bin/chromium", "/usr/bin/chromium-browser"} {
@@ -51,6 +52,12 @@ func TestExamplesVisibleInChromium(t *testing.T) {
 		if len(res.Texts) == 0 {
 			t.Errorf("%s: no Texts", name)
 		}
+		want[name] = res.Texts
+		fmt.Fprintf(&page, `<div data-example="%s">%s</div>`, name, res.HTML)
+	}
+	for _, tc := range componentCases {
+		res := renderTest(t, tc.components, tc.data)
+		name := "component-" + tc.name
 		want[name] = res.Texts
 		fmt.Fprintf(&page, `<div data-example="%s">%s</div>`, name, res.HTML)
 	}
@@ -86,5 +93,5 @@ func TestExamplesVisibleInChromium(t *testing.T) {
 			checked++
 		}
 	}
-	t.Logf("%d texts of %d examples visible in Chromium", checked, len(want))
+	t.Logf("%d texts of %d surfaces visible in Chromium", checked, len(want))
 }
