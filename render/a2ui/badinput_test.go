@@ -372,3 +372,16 @@ func TestWholeModelInterpolationStaysBounded(t *testing.T) {
 	}
 	wantWarning(t, res, "larger than the output limit")
 }
+
+// TestWideCharactersAlign checks that label/value rows line up by display
+// width when labels are CJK (two columns per character).
+func TestWideCharactersAlign(t *testing.T) {
+	res := renderTest(t,
+		`[{"id":"root","component":"Column","children":["r1","r2"]},
+		  {"id":"r1","component":"Row","children":["l1","v1"]},{"id":"l1","component":"Text","text":"東京"},{"id":"v1","component":"Text","text":"¥1,200"},
+		  {"id":"r2","component":"Row","children":["l2","v2"]},{"id":"l2","component":"Text","text":"Paris"},{"id":"v2","component":"Text","text":"€9"}]`, "")
+	want := "東京   ¥1,200\nParis  €9"
+	if got := strings.TrimSpace(res.Text); got != want {
+		t.Errorf("Text =\n%s\nwant\n%s", got, want)
+	}
+}
