@@ -79,7 +79,9 @@ func TestEmailReplyDecides(t *testing.T) {
 	if a.State != store.ApprovalGranted || a.Channel != "email" || a.MessageID != "<r1@mail>" || a.DecidedBy != alice {
 		t.Fatalf("approval %+v", a)
 	}
-	if ev := h.audit("appr-email"); !slices.Equal(ev, []string{"created", "decided", "injected", "already-decided"}) {
+	// (An "injection-failed" may precede "injected": a2a-go can refuse a
+	// message while the suspended turn's execution is still closing.)
+	if ev := slices.DeleteFunc(h.audit("appr-email"), func(e string) bool { return e == "injection-failed" }); !slices.Equal(ev, []string{"created", "decided", "injected", "already-decided"}) {
 		t.Fatalf("audit %v", ev)
 	}
 }
