@@ -102,10 +102,14 @@ func TestFullDisk(t *testing.T) {
 		// their outcomes cannot all be recorded.
 		r.proxies["web"].Start()
 		r.proxies["smtp"].Start()
-		waitFor(t, 20*time.Second, "sends while the disk is full", func() bool {
-			return r.webSink.Stats().Unique > 0 && r.smtp.Stats().Total > 0
-		})
-		time.Sleep(300 * time.Millisecond) // let failing Record calls happen (not an outcome wait)
+		// Jobs whose failed attempt could not be recorded stay leased and
+		// are not tried again before the restart, so sends may or may not
+		// happen now: poll a little, do not require them.
+		sentWhileFull := false
+		for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline) && !sentWhileFull; time.Sleep(20 * time.Millisecond) {
+			sentWhileFull = r.webSink.Stats().Unique > 0 || r.smtp.Stats().Total > 0
+		}
+		t.Logf("sends reached a peer while the disk was full: %v", sentWhileFull)
 		// Free the space and restart beachd on the same file.
 		if err := os.Remove(filler); err != nil {
 			t.Fatal(err)
