@@ -57,6 +57,11 @@ func (a *app) wireWebhook() error {
 		return err
 	}
 	a.deliverers[envelope.ChannelWebhook] = d
+	if a.metrics != nil {
+		if err := a.metrics.Register(d.Collector()); err != nil {
+			return fmt.Errorf("webhook metrics: %w", err)
+		}
+	}
 	a.policies[envelope.ChannelWebhook] = policy
 	a.routes = append(a.routes,
 		api.Route{Method: "GET", Pattern: "/v1/webhooks/endpoints", Handler: d.StatusHandler(), Auth: true},
