@@ -461,3 +461,24 @@ func TestSenderConcurrentUsesAtMostPoolSize(t *testing.T) {
 		t.Fatalf("%d accepted over %d sessions", n, sess)
 	}
 }
+
+// FuzzParseReply: SMTP server replies are outside input too.
+func FuzzParseReply(f *testing.F) {
+	for _, s := range []string{"2.0.0 Ok: queued as 4Xyz9K1mQz", "OK id=1rQabc-0004Xy-2Z", "550 5.1.1 <a@b>: no such user, affected recipient(s): a@b",
+		"sending SMTP DATA command: 452 4.2.2 mailbox full", "\x00\xff 5"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		r := parseReply(250, s)
+		if r.EnhancedCode != "" && !enhancedRe.MatchString(r.EnhancedCode) {
+			t.Fatalf("enhanced code %q", r.EnhancedCode)
+		}
+		e := replyFromError(errors.New(s))
+		if e.Code != 0 && (e.Code < 200 || e.Code > 599) {
+			t.Fatalf("code %d", e.Code)
+		}
+		if got := scrub(s, []string{"a@b"}); strings.Contains(got, "a@b") {
+			t.Fatalf("scrub left a secret: %q", got)
+		}
+	})
+}
