@@ -236,6 +236,23 @@ func (s *sender) windowOpen(ctx context.Context, number string) (bool, error) {
 }
 
 func (s *sender) deliver(ctx context.Context, job *channels.Job) (*channels.Result, error) {
+	res, err := s.attempt(ctx, job)
+	if err != nil && job.Delivery.MaybeSent {
+		// Nothing this attempt did settles whether the earlier one reached
+		// Twilio: the next attempt must still look before it sends.
+		e := channels.AsError(err)
+		if !e.Permanent {
+			e.MaybeSent = true
+			if e.ProviderID == "" {
+				e.ProviderID = job.Delivery.ProviderID
+			}
+			return nil, e
+		}
+	}
+	return res, err
+}
+
+func (s *sender) attempt(ctx context.Context, job *channels.Job) (*channels.Result, error) {
 	d := job.Delivery
 	to := d.To
 	if !isE164(to) {

@@ -441,3 +441,24 @@ func TestSplitSMSFailureMidwayDoesNotRepeatSentParts(t *testing.T) {
 		seen[b] = true
 	}
 }
+
+// TestFailedLookupKeepsMaybeSent: when the lookup of a maybe-sent message
+// fails, the attempt's error still says "maybe sent", so the next attempt
+// looks again instead of sending blindly.
+func TestFailedLookupKeepsMaybeSent(t *testing.T) {
+	f := newFakeTwilio(t)
+	d := newSMS(t, f, testConfig(), openStore(t))
+	j := job("dlv_1", "sms", alice, "hi")
+	j.Delivery.MaybeSent, j.Delivery.ProviderID = true, "SM00000000000000000000000000000000"
+	// The fetch is answered 500.
+	srvDown := fakeReply{status: 500, body: `{"code":20500,"message":"Internal Server Error","status":500}`}
+	f.failGet(srvDown)
+	_, err := d.Deliver(context.Background(), j)
+	e := channels.AsError(err)
+	if err == nil || !e.MaybeSent || e.Permanent || e.ProviderID != j.Delivery.ProviderID {
+		t.Fatalf("err = %v maybeSent=%v providerID=%q", err, e.MaybeSent, e.ProviderID)
+	}
+	if f.postCount() != 0 {
+		t.Error("sent although the lookup failed")
+	}
+}

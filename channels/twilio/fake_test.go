@@ -52,6 +52,14 @@ type fakeTwilio struct {
 	queue   []fakeReply
 	authBad int
 	skip    int
+	// getQueue answers the next GETs.
+	getQueue []fakeReply
+}
+
+func (f *fakeTwilio) failGet(r ...fakeReply) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.getQueue = append(f.getQueue, r...)
 }
 
 func newFakeTwilio(t *testing.T) *fakeTwilio {
@@ -106,6 +114,19 @@ func (f *fakeTwilio) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	prefix := "/2010-04-01/Accounts/" + testAccount + "/Messages"
+	if r.Method == http.MethodGet {
+		f.mu.Lock()
+		var rep *fakeReply
+		if len(f.getQueue) > 0 {
+			rep = &f.getQueue[0]
+			f.getQueue = f.getQueue[1:]
+		}
+		f.mu.Unlock()
+		if rep != nil {
+			writeReply(w, *rep)
+			return
+		}
+	}
 	switch {
 	case r.Method == http.MethodPost && r.URL.Path == prefix+".json":
 		r.ParseForm()
