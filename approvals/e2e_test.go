@@ -206,6 +206,15 @@ func TestLinkPage(t *testing.T) {
 	if res.StatusCode != http.StatusForbidden || h.approval("appr-link").State != store.ApprovalPending {
 		t.Fatalf("POST without nonce: %d", res.StatusCode)
 	}
+	// A POST naming both decisions decides nothing.
+	res, err = noRedirect.PostForm(link, url.Values{"decision": {"granted", "denied"}, "nonce": {nonce}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusBadRequest || h.approval("appr-link").State != store.ApprovalPending {
+		t.Fatalf("POST with both decisions: %d", res.StatusCode)
+	}
 	// A POST from another origin is refused.
 	req, _ := http.NewRequest("POST", link, strings.NewReader(url.Values{"decision": {"granted"}, "nonce": {nonce}}.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")

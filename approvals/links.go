@@ -16,7 +16,8 @@ import (
 )
 
 // The confirmation page. GET and HEAD only show; the decision is a POST from
-// a button in a plain HTML form (no JavaScript). The form carries a page
+// one of two plain HTML forms, Approve and Deny, each with its own hidden
+// decision (no JavaScript; a POST naming both decisions decides nothing). The form carries a page
 // nonce — HMAC(key, token, time shown) — so a POST is accepted only from a
 // page beachd rendered for that token within PageLifetime; the token in the
 // path is itself a 128-bit secret. Each nonce decides at most once (it is
@@ -45,10 +46,14 @@ var pageTmpl = template.Must(template.New("page").Parse(`<!doctype html>
 </dl>
 {{if .Args}}<details><summary>Details</summary><pre>{{.Args}}</pre></details>{{end}}
 {{if .Pending}}<form method="post" action="">
-<input type="hidden" name="nonce" value="{{.Nonce}}">
+<input type="hidden" name="nonce" value="{{.Nonce}}"><input type="hidden" name="decision" value="granted">
+<p><label for="note">Note (optional)</label><br><textarea id="note" name="reason" rows="2" maxlength="500"></textarea></p>
+<p><button type="submit" class="ok">Approve</button></p>
+</form>
+<form method="post" action="">
+<input type="hidden" name="nonce" value="{{.Nonce}}"><input type="hidden" name="decision" value="denied">
 <p><label for="reason">Reason (optional)</label><br><textarea id="reason" name="reason" rows="2" maxlength="500"></textarea></p>
-<p><button type="submit" name="decision" value="granted">Approve</button>
-<button type="submit" name="decision" value="denied">Deny</button></p>
+<p><button type="submit" class="no">Deny</button></p>
 </form>{{end}}{{end}}
 </body></html>
 `))
@@ -179,7 +184,11 @@ func (s *Service) postPage(w http.ResponseWriter, r *http.Request) {
 			Message: "This page is out of date. Open the link from your message again."})
 		return
 	}
-	decision := r.PostForm.Get("decision")
+	// Exactly one decision: a form that sends both (or neither) decides nothing.
+	decision := ""
+	if ds := r.PostForm["decision"]; len(ds) == 1 {
+		decision = ds[0]
+	}
 	if decision != envelope.DecisionGranted && decision != envelope.DecisionDenied {
 		s.writePage(w, http.StatusBadRequest, pageData{Title: "Bad request", Message: "Choose Approve or Deny."})
 		return
