@@ -226,6 +226,7 @@ type conn struct {
 	sc       *smtp.Client
 	raw      net.Conn
 	lastUsed time.Time
+	reused   bool // taken from the idle pool
 }
 
 func (s *Sender) dial(ctx context.Context) (*conn, error) {
@@ -325,23 +326,39 @@ func (s *Sender) Deliver(ctx context.Context, job *channels.Job) (*channels.Resu
 	// Receipts, errors and logs carry the Message-ID with the approval
 	// token cut out: the token is a credential and is stored only hashed.
 	msgID := redactToken(strings.Trim(em.MessageID, "<>"))
-	c, err := s.pool.get(ctx)
-	if err != nil {
-		return nil, s.failure(err, msgID, nil)
-	}
-	stop := context.AfterFunc(ctx, func() { c.raw.Close() })
-	err = c.mc.SendWithSMTPClient(c.sc, msg)
-	aborted := !stop()
-	if err != nil || aborted {
+	var c *conn
+	for try := 0; ; try++ {
+		c, err = s.pool.get(ctx)
+		if err != nil {
+			return nil, s.failure(err, msgID, nil)
+		}
+		stop := context.AfterFunc(ctx, func() { c.raw.Close() })
+		err = c.mc.SendWithSMTPClient(c.sc, msg)
+		aborted := !stop()
+		if err == nil && !aborted {
+			break
+		}
 		s.pool.put(c, false)
 		if err == nil {
 			err = ctx.Err()
+		}
+		// A pooled connection the server closed while it was idle fails
+		// at MAIL FROM, before anything was sent: once, dial afresh.
+		if try == 0 && c.reused && !aborted && staleConn(err) {
+			continue
 		}
 		return nil, s.failure(err, msgID, []string{d.To, em.MessageID})
 	}
 	s.pool.put(c, true)
 	r := parseReply(250, msg.ServerResponse())
 	return &channels.Result{ProviderID: r.QueueID, Receipt: r.receipt(msgID)}, nil
+}
+
+// staleConn: the connection was dead before the transaction started.
+func staleConn(err error) bool {
+	var se *gomail.SendError
+	return errors.As(err, &se) && se.ErrorCode() == 0 &&
+		(se.Reason == gomail.ErrSMTPMailFrom || se.Reason == gomail.ErrConnCheck)
 }
 
 // failure classifies a send error. secrets (the recipient, our raw
@@ -568,6 +585,7 @@ func (p *pool) get(ctx context.Context) (*conn, error) {
 		if c == nil {
 			break
 		}
+		c.reused = true
 		if p.now().Sub(c.lastUsed) <= p.maxIdle {
 			return c, nil
 		}

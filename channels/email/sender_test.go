@@ -482,3 +482,22 @@ func FuzzParseReply(f *testing.F) {
 		}
 	})
 }
+
+// TestSenderRedialsAStalePooledConnection: the server closed the pooled
+// connection while it was idle; the next message goes out on a fresh one
+// instead of failing.
+func TestSenderRedialsAStalePooledConnection(t *testing.T) {
+	be := &sink{}
+	port, _ := startSink(t, be, TLSNone)
+	s := newTestSender(t, port, func(c *SenderConfig) { c.PoolSize = 1 }, false)
+	if _, err := s.Deliver(context.Background(), job("dlvs1", "l@example.com", textEnvelope("one"))); err != nil {
+		t.Fatal(err)
+	}
+	be.dropAll()
+	if _, err := s.Deliver(context.Background(), job("dlvs2", "l@example.com", textEnvelope("two"))); err != nil {
+		t.Fatalf("after the server dropped the idle connection: %v", err)
+	}
+	if n, sess := len(be.messages()), be.sessionCount(); n != 2 || sess != 2 {
+		t.Fatalf("%d accepted over %d sessions", n, sess)
+	}
+}

@@ -37,11 +37,23 @@ type sink struct {
 	requireAuth               bool
 	discard                   bool // count, do not keep (benchmarks)
 	count                     int
+	conns                     []*smtp.Conn
+}
+
+// dropAll closes every connection, as a server's idle timeout would.
+func (s *sink) dropAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.conns {
+		c.Conn().Close()
+	}
+	s.conns = nil
 }
 
 func (s *sink) NewSession(c *smtp.Conn) (smtp.Session, error) {
 	s.mu.Lock()
 	s.sessions++
+	s.conns = append(s.conns, c)
 	s.mu.Unlock()
 	return &sinkSession{s: s, c: c}, nil
 }
