@@ -20,6 +20,7 @@ import (
 // package (approvals.Service implements it).
 type ApprovalService interface {
 	List(ctx context.Context, state, after string, limit int) ([]*approvals.View, error)
+	ListByInjection(ctx context.Context, state string, limit int) ([]*approvals.View, error)
 	Get(ctx context.Context, id string) (*approvals.View, error)
 	Decide(ctx context.Context, id, decision, reason, keyID string) (*approvals.View, error)
 	RetryInjection(ctx context.Context, id string) (*store.Injection, error)
@@ -27,7 +28,9 @@ type ApprovalService interface {
 
 var _ ApprovalService = (*approvals.Service)(nil)
 
-// ApprovalRoutes are the operator endpoints: GET /v1/approvals?state=…,
+// ApprovalRoutes are the operator endpoints: GET /v1/approvals?state=…
+// (or ?injection=pending|done|dead: approvals by the state of their
+// injection, dead being the dead letters),
 // GET /v1/approvals/{approvalId}, POST /v1/approvals/{approvalId}/decision
 // {"decision":"granted|denied|void","reason"} and POST
 // /v1/approvals/{approvalId}/retry-injection. All need the API key; an
@@ -72,7 +75,13 @@ func (h approvalHandlers) list(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
-	vs, err := h.svc.List(r.Context(), q.Get("state"), q.Get("after"), limit)
+	var vs []*approvals.View
+	var err error
+	if inj := q.Get("injection"); inj != "" {
+		vs, err = h.svc.ListByInjection(r.Context(), inj, limit)
+	} else {
+		vs, err = h.svc.List(r.Context(), q.Get("state"), q.Get("after"), limit)
+	}
 	if err != nil {
 		WriteError(w, h.log, approvalError(err))
 		return

@@ -96,6 +96,12 @@ func TestApprovalRoutes(t *testing.T) {
 	if st, _ := do("POST", "/v1/approvals/a1/decision", "k1", `{"decision":"denied"}`); st != 409 {
 		t.Fatalf("second decision: %d", st)
 	}
+	if st, m := do("GET", "/v1/approvals?injection=pending", "k1", ""); st != 200 || len(m["approvals"].([]any)) != 1 {
+		t.Fatalf("by injection: %d %v", st, m)
+	}
+	if st, _ := do("GET", "/v1/approvals?injection=bogus", "k1", ""); st != 400 {
+		t.Fatalf("bad injection state: %d", st)
+	}
 	st, m = do("GET", "/v1/approvals/a1", "k1", "")
 	if st != 200 || m["injection"] == nil || len(m["audit"].([]any)) < 2 {
 		t.Fatalf("get: %d %v", st, m)

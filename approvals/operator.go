@@ -110,3 +110,28 @@ func (s *Service) RetryInjection(ctx context.Context, id string) (*store.Injecti
 	}
 	return inj, err
 }
+
+// ListByInjection lists the approvals whose injection job is in state st
+// (pending, done or dead): `dead` is the operator's dead-letter view.
+func (s *Service) ListByInjection(ctx context.Context, st string, limit int) ([]*View, error) {
+	switch st {
+	case store.InjectionPending, store.InjectionDone, store.InjectionDead:
+	default:
+		return nil, fmt.Errorf("%w: unknown injection state %q (pending, done or dead)", ErrBadState, st)
+	}
+	injs, err := s.db.ListInjections(ctx, st, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*View, 0, len(injs))
+	for _, inj := range injs {
+		a, err := s.db.Approval(ctx, inj.ApprovalID)
+		if err != nil {
+			return nil, err
+		}
+		v := view(a)
+		v.Injection = inj
+		out = append(out, v)
+	}
+	return out, nil
+}

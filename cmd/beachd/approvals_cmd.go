@@ -18,9 +18,10 @@ type ApprovalsCmd struct {
 // ApprovalsListCmd lists approvals.
 type ApprovalsListCmd struct {
 	apiFlags
-	State string `help:"pending, granted, denied, expired or void." enum:",pending,granted,denied,expired,void" default:""`
-	Limit int    `default:"100" help:"At most this many."`
-	JSON  bool   `name:"json" help:"Print JSON."`
+	State     string `help:"pending, granted, denied, expired or void." enum:",pending,granted,denied,expired,void" default:""`
+	Injection string `help:"List by injection state instead: pending, done or dead (dead letters)." enum:",pending,done,dead" default:""`
+	Limit     int    `default:"100" help:"At most this many."`
+	JSON      bool   `name:"json" help:"Print JSON."`
 }
 
 // Run lists approvals.
@@ -28,6 +29,9 @@ func (c *ApprovalsListCmd) Run(g *globals) error {
 	q := url.Values{}
 	if c.State != "" {
 		q.Set("state", c.State)
+	}
+	if c.Injection != "" {
+		q.Set("injection", c.Injection)
 	}
 	q.Set("limit", fmt.Sprint(c.Limit))
 	var raw json.RawMessage
