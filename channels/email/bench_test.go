@@ -47,7 +47,7 @@ func BenchmarkSend(b *testing.B) {
 	}
 	// Batches alternate between the two clients so that load from other
 	// processes on the machine hits both alike.
-	const batch = 50
+	const batch = 10
 	var senderDur, rawDur time.Duration
 	b.ResetTimer()
 	for done := 0; done < b.N; done += batch {
