@@ -1,0 +1,65 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cool-ai/beachd/api"
+	"github.com/cool-ai/beachd/approvals"
+	"github.com/cool-ai/beachd/envelope"
+	"github.com/cool-ai/beachd/store"
+)
+
+func TestApprovalsCommands(t *testing.T) {
+	ctx := context.Background()
+	db, err := store.Open(filepath.Join(t.TempDir(), "b.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	svc, err := approvals.New(approvals.Config{Secret: []byte(strings.Repeat("s", 32)), PublicURL: "http://x"}, db, nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ing := api.NewIngester(api.IngestConfig{Registry: envelope.NewRegistry(), Channels: map[string]bool{"email": true},
+		Agents: map[string]bool{"travel": true}}, db, svc, nil, nil)
+	srv, err := api.New(api.Config{APIKeys: []string{"key"}}, db, ing, nil, nil, nil, api.ApprovalRoutes(svc, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	body := `{"envelope":{"role":"agent","parts":[{"data":{"approvalId":"appr-cli","toolName":"book","toolCallId":"c1","args":{},"handler":"h","turn":"t1","session":"s1","summary":"Book the flight"},"metadata":{"partType":"approval-request"}}],
+	"meta":{"sessionId":"s1","turnId":"t1","producedAt":"2026-11-21T20:00:00Z","finalizedBy":"suspended"}},"to":[{"channel":"email","address":"alice@example.org"}],"agent":"travel"}`
+	if _, _, err := ing.Accept(ctx, []byte(body), "", "test"); err != nil {
+		t.Fatal(err)
+	}
+	cli := func(args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		getenv := func(string) string { return "" }
+		code := run(ctx, append(args, "--url", hs.URL, "--api-key", "key"), getenv, &out, &errb)
+		return code, out.String(), errb.String()
+	}
+	if code, out, errs := cli("approvals", "list", "--state", "pending"); code != 0 || !strings.Contains(out, "appr-cli") || !strings.Contains(out, "Book the flight") {
+		t.Fatalf("list: %d %q %q", code, out, errs)
+	}
+	if code, _, _ := cli("approvals", "decide", "appr-cli", "maybe"); code != 2 {
+		t.Fatalf("bad decision exit %d", code)
+	}
+	if code, out, errs := cli("approvals", "decide", "appr-cli", "granted", "--reason", "fine"); code != 0 || !strings.Contains(out, `"state": "granted"`) || !strings.Contains(out, `"decidedBy": "operator:`) {
+		t.Fatalf("decide: %d %q %q", code, out, errs)
+	}
+	if code, _, errs := cli("approvals", "decide", "appr-cli", "denied"); code != 1 || !strings.Contains(errs, "409") {
+		t.Fatalf("second decide: %d %q", code, errs)
+	}
+	if code, out, _ := cli("approvals", "show", "appr-cli"); code != 0 || !strings.Contains(out, `"audit"`) || !strings.Contains(out, `"injection"`) {
+		t.Fatalf("show: %d %q", code, out)
+	}
+	if code, out, _ := cli("approvals", "list", "--injection", "pending", "--json"); code != 0 || !strings.Contains(out, "appr-cli") {
+		t.Fatalf("list --injection: %d %q", code, out)
+	}
+}
