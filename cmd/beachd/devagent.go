@@ -28,7 +28,59 @@ const devAgentName = "dev"
 type devAgent struct {
 	mu       sync.Mutex
 	received []devReceived
+	tasks    devTasks
 }
+
+// devTasks is the dev agent's task store. A decision for a turn the agent
+// never started (the sample envelopes name turns of an imaginary agent) is
+// accepted: adoptUnknownTask creates the suspended task first.
+type devTasks struct {
+	mu    sync.Mutex
+	tasks map[a2a.TaskID]*a2a.Task
+}
+
+func (t *devTasks) Save(ctx context.Context, task *a2a.Task) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.tasks == nil {
+		t.tasks = map[a2a.TaskID]*a2a.Task{}
+	}
+	if len(t.tasks) > 10000 {
+		t.tasks = map[a2a.TaskID]*a2a.Task{} // a dev agent forgets rather than grows
+	}
+	c := *task
+	t.tasks[task.ID] = &c
+	return nil
+}
+
+func (t *devTasks) Get(ctx context.Context, id a2a.TaskID) (*a2a.Task, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	task, ok := t.tasks[id]
+	if !ok {
+		return nil, a2a.ErrTaskNotFound
+	}
+	c := *task
+	return &c, nil
+}
+
+// Before adopts an unknown task named by an incoming message as a task
+// suspended on input (a2asrv.CallInterceptor).
+func (d *devAgent) Before(ctx context.Context, _ *a2asrv.CallContext, req *a2asrv.Request) (context.Context, error) {
+	p, ok := req.Payload.(*a2a.MessageSendParams)
+	if !ok || p.Message == nil || p.Message.TaskID == "" {
+		return ctx, nil
+	}
+	if _, err := d.tasks.Get(ctx, p.Message.TaskID); err == nil {
+		return ctx, nil
+	}
+	now := time.Now()
+	return ctx, d.tasks.Save(ctx, &a2a.Task{ID: p.Message.TaskID, ContextID: p.Message.ContextID,
+		Status: a2a.TaskStatus{State: a2a.TaskStateInputRequired, Timestamp: &now}})
+}
+
+// After implements a2asrv.CallInterceptor.
+func (d *devAgent) After(context.Context, *a2asrv.CallContext, *a2asrv.Response) error { return nil }
 
 type devReceived struct {
 	ContextID string                    `json:"contextId"`
@@ -83,7 +135,7 @@ func (d *devAgent) Cancel(ctx context.Context, rc *a2asrv.RequestContext, q even
 // routes mounts the agent's JSON-RPC endpoint and a listing of what it
 // received. Both are dev-only and unauthenticated, on loopback.
 func (d *devAgent) routes(log *slog.Logger) []api.Route {
-	h := a2asrv.NewHandler(d, a2asrv.WithLogger(log))
+	h := a2asrv.NewHandler(d, a2asrv.WithLogger(log), a2asrv.WithTaskStore(&d.tasks), a2asrv.WithCallInterceptor(d))
 	rpc := a2asrv.NewJSONRPCHandler(h)
 	list := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		d.mu.Lock()
