@@ -14,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/store"
 )
@@ -74,6 +77,15 @@ func TestEmailReplyDecides(t *testing.T) {
 	}
 	if got := h.enq.To(alice); len(got) != 2 || !strings.Contains(got[1], "already approved by alice@example.org") {
 		t.Fatalf("confirmations %q", got)
+	}
+	if n := counterValue(h.metrics.inbound.WithLabelValues("email", OutcomeDecided)); n != 1 {
+		t.Errorf("decided metric %v", n)
+	}
+	if n := counterValue(h.metrics.inbound.WithLabelValues("email", OutcomeDuplicate)); n != 1 {
+		t.Errorf("duplicate metric %v", n)
+	}
+	if n := counterValue(h.metrics.injections.WithLabelValues("done")); n != 1 {
+		t.Errorf("injections metric %v", n)
 	}
 	a := h.approval("appr-email")
 	if a.State != store.ApprovalGranted || a.Channel != "email" || a.MessageID != "<r1@mail>" || a.DecidedBy != alice {
@@ -647,4 +659,12 @@ func TestDuplicateApprovalIDRejected(t *testing.T) {
 	if !errors.Is(err, store.ErrDuplicateApproval) {
 		t.Fatalf("err %v", err)
 	}
+}
+
+func counterValue(c prometheus.Counter) float64 {
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		return -1
+	}
+	return m.GetCounter().GetValue()
 }

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/cool-ai/beachd/agent"
 	"github.com/cool-ai/beachd/agent/agenttest"
 	"github.com/cool-ai/beachd/envelope"
@@ -81,16 +83,18 @@ func (f *fakeEnqueuer) Count() int {
 // harness is beachd's approvals path in process: a bbolt store, the
 // Service, the injector running against a real a2a-go agent server.
 type harness struct {
-	t      testing.TB
-	ctx    context.Context
-	db     *store.DB
-	clock  *clock
-	svc    *Service
-	inj    *Injector
-	agent  *agenttest.Server
-	client *agent.Client
-	enq    *fakeEnqueuer
-	sender Sender
+	t       testing.TB
+	ctx     context.Context
+	db      *store.DB
+	clock   *clock
+	svc     *Service
+	inj     *Injector
+	agent   *agenttest.Server
+	client  *agent.Client
+	enq     *fakeEnqueuer
+	sender  Sender
+	reg     *prometheus.Registry
+	metrics *Metrics
 }
 
 type harnessOpt struct {
@@ -122,9 +126,14 @@ func newHarness(t testing.TB, opt harnessOpt) *harness {
 	if os.Getenv("APPROVALS_TEST_LOG") != "" {
 		log = slog.New(slog.NewTextHandler(os.Stderr, nil))
 	}
-	h.inj = NewInjector(InjectorConfig{Now: h.clock.Now, MinBackoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond,
+	h.reg = prometheus.NewRegistry()
+	h.metrics, err = NewMetrics(h.reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.inj = NewInjector(InjectorConfig{Metrics: h.metrics, Now: h.clock.Now, MinBackoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond,
 		Lifetime: opt.lifetime, Permanent: agent.IsPermanent}, h.db, func(string) Sender { return h.sender }, log)
-	cfg := Config{Secret: []byte(strings.Repeat("k", 32)), PublicURL: "https://beachd.example.org", Now: h.clock.Now}
+	cfg := Config{Secret: []byte(strings.Repeat("k", 32)), PublicURL: "https://beachd.example.org", Now: h.clock.Now, Metrics: h.metrics}
 	if opt.cfg != nil {
 		opt.cfg(&cfg)
 	}

@@ -53,6 +53,14 @@ type bound struct {
 // approval is audited, and the message id is recorded so that a repeated
 // message has no second effect.
 func (s *Service) HandleInbound(ctx context.Context, in envelope.Inbound) (envelope.InboundResult, error) {
+	res, err := s.handleInbound(ctx, in)
+	if err == nil {
+		s.cfg.Metrics.observeInbound(strings.ToLower(strings.TrimSpace(in.Channel)), res.Outcome)
+	}
+	return res, err
+}
+
+func (s *Service) handleInbound(ctx context.Context, in envelope.Inbound) (envelope.InboundResult, error) {
 	now := s.cfg.Now()
 	in.Channel = strings.ToLower(strings.TrimSpace(in.Channel))
 	switch in.Channel {

@@ -43,6 +43,8 @@ type InjectorConfig struct {
 	Permanent func(error) bool
 	Now       func() time.Time
 	Rand      io.Reader
+	// Metrics, when set, count attempts and time decisions to injection.
+	Metrics *Metrics
 }
 
 // Injector is the worker that delivers queued decisions to agents: at least
@@ -225,6 +227,8 @@ func (j *Injector) attempt(ctx context.Context, inj *store.Injection) {
 		}
 		return
 	}
+	j.cfg.Metrics.observeInjection(map[string]string{store.InjectionDone: "done", store.InjectionDead: "dead",
+		store.InjectionPending: "retry"}[o.State], inj.Response.DecidedAt, now)
 	switch o.State {
 	case store.InjectionDone:
 		j.log.Info("approval injected", "approval_id", inj.ApprovalID, "agent", inj.Agent, "attempt", inj.Attempts)

@@ -43,6 +43,8 @@ type Config struct {
 	LockFor         time.Duration
 	Now             func() time.Time
 	Rand            io.Reader
+	// Metrics, when set, count inbound outcomes.
+	Metrics *Metrics
 }
 
 // Validate checks the configuration after defaults.

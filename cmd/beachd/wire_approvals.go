@@ -67,7 +67,12 @@ func (a *app) wireApprovals() error {
 		}
 	}
 	log := a.log.With("component", "approvals")
+	metrics, err := approvals.NewMetrics(a.metrics)
+	if err != nil {
+		return err
+	}
 	inj := approvals.NewInjector(approvals.InjectorConfig{
+		Metrics:   metrics,
 		Lifetime:  cfg.InjectionLifetime,
 		Permanent: func(err error) bool { return agent.IsPermanent(err) || approvals.PermanentHTTP(err) },
 		Now:       a.now,
@@ -85,6 +90,7 @@ func (a *app) wireApprovals() error {
 		CodeDigits:    cfg.SMSCodeDigits,
 		MaxWrongCodes: cfg.MaxWrongCodes,
 		Now:           a.now,
+		Metrics:       metrics,
 	}, a.db, enq, inj, log)
 	if err != nil {
 		return err
