@@ -167,10 +167,25 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		}
 		room := cap(jobs) - len(jobs)
 		want := min(room, d.cfg.ClaimBatch)
-		claimedAll := false
+		claimedAll, refused := false, 0
 		if want > 0 && (room >= max(1, cap(jobs)/2) || len(jobs) == 0) {
-			claimed, err := d.db.Claim(ctx, want, d.lease, d.admit)
+			var admitted []*store.Delivery
+			admit := func(del *store.Delivery) bool {
+				if !d.admit(del) {
+					refused++
+					return false
+				}
+				admitted = append(admitted, del)
+				return true
+			}
+			claimed, err := d.db.Claim(ctx, want, d.lease, admit)
 			if err != nil {
+				// The claim did not commit: give back what Admit reserved.
+				for _, del := range admitted {
+					if a, ok := d.deliverers[del.Channel].(Admitter); ok {
+						a.Done(del)
+					}
+				}
 				if ctx.Err() != nil {
 					return nil
 				}
@@ -201,6 +216,13 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			if w := t.Sub(d.cfg.Now()); w < wait {
 				wait = max(w, time.Millisecond)
 			}
+		}
+		if refused > 0 {
+			// Due jobs were refused (an endpoint at its concurrency limit or
+			// with an open circuit): they stay due, so NextDue is in the
+			// past. Wait for a send to finish or a short while instead of
+			// claiming again at once.
+			wait = max(wait, min(d.cfg.IdleWait, 200*time.Millisecond))
 		}
 		timer := time.NewTimer(wait)
 		select {

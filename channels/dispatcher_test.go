@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -228,5 +229,37 @@ func TestPolicyDelays(t *testing.T) {
 	// Email gives up after five days
 	if _, ok := EmailPolicy.Next(3, start, start.Add(5*24*time.Hour-time.Minute), 0, func() float64 { return 0.5 }); ok {
 		t.Error("email retried past its 5-day lifetime")
+	}
+}
+
+// refusing always refuses, counting how often it was asked.
+type refusing struct {
+	scripted
+	asked atomic.Int64
+}
+
+func (r *refusing) Admit(*store.Delivery) bool { r.asked.Add(1); return false }
+func (r *refusing) Done(*store.Delivery)       {}
+
+// A Deliverer that refuses every due job (an open circuit) must not make
+// the dispatcher claim in a tight loop.
+func TestRefusedJobsDoNotSpin(t *testing.T) {
+	db, err := store.Open(filepath.Join(t.TempDir(), "b.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	r := &refusing{}
+	d, _ := NewDispatcher(DispatcherConfig{Workers: 4, IdleWait: time.Second}, db, map[string]Deliverer{"webhook": r}, nil, nil, nil)
+	db.Ingest(context.Background(), store.Ingest{Envelope: []byte(`{}`), Deliveries: []store.NewDelivery{{Channel: "webhook", To: "a"}}})
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	d.Run(ctx)
+	// 1.5 s at one claim per 200 ms is ~8 claims; a spin makes thousands.
+	if n := r.asked.Load(); n > 30 {
+		t.Fatalf("Admit asked %d times in 1.5 s: the dispatcher spins on refused jobs", n)
+	}
+	if len(r.calls) != 0 {
+		t.Fatal("a refused job was delivered")
 	}
 }
