@@ -39,7 +39,7 @@ type devDaemon struct {
 var bannerIMAP = regexp.MustCompile(`SMTP (127\.0\.0\.1:\d+), IMAP (127\.0\.0\.1:\d+)`)
 var bannerYou = regexp.MustCompile(`you@beachd\.localhost\s+password (\S+)`)
 
-func startDev(t *testing.T) *devDaemon {
+func startDev(t *testing.T, mods ...func(*Config)) *devDaemon {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -47,6 +47,9 @@ func startDev(t *testing.T) *devDaemon {
 	}
 	key := "dev-test-key-0123456789"
 	cfg := devConfig(ln.Addr().String(), t.TempDir(), key, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+	for _, m := range mods {
+		m(cfg)
+	}
 	reg, err := cfg.validate()
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/cool-ai/beachd/envelope"
+)
+
+// TestScheduleEndToEnd fires a schedule against the dev a2a-go agent
+// through the API; the turn's result arrives at the webhook sink and, by
+// real SMTP, in the dev mailbox. The schedule then lists the run.
+func TestScheduleEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the daemon with its mail server")
+	}
+	d := startDev(t, func(c *Config) {
+		c.Schedules = []ScheduleConfig{{Name: "morning-brief", Cron: "CRON_TZ=Europe/London 0 8 * * 1-5", Agent: devAgentName,
+			Message: "Today's tasks", To: []envelope.Recipient{
+				{Channel: envelope.ChannelWebhook, Endpoint: devSinkEndpoint},
+				{Channel: envelope.ChannelEmail, Address: "you@beachd.localhost"}}}}
+	})
+	if code := d.do("POST", "/v1/schedules/morning-brief/run", nil, "", nil); code != 202 {
+		t.Fatalf("run now: %d", code)
+	}
+	want := "The dev agent received: Today's tasks"
+	waitFor(t, 30*time.Second, "the scheduled turn's result at the sink", func() bool {
+		var sink struct {
+			Received []struct{ Envelope json.RawMessage }
+		}
+		d.do("GET", "/dev/sink", nil, "", &sink)
+		for _, r := range sink.Received {
+			if bytes.Contains(r.Envelope, []byte(want)) {
+				return true
+			}
+		}
+		return false
+	})
+	waitFor(t, 30*time.Second, "the scheduled turn's result in the mailbox", func() bool {
+		for _, m := range d.inbox("") {
+			var b bytes.Buffer
+			b.ReadFrom(m.Body)
+			if bytes.Contains(b.Bytes(), []byte("The dev agent received")) {
+				return true
+			}
+		}
+		return false
+	})
+	var list json.RawMessage
+	d.do("GET", "/v1/schedules", nil, "", &list)
+	if !bytes.Contains(list, []byte("morning-brief")) || !bytes.Contains(list, []byte("succeeded")) {
+		t.Errorf("schedules list does not show a succeeded run:\n%s", list)
+	}
+}
