@@ -255,7 +255,7 @@ func TestLinkPage(t *testing.T) {
 		t.Fatalf("channel %q", a.Channel)
 	}
 	res, _ = http.Get(link)
-	if body := readAll(t, res); !strings.Contains(body, "already approved by alice@example.org") || strings.Contains(body, "<form") {
+	if body := readAll(t, res); !strings.Contains(body, "Approved by you at") || strings.Contains(body, "<form") || strings.Contains(body, alice) {
 		t.Fatalf("page after decision:\n%s", body)
 	}
 	// Replaying the POST: no second effect.
@@ -394,6 +394,18 @@ func TestTwoChannelsFirstWins(t *testing.T) {
 		t.Fatalf("whatsapp: %+v", res)
 	}
 	checkReceived(t, h, env, "appr-two", "granted", aliceNum)
+	// The email recipient's link page says it was decided, not by whom.
+	mux := http.NewServeMux()
+	mux.Handle("/a/{token}", h.svc.LinkHandler())
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	res, err := http.Get(srv.URL + strings.TrimPrefix(he.LinkURL, "https://beachd.example.org"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body := readAll(t, res); !strings.Contains(body, "Approved by another person who was asked") || strings.Contains(body, aliceNum) {
+		t.Fatalf("page:\n%s", body)
+	}
 	if got := h.enq.To(alice); len(got) != 1 || !strings.Contains(got[0], "already approved by "+aliceNum) {
 		t.Fatalf("email told %q", got)
 	}

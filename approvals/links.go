@@ -41,7 +41,6 @@ var pageTmpl = template.Must(template.New("page").Parse(`<!doctype html>
 <dt>Request</dt><dd>{{.Summary}}</dd>
 <dt>Action</dt><dd>{{.Tool}}</dd>
 <dt>Requested by</dt><dd>{{.RequestedBy}}</dd>
-<dt>Asked of</dt><dd>{{.AskedOf}}</dd>
 {{if .Pending}}<dt>Expires</dt><dd>{{.Expires}}</dd>{{else}}<dt>Decision</dt><dd>{{.Decision}}</dd>{{end}}
 </dl>
 {{if .Args}}<details><summary>Details</summary><pre>{{.Args}}</pre></details>{{end}}
@@ -59,11 +58,11 @@ var pageTmpl = template.Must(template.New("page").Parse(`<!doctype html>
 `))
 
 type pageData struct {
-	Title, Message, CSS                                          string
-	Approval                                                     bool
-	Summary, Tool, RequestedBy, AskedOf, Expires, Decision, Args string
-	Pending                                                      bool
-	Nonce                                                        string
+	Title, Message, CSS                                 string
+	Approval                                            bool
+	Summary, Tool, RequestedBy, Expires, Decision, Args string
+	Pending                                             bool
+	Nonce                                               string
 }
 
 // LinkHandler serves GET, HEAD and POST /a/{token}. The token is read from
@@ -102,28 +101,52 @@ func (s *Service) writePage(w http.ResponseWriter, status int, d pageData) {
 var invalidLink = pageData{Title: "This link is not valid",
 	Message: "The approval link is not valid. It may have been mistyped or withdrawn."}
 
-// lookupLink resolves a link token without side effects.
-func (s *Service) lookupLink(r *http.Request) (string, *store.Approval, bool) {
+// lookupLink resolves a link token without side effects; it returns the
+// token, the approval and the recipient the link was issued to.
+func (s *Service) lookupLink(r *http.Request) (string, *store.Approval, string, bool) {
 	tok, ok := ParseToken(r.PathValue("token"))
 	if !ok {
-		return "", nil, false
+		return "", nil, "", false
 	}
 	b, err := s.db.TokenBinding(r.Context(), linkKey(tok))
 	if err != nil || b.Kind != KindLink {
-		return "", nil, false
+		return "", nil, "", false
 	}
 	a, err := s.db.Approval(r.Context(), b.ApprovalID)
 	if err != nil {
-		return "", nil, false
+		return "", nil, "", false
 	}
 	if exp, ok := s.expected(b, a); !ok || !equalConstantTime(exp, tok) {
-		return "", nil, false
+		return "", nil, "", false
 	}
-	return tok, a, true
+	return tok, a, b.Recipient, true
+}
+
+// pageDecision says how a decided approval was decided without naming
+// other people: whoever holds the link sees "you", "another person who
+// was asked", "an operator" or "policy".
+func pageDecision(a *store.Approval, viewer string) string {
+	who := "another person who was asked"
+	switch {
+	case a.DecidedBy == viewer:
+		who = "you"
+	case a.Channel == ChannelOperator:
+		who = "an operator"
+	}
+	at := a.DecidedAt.UTC().Format("2 Jan 2006 15:04 MST")
+	switch a.State {
+	case store.ApprovalGranted:
+		return "Approved by " + who + " at " + at + "."
+	case store.ApprovalDenied:
+		return "Denied by " + who + " at " + at + "."
+	case store.ApprovalExpired:
+		return "Expired at " + at + " (denied by policy)."
+	}
+	return "Withdrawn at " + at + "."
 }
 
 func (s *Service) showPage(w http.ResponseWriter, r *http.Request, message string) {
-	tok, a, ok := s.lookupLink(r)
+	tok, a, viewer, ok := s.lookupLink(r)
 	if !ok {
 		s.writePage(w, http.StatusNotFound, invalidLink)
 		return
@@ -139,12 +162,6 @@ func (s *Service) showPage(w http.ResponseWriter, r *http.Request, message strin
 	} else if req.Handler != "" {
 		d.RequestedBy += " (" + req.Handler + ")"
 	}
-	for _, rc := range a.Recipients {
-		if d.AskedOf != "" {
-			d.AskedOf += ", "
-		}
-		d.AskedOf += rc.Address
-	}
 	// An approval past its expiry is shown as expired even before the
 	// sweeper ran; GET never changes state.
 	d.Pending = a.State == store.ApprovalPending && now.Before(a.ExpiresAt)
@@ -154,7 +171,7 @@ func (s *Service) showPage(w http.ResponseWriter, r *http.Request, message strin
 	case a.State == store.ApprovalPending:
 		d.Decision = "Expired at " + a.ExpiresAt.UTC().Format("2 Jan 2006 15:04 MST")
 	default:
-		d.Decision = alreadyText(a)
+		d.Decision = pageDecision(a, viewer)
 		d.Title = "Approval request: " + map[string]string{store.ApprovalGranted: "approved", store.ApprovalDenied: "denied",
 			store.ApprovalExpired: "expired", store.ApprovalVoid: "withdrawn"}[a.State]
 	}
@@ -173,7 +190,7 @@ func (s *Service) postPage(w http.ResponseWriter, r *http.Request) {
 		s.writePage(w, http.StatusBadRequest, pageData{Title: "Bad request", Message: "The form could not be read."})
 		return
 	}
-	tok, a, ok := s.lookupLink(r)
+	tok, a, _, ok := s.lookupLink(r)
 	if !ok {
 		s.writePage(w, http.StatusNotFound, invalidLink)
 		return
