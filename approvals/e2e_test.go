@@ -463,7 +463,7 @@ func TestWhatsAppButtons(t *testing.T) {
 		t.Fatalf("%+v", res)
 	}
 	// A forged payload: nothing.
-	if res := h.inbound(envelope.Inbound{Channel: "whatsapp", From: aliceNum, MessageID: "W1", ButtonPayload: "appr-wa:" + strings.Repeat("a", 24)}); res.Outcome != OutcomeUnknownToken {
+	if res := h.inbound(envelope.Inbound{Channel: "whatsapp", From: aliceNum, MessageID: "W1", ButtonPayload: "appr-wa:" + strings.Repeat("a", 26)}); res.Outcome != OutcomeUnknownToken {
 		t.Fatalf("%+v", res)
 	}
 	if res := h.inbound(envelope.Inbound{Channel: "whatsapp", From: aliceNum, MessageID: "W2", ButtonPayload: hw.Buttons[1].Payload, Text: "Deny"}); res.Outcome != OutcomeDecided || res.Decision != "denied" {

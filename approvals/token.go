@@ -61,7 +61,7 @@ func (m minter) code(approvalID, channel, recipient, nonce string, digits int) s
 // buttonNonce is the nonce of one decision button (one per decision, so the
 // payload itself says what was pressed).
 func (m minter) buttonNonce(approvalID, recipient, nonce, decision string) string {
-	return strings.ToLower(b32.EncodeToString(m.mac(KindButton, approvalID, "whatsapp", recipient, nonce, decision)[:15]))
+	return strings.ToLower(b32.EncodeToString(m.mac(KindButton, approvalID, "whatsapp", recipient, nonce, decision)[:16]))
 }
 
 // pageNonce binds a confirmation page's form to its token and the time the
