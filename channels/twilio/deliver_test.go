@@ -462,3 +462,13 @@ func TestFailedLookupKeepsMaybeSent(t *testing.T) {
 		t.Error("sent although the lookup failed")
 	}
 }
+
+func TestProviderMessagesAreRedacted(t *testing.T) {
+	f := newFakeTwilio(t)
+	d := newSMS(t, f, testConfig(), openStore(t))
+	f.fail(twilioError(400, 21211, "The 'To' number +447700900123 is not a valid phone number."))
+	_, err := d.Deliver(context.Background(), job("dlv_1", "sms", alice, "hi"))
+	if err == nil || strings.Contains(err.Error(), "7700900") {
+		t.Fatalf("err = %v: the number leaked", err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strconv"
 	"time"
 
@@ -138,6 +139,8 @@ func permanentByCode(code, status int) bool {
 	return status >= 400 && status < 500
 }
 
+// describeCode is the text of a Twilio error for our logs and dead-letter
+// reasons: Twilio's message, with phone numbers in it redacted.
 func describeCode(code int, msg string) string {
 	if d, ok := permanentCodes[code]; ok && msg == "" {
 		return d
@@ -145,8 +148,10 @@ func describeCode(code int, msg string) string {
 	if msg == "" {
 		return "no message"
 	}
-	return truncate(msg, 300)
+	return truncate(phoneNumber.ReplaceAllStringFunc(msg, redact), 300)
 }
+
+var phoneNumber = regexp.MustCompile(`\+?[0-9][0-9 ()-]{6,18}[0-9]`)
 
 func errorReceipt(status, code int, msg, more string) *channels.Receipt {
 	return &channels.Receipt{
