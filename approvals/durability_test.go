@@ -22,8 +22,8 @@ func (d dropHandoff) Lease() time.Duration         { return d.lease }
 func (d dropHandoff) Submit(*store.Injection) bool { return true }
 
 // A decision committed just before a crash is injected after the restart:
-// the job claimed in the decision's transaction is taken again when its
-// lease runs out, by a new process on the reopened store.
+// the job claimed in the decision's transaction (for an hour) is requeued
+// at once by the injector of the new process on the reopened store.
 func TestDecisionSurvivesCrashAndRestart(t *testing.T) {
 	ag := agenttest.Start()
 	defer ag.Close()
@@ -40,7 +40,7 @@ func TestDecisionSurvivesCrashAndRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := New(cfg, db, nil, dropHandoff{lease: 200 * time.Millisecond}, nil)
+	svc, err := New(cfg, db, nil, dropHandoff{lease: time.Hour}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -57,6 +57,7 @@ type Injector struct {
 	log     *slog.Logger
 	wake    chan struct{}
 	handoff chan *store.Injection
+	started time.Time // jobs leased before this belong to a previous process
 }
 
 // NewInjector builds the worker. senders returns the Sender of an agent
@@ -90,7 +91,7 @@ func NewInjector(cfg InjectorConfig, db *store.DB, senders func(agent string) Se
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Injector{cfg: cfg, db: db, senders: senders, log: log, wake: make(chan struct{}, 1),
-		handoff: make(chan *store.Injection, 4*cfg.Workers)}
+		handoff: make(chan *store.Injection, 4*cfg.Workers), started: cfg.Now()}
 }
 
 // Lease is how long a claimed job is held; a job handed over with Submit
@@ -118,8 +119,14 @@ func (j *Injector) Wake() {
 	}
 }
 
-// Run delivers due injections until ctx ends.
+// Run delivers due injections until ctx ends. It first makes due at once
+// every job a previous process held when it stopped.
 func (j *Injector) Run(ctx context.Context) error {
+	if n, err := j.db.RequeueClaimedInjections(ctx, j.started, j.cfg.Now()); err != nil {
+		return err
+	} else if n > 0 {
+		j.log.Info("approval injections requeued after restart", "count", n)
+	}
 	sem := make(chan struct{}, j.cfg.Workers)
 	var wg sync.WaitGroup
 	defer wg.Wait()

@@ -132,12 +132,14 @@ type Injection struct {
 	Attempts   int                       `json:"attempts"`
 	// Claims counts claims and releases: the lease token a worker's
 	// record must match.
-	Claims    int       `json:"claims"`
-	CreatedAt time.Time `json:"createdAt"`
-	UpdatedAt time.Time `json:"updatedAt"`
-	NextAt    time.Time `json:"nextAt,omitzero"`
-	DoneAt    time.Time `json:"doneAt,omitzero"`
-	LastError string    `json:"lastError,omitempty"`
+	Claims int `json:"claims"`
+	// LeasedUntil is set while a worker holds the job.
+	LeasedUntil time.Time `json:"leasedUntil,omitzero"`
+	CreatedAt   time.Time `json:"createdAt"`
+	UpdatedAt   time.Time `json:"updatedAt"`
+	NextAt      time.Time `json:"nextAt,omitzero"`
+	DoneAt      time.Time `json:"doneAt,omitzero"`
+	LastError   string    `json:"lastError,omitempty"`
 }
 
 // Sentinel errors of approvals.
@@ -398,7 +400,7 @@ func (s *DB) Decide(ctx context.Context, d Decision) (*Approval, *Injection, err
 					DecidedBy: d.DecidedBy, DecidedAt: d.At},
 				State: InjectionPending, CreatedAt: d.At, UpdatedAt: d.At, NextAt: d.At}
 			if d.ClaimFor > 0 {
-				inj.Attempts, inj.Claims, inj.NextAt = 1, 1, d.At.Add(d.ClaimFor)
+				inj.Attempts, inj.Claims, inj.NextAt, inj.LeasedUntil = 1, 1, d.At.Add(d.ClaimFor), d.At.Add(d.ClaimFor)
 			}
 			job = &inj
 			if err := putJSON(tx.Bucket(bInjections), []byte(inj.ID), inj); err != nil {
@@ -443,7 +445,7 @@ func (s *DB) ReleaseInjection(ctx context.Context, claimed *Injection, at time.T
 		}
 		inj.Attempts--
 		inj.Claims++
-		inj.NextAt = at
+		inj.NextAt, inj.LeasedUntil = at, time.Time{}
 		if err := tx.Bucket(bInjectionDue).Put(timeKey(at, inj.ID), nil); err != nil {
 			return err
 		}
@@ -517,6 +519,7 @@ func (s *DB) ClaimInjections(ctx context.Context, now time.Time, max int, lease 
 			inj.Attempts++
 			inj.Claims++
 			inj.NextAt = now.Add(lease)
+			inj.LeasedUntil = inj.NextAt
 			inj.UpdatedAt = now
 			if err := due.Put(timeKey(inj.NextAt, inj.ID), nil); err != nil {
 				return err
@@ -558,7 +561,7 @@ func (s *DB) RecordInjection(ctx context.Context, claimed *Injection, o Injectio
 		if err := tx.Bucket(bInjectionDue).Delete(timeKey(inj.NextAt, inj.ID)); err != nil {
 			return err
 		}
-		inj.State, inj.UpdatedAt, inj.LastError = o.State, o.At, o.Error
+		inj.State, inj.UpdatedAt, inj.LastError, inj.LeasedUntil = o.State, o.At, o.Error, time.Time{}
 		event := "injected"
 		switch o.State {
 		case InjectionDone:
@@ -584,6 +587,51 @@ func (s *DB) RecordInjection(ctx context.Context, claimed *Injection, o Injectio
 		return nil, fmt.Errorf("record injection %s: %w", claimed.ID, err)
 	}
 	return &out, nil
+}
+
+// RequeueClaimedInjections makes every job claimed before `before` and
+// still held by a worker due at `at`. The injector calls it when it starts,
+// with `before` its own start: bbolt admits one process, so a lease taken
+// before then belongs to a process that is gone.
+func (s *DB) RequeueClaimedInjections(ctx context.Context, before, at time.Time) (int, error) {
+	n := 0
+	err := s.bolt.Update(func(tx *bolt.Tx) error {
+		n = 0
+		b, due := tx.Bucket(bInjections), tx.Bucket(bInjectionDue)
+		var held []Injection
+		err := b.ForEach(func(k, v []byte) error {
+			var inj Injection
+			if err := json.Unmarshal(v, &inj); err != nil {
+				return err
+			}
+			if inj.State == InjectionPending && !inj.LeasedUntil.IsZero() && inj.UpdatedAt.Before(before) {
+				held = append(held, inj)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, inj := range held {
+			if err := due.Delete(timeKey(inj.NextAt, inj.ID)); err != nil {
+				return err
+			}
+			inj.NextAt, inj.LeasedUntil, inj.UpdatedAt = at, time.Time{}, at
+			inj.Claims++
+			if err := due.Put(timeKey(at, inj.ID), nil); err != nil {
+				return err
+			}
+			if err := putJSON(b, []byte(inj.ID), inj); err != nil {
+				return err
+			}
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("requeue claimed injections: %w", err)
+	}
+	return n, nil
 }
 
 // Injection returns an injection job.

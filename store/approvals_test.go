@@ -223,3 +223,28 @@ func TestDecideClaimedAndRelease(t *testing.T) {
 		t.Fatalf("stale release: %v", err)
 	}
 }
+
+func TestRequeueClaimedInjections(t *testing.T) {
+	c := newClock()
+	db := openTest(t, filepath.Join(t.TempDir(), "a.db"), c)
+	ingestApproval(t, db, "old", c.Now().Add(time.Hour))
+	ingestApproval(t, db, "new", c.Now().Add(time.Hour))
+	if _, _, err := db.Decide(ctx, Decision{ApprovalID: "old", State: ApprovalGranted, At: c.Now(), InjectionID: "inj_old", ClaimFor: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	start := c.Now().Add(time.Second)
+	c.Add(2 * time.Second)
+	// Claimed by the new process after it started: left alone.
+	if _, _, err := db.Decide(ctx, Decision{ApprovalID: "new", State: ApprovalGranted, At: c.Now(), InjectionID: "inj_new", ClaimFor: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	n, err := db.RequeueClaimedInjections(ctx, start, c.Now())
+	if err != nil || n != 1 {
+		t.Fatalf("requeued %d, %v", n, err)
+	}
+	checkApprovals(t, db)
+	got, _ := db.ClaimInjections(ctx, c.Now(), 10, time.Minute)
+	if len(got) != 1 || got[0].ID != "inj_old" {
+		t.Fatalf("claimed %+v", got)
+	}
+}
