@@ -13,6 +13,12 @@
 // that number from our sender since the delivery was created and matching
 // the body — and is not sent again when Twilio already has it.
 //
+// A message sent from a content template cannot be matched by body, so a
+// maybe-sent template message whose SID was never recorded is sent again
+// (at-least-once). WhatsApp quick-reply buttons go out only inside a
+// content template (Twilio's Messages API has no other way); without an
+// approval template, the renderer prints the text answer instead.
+//
 // Errors are classified from Twilio's error codes and HTTP statuses:
 // invalid, unreachable, landline and opted-out recipients are permanent;
 // throttles (429, 20429, 63017), 5xx and unreadable error bodies are
