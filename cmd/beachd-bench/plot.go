@@ -26,7 +26,7 @@ func plotSoak(path string, res *soakResult) error {
 	for i, s := range res.Samples {
 		xs[i], rss[i], p50[i], p99[i], ip99[i] = s.AtSec, s.RSSMiB, s.E2EP50ms, s.E2EP99ms, s.IngestP99ms
 	}
-	title := fmt.Sprintf("BEACHD SOAK %s AT %d/S: ACCEPTED %d, DELIVERED %d, LOST %d", strings.ToUpper(res.Duration), res.Rate, res.Accepted, res.Delivered, res.Lost)
+	title := fmt.Sprintf("BEACHD SOAK %s AT %d/S: ACCEPTED %d, DELIVERED %d, UNDELIVERED %d", strings.ToUpper(res.Duration), res.Rate, res.Accepted, res.Delivered, res.Undelivered)
 	drawText(img, 20, 12, title, 2, color.RGBA{0, 0, 0, 255})
 	blue := color.RGBA{30, 90, 200, 255}
 	red := color.RGBA{210, 40, 40, 255}

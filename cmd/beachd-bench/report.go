@@ -225,7 +225,7 @@ func markdown(r *report) string {
 		row("Scale: claim rate", "%.0f claims/s (64 per transaction, %d measured)", s.ClaimPerSec, s.Claimed)
 	}
 	if s := r.Soak; s != nil {
-		row("Soak", "%s at %d/s (achieved %.0f/s): %d accepted, %d delivered, %d lost, %d errors", s.Duration, s.Rate, s.AchievedRate, s.Accepted, s.Delivered, s.Lost, s.Errors)
+		row("Soak", "%s at %d/s (achieved %.0f/s): %d accepted, %d delivered, %d undelivered at the end, %d errors", s.Duration, s.Rate, s.AchievedRate, s.Accepted, s.Delivered, s.Undelivered, s.Errors)
 		row("Soak stability", "%s — %s", map[bool]string{true: "stable", false: "NOT stable"}[s.Stable], s.StableWhy)
 	}
 	if p := r.Postfix; p != nil {

@@ -30,24 +30,27 @@ type soakSample struct {
 
 // soakResult sums a soak up.
 type soakResult struct {
-	Duration     string       `json:"duration"`
-	Rate         int          `json:"targetPerSec"`
-	AchievedRate float64      `json:"acceptedPerSec"`
-	Accepted     int          `json:"accepted"`
-	Delivered    int          `json:"delivered"`
-	Lost         int          `json:"lost"`
-	Errors       int          `json:"errors"`
-	RSSFirstMiB  float64      `json:"rssFirstQuarterMiB"`
-	RSSLastMiB   float64      `json:"rssLastQuarterMiB"`
-	PeakRSSMiB   float64      `json:"beachdPeakRSSMiB"`
-	E2EP99First  float64      `json:"e2eP99FirstQuarterMs"`
-	E2EP99Last   float64      `json:"e2eP99LastQuarterMs"`
-	E2EP99Max    float64      `json:"e2eP99MaxMs"`
-	Stable       bool         `json:"stable"`
-	StableWhy    string       `json:"stability"`
-	Plot         string       `json:"plot,omitempty"`
-	SamplesFile  string       `json:"samplesFile,omitempty"`
-	Samples      []soakSample `json:"samples"`
+	Duration     string  `json:"duration"`
+	Rate         int     `json:"targetPerSec"`
+	AchievedRate float64 `json:"acceptedPerSec"`
+	Accepted     int     `json:"accepted"`
+	Delivered    int     `json:"delivered"`
+	// Undelivered: acknowledged but not at the sink when the drain ended
+	// (everything delivered, or no progress for a minute).
+	Undelivered int          `json:"undeliveredAtEnd"`
+	DrainSec    float64      `json:"drainSeconds"`
+	Errors      int          `json:"errors"`
+	RSSFirstMiB float64      `json:"rssFirstQuarterMiB"`
+	RSSLastMiB  float64      `json:"rssLastQuarterMiB"`
+	PeakRSSMiB  float64      `json:"beachdPeakRSSMiB"`
+	E2EP99First float64      `json:"e2eP99FirstQuarterMs"`
+	E2EP99Last  float64      `json:"e2eP99LastQuarterMs"`
+	E2EP99Max   float64      `json:"e2eP99MaxMs"`
+	Stable      bool         `json:"stable"`
+	StableWhy   string       `json:"stability"`
+	Plot        string       `json:"plot,omitempty"`
+	SamplesFile string       `json:"samplesFile,omitempty"`
+	Samples     []soakSample `json:"samples"`
 }
 
 // soakSink records first arrivals by webhook-id.
@@ -218,20 +221,25 @@ webhooks:
 	close(jobs)
 	wg.Wait()
 	sendEnd := time.Now()
-	// Drain: wait up to a minute for everything acknowledged to arrive.
-	deadline := time.Now().Add(time.Minute)
+	// Drain: wait until everything acknowledged has arrived, or until no
+	// progress was made for a minute.
+	lastProgress, lastDelivered := time.Now(), deliveredTotal
 	for {
 		time.Sleep(interval / 4)
 		takeSample(time.Now())
 		mu.Lock()
 		left := len(posted)
 		mu.Unlock()
-		if left == 0 || time.Now().After(deadline) {
+		if deliveredTotal > lastDelivered {
+			lastProgress, lastDelivered = time.Now(), deliveredTotal
+		}
+		if left == 0 || time.Since(lastProgress) > time.Minute {
 			break
 		}
 	}
+	res.DrainSec = time.Since(sendEnd).Seconds()
 	mu.Lock()
-	res.Accepted, res.Errors, res.Lost = accepted, errorsN, len(posted)
+	res.Accepted, res.Errors, res.Undelivered = accepted, errorsN, len(posted)
 	mu.Unlock()
 	res.Delivered = deliveredTotal
 	res.AchievedRate = float64(res.Accepted) / sendEnd.Sub(start).Seconds()
@@ -253,9 +261,9 @@ webhooks:
 		res.E2EP99Max = math.Max(res.E2EP99Max, s.E2EP99ms)
 	}
 	growth := res.RSSLastMiB - res.RSSFirstMiB
-	res.Stable = res.Lost == 0 && growth < 0.25*math.Max(res.RSSFirstMiB, 1)+16 && res.E2EP99Last < 3*math.Max(res.E2EP99First, 50)
-	res.StableWhy = fmt.Sprintf("RSS %.1f→%.1f MiB (first vs last quarter), e2e p99 %.1f→%.1f ms, lost %d, accepted %.0f/s of %d/s",
-		res.RSSFirstMiB, res.RSSLastMiB, res.E2EP99First, res.E2EP99Last, res.Lost, res.AchievedRate, rate)
+	res.Stable = res.Undelivered == 0 && res.AchievedRate >= 0.95*float64(rate) && growth < 0.25*math.Max(res.RSSFirstMiB, 1)+16 && res.E2EP99Last < 3*math.Max(res.E2EP99First, 50)
+	res.StableWhy = fmt.Sprintf("RSS %.1f→%.1f MiB (first vs last quarter), e2e p99 %.1f→%.1f ms, undelivered at end %d, accepted %.0f/s of %d/s, drain after the load %.0f s",
+		res.RSSFirstMiB, res.RSSLastMiB, res.E2EP99First, res.E2EP99Last, res.Undelivered, res.AchievedRate, rate, res.DrainSec)
 	if samplesPath != "" {
 		b, _ := json.MarshalIndent(res.Samples, "", "  ")
 		if err := os.WriteFile(samplesPath, append(b, '\n'), 0o644); err != nil {
