@@ -58,7 +58,8 @@ var pageTmpl = template.Must(template.New("page").Parse(`<!doctype html>
 `))
 
 type pageData struct {
-	Title, Message, CSS                                 string
+	Title, Message                                      string
+	CSS                                                 template.CSS // a constant of ours, so trusted
 	Approval                                            bool
 	Summary, Tool, RequestedBy, Expires, Decision, Args string
 	Pending                                             bool
@@ -92,7 +93,7 @@ func (s *Service) LinkHandler() http.Handler {
 }
 
 func (s *Service) writePage(w http.ResponseWriter, status int, d pageData) {
-	d.CSS = pageCSS
+	d.CSS = template.CSS(pageCSS)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
 	_ = pageTmpl.Execute(w, d)

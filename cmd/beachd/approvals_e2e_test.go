@@ -311,6 +311,9 @@ func TestApprovalEndToEnd(t *testing.T) {
 	if !bytes.Contains(page, []byte("BA2043")) {
 		t.Errorf("the confirmation page does not say what is approved:\n%s", page)
 	}
+	if bytes.Contains(page, []byte("ZgotmplZ")) {
+		t.Errorf("html/template refused part of the page (ZgotmplZ):\n%s", page)
+	}
 	if st := d.approvalState("appr_e2e_link"); st != "pending" {
 		t.Fatalf("opening the link page changed the approval to %q", st)
 	}

@@ -211,7 +211,7 @@ func parseConfig(raw []byte, name string, getenv func(string) string) (*Config, 
 		dec := yaml.NewDecoder(bytes.NewReader(expanded))
 		dec.KnownFields(true)
 		if err := dec.Decode(&cfg); err != nil {
-			return nil, fmt.Errorf("%s: %s", name, describeYAMLError(err, &root))
+			return nil, fmt.Errorf("%s: %s", name, describeYAMLError(err, expanded, &root))
 		}
 	}
 	cfg.defaults()
@@ -221,12 +221,28 @@ func parseConfig(raw []byte, name string, getenv func(string) string) (*Config, 
 var yamlLine = regexp.MustCompile(`^line (\d+): `)
 
 // describeYAMLError rewrites yaml's decoding errors so that each names the
-// key it is about (yaml only gives a line).
-func describeYAMLError(err error, root *yaml.Node) string {
+// key it is about, at its line in the file as written. yaml reports lines
+// of the expanded document it decoded; expanded is that document, root the
+// file as written.
+func describeYAMLError(err error, expanded []byte, root *yaml.Node) string {
 	var te *yaml.TypeError
 	if !errors.As(err, &te) {
 		return err.Error()
 	}
+	var exp yaml.Node
+	_ = yaml.Unmarshal(expanded, &exp)
+	byLine := map[int]string{}
+	pathLines(&exp, "", func(path string, line int) {
+		if len(path) > len(byLine[line]) {
+			byLine[line] = path
+		}
+	})
+	origLine := map[string]int{}
+	pathLines(root, "", func(path string, line int) {
+		if _, ok := origLine[path]; !ok {
+			origLine[path] = line
+		}
+	})
 	out := make([]string, len(te.Errors))
 	for i, e := range te.Errors {
 		e = strings.Replace(e, "not found in type main.", "is not a known key (in ", 1)
@@ -235,8 +251,13 @@ func describeYAMLError(err error, root *yaml.Node) string {
 		}
 		if m := yamlLine.FindStringSubmatch(e); m != nil {
 			line, _ := strconv.Atoi(m[1])
-			if key := keyAtLine(root, "", line); key != "" {
-				e = key + ": " + e
+			if key := byLine[line]; key != "" {
+				rest := strings.TrimPrefix(e, m[0])
+				if ol, ok := origLine[key]; ok {
+					e = fmt.Sprintf("%s: line %d: %s", key, ol, rest)
+				} else {
+					e = key + ": " + rest
+				}
 			}
 		}
 		out[i] = e
@@ -244,14 +265,12 @@ func describeYAMLError(err error, root *yaml.Node) string {
 	return strings.Join(out, "; ")
 }
 
-// keyAtLine finds the path of the deepest key or sequence item on a line.
-func keyAtLine(n *yaml.Node, path string, line int) string {
+// pathLines calls f with the path and line of every key and sequence item.
+func pathLines(n *yaml.Node, path string, f func(path string, line int)) {
 	switch n.Kind {
 	case yaml.DocumentNode:
 		for _, c := range n.Content {
-			if k := keyAtLine(c, path, line); k != "" {
-				return k
-			}
+			pathLines(c, path, f)
 		}
 	case yaml.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {
@@ -259,25 +278,16 @@ func keyAtLine(n *yaml.Node, path string, line int) string {
 			if path != "" {
 				p = path + "." + p
 			}
-			if k := keyAtLine(n.Content[i+1], p, line); k != "" {
-				return k
-			}
-			if n.Content[i].Line == line {
-				return p
-			}
+			f(p, n.Content[i].Line)
+			pathLines(n.Content[i+1], p, f)
 		}
 	case yaml.SequenceNode:
 		for i, c := range n.Content {
-			if k := keyAtLine(c, fmt.Sprintf("%s[%d]", path, i), line); k != "" {
-				return k
-			}
-		}
-	case yaml.ScalarNode:
-		if n.Line == line && path != "" {
-			return path
+			p := fmt.Sprintf("%s[%d]", path, i)
+			f(p, c.Line)
+			pathLines(c, p, f)
 		}
 	}
-	return ""
 }
 
 func expandNode(n *yaml.Node, path string, getenv func(string) string, missing *[]string) {

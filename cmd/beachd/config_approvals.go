@@ -2,7 +2,6 @@ package main
 
 import (
 	"net/url"
-	"regexp"
 	"time"
 )
 
@@ -12,22 +11,16 @@ import (
 //	  default_expiry: 24h        # for requests without expiresAt
 //	  secret: "${BEACHD_APPROVAL_SECRET}"  # HMAC key of every token, ≥32 bytes;
 //	                             # empty: generated once into data_dir/approval.key (0600)
-//	  reply_domain: reply.example.org  # Reply-To LOCAL+TOKEN@reply_domain (email channel)
 //	  sms_code_digits: 6         # 4-10
 //	  max_wrong_codes: 5         # wrong SMS/WhatsApp codes per number per hour, then locked for a day
-//	  authserv_id: mx.example.org  # whose Authentication-Results are trusted (email channel)
 //	  injection_lifetime: 24h    # a failing injection is dead-lettered after this
 type ApprovalsConfig struct {
 	DefaultExpiry     time.Duration `yaml:"default_expiry"`
 	Secret            string        `yaml:"secret"`
-	ReplyDomain       string        `yaml:"reply_domain"`
 	SMSCodeDigits     int           `yaml:"sms_code_digits"`
 	MaxWrongCodes     int           `yaml:"max_wrong_codes"`
-	AuthservID        string        `yaml:"authserv_id"`
 	InjectionLifetime time.Duration `yaml:"injection_lifetime"`
 }
-
-var domainPattern = regexp.MustCompile(`^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$|^localhost$`)
 
 func (c *ApprovalsConfig) validate(v *validator) {
 	if c.DefaultExpiry < 0 {
@@ -37,9 +30,6 @@ func (c *ApprovalsConfig) validate(v *validator) {
 	}
 	if c.Secret != "" && len(c.Secret) < 32 {
 		v.errorf("approvals.secret", "must be at least 32 bytes (or empty: generated into data_dir/approval.key)")
-	}
-	if c.ReplyDomain != "" && !domainPattern.MatchString(c.ReplyDomain) {
-		v.errorf("approvals.reply_domain", "must be a lower-case domain name, got %q", c.ReplyDomain)
 	}
 	if c.SMSCodeDigits != 0 && (c.SMSCodeDigits < 4 || c.SMSCodeDigits > 10) {
 		v.errorf("approvals.sms_code_digits", "must be 4-10, got %d", c.SMSCodeDigits)

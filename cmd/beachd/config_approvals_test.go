@@ -46,7 +46,6 @@ approvals:
   default_expiry: 5s
   secret: short
   sms_code_digits: 3
-  reply_domain: "Not A Domain"
   max_wrong_codes: -1
 `
 	cfg, err = parseConfig([]byte(bad), "bad.yaml", func(string) string { return "" })
@@ -58,7 +57,7 @@ approvals:
 		t.Fatal("bad config accepted")
 	}
 	for _, key := range []string{"agents.nourl.a2a_url", "agents.badinj.injector", "agents.hook.webhook_url", "agents.hook.webhook_secret",
-		"agents.rel.a2a_url", "approvals.default_expiry", "approvals.secret", "approvals.sms_code_digits", "approvals.reply_domain", "approvals.max_wrong_codes"} {
+		"agents.rel.a2a_url", "approvals.default_expiry", "approvals.secret", "approvals.sms_code_digits", "approvals.max_wrong_codes"} {
 		if !strings.Contains(err.Error(), key+":") {
 			t.Errorf("no problem named %s in:\n%v", key, err)
 		}
