@@ -24,7 +24,10 @@ type HandleSource interface {
 
 // Admitter is an optional capability of a Deliverer: per-endpoint limits.
 // Admit is called inside the claim transaction and must be fast and free of
-// I/O; a job it admits is later released with Done.
+// I/O; it sees only the job's ID, Channel and To, in a value it must not
+// keep. A job it admits is later released with Done (given the whole
+// delivery). A refusal applies to the recipient: its other due jobs are not
+// offered again in the same claim.
 type Admitter interface {
 	Admit(d *store.Delivery) bool
 	Done(d *store.Delivery)
@@ -175,7 +178,8 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 					refused++
 					return false
 				}
-				admitted = append(admitted, del)
+				// del is the store's scratch value: keep a copy.
+				admitted = append(admitted, &store.Delivery{ID: del.ID, Channel: del.Channel, To: del.To})
 				return true
 			}
 			claimed, err := d.db.Claim(ctx, want, d.lease, admit)

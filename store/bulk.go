@@ -37,7 +37,7 @@ func (s *DB) IngestBulk(ctx context.Context, ins []Ingest) ([]*IngestResult, err
 				ids[i] = s.NewID("dlv_")
 			}
 			rec := EnvelopeRecord{ID: envID, Agent: in.Agent, Envelope: in.Envelope, CreatedAt: now, DeliveryIDs: ids, Source: in.Source}
-			if err := putJSON(envs, []byte(envID), rec); err != nil {
+			if err := putEnvelopeTx(tx, &rec); err != nil {
 				return err
 			}
 			for i, nd := range in.Deliveries {

@@ -22,21 +22,22 @@ const SchemaVersion = 1
 
 // Bucket names. Every bucket is created at Open.
 var (
-	bMeta        = []byte("meta")
-	bEnvelopes   = []byte("envelopes")    // envelope id → EnvelopeRecord
-	bDeliveries  = []byte("deliveries")   // delivery id → Delivery
-	bAttempts    = []byte("attempts")     // delivery id + be32(n) → Attempt
-	bDue         = []byte("due")          // be64(next attempt ns) + delivery id → nil
-	bLeases      = []byte("leases")       // be64(lease until ns) + delivery id → nil
-	bByState     = []byte("by_state")     // state + 0 + delivery id → nil
-	bIdempotency = []byte("idempotency")  // key → idemRecord
-	bProviderIDs = []byte("provider_ids") // channel + 0 + provider id → delivery id
-	bKV          = []byte("kv")           // small named values (cursors, windows), see kv.go
+	bMeta           = []byte("meta")
+	bEnvelopes      = []byte("envelopes")       // envelope id → EnvelopeRecord (without the body)
+	bEnvelopeBodies = []byte("envelope_bodies") // envelope id → the envelope's JSON as accepted
+	bDeliveries     = []byte("deliveries")      // delivery id → Delivery
+	bAttempts       = []byte("attempts")        // delivery id + be32(n) → Attempt
+	bDue            = []byte("due")             // be64(next attempt ns) + delivery id → nil
+	bLeases         = []byte("leases")          // be64(lease until ns) + delivery id → nil
+	bByState        = []byte("by_state")        // state + 0 + delivery id → nil
+	bIdempotency    = []byte("idempotency")     // key → idemRecord
+	bProviderIDs    = []byte("provider_ids")    // channel + 0 + provider id → delivery id
+	bKV             = []byte("kv")              // small named values (cursors, windows), see kv.go
 )
 
 // allBuckets lists every top-level bucket. A package file that adds a bucket
 // adds it here so that Open creates it.
-var allBuckets = [][]byte{bMeta, bEnvelopes, bDeliveries, bAttempts, bDue, bLeases, bByState,
+var allBuckets = [][]byte{bMeta, bEnvelopes, bEnvelopeBodies, bDeliveries, bAttempts, bDue, bLeases, bByState,
 	bIdempotency, bProviderIDs, bKV,
 	bTwilioSeen,
 	bApprovals, bApprovalTokens, bApprovalAudit, bInjections, bInjectionDue, bInbound, bApprovalExpiry, bApprovalLimits,

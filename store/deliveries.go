@@ -39,9 +39,10 @@ func (s State) Valid() bool {
 
 // EnvelopeRecord is an accepted envelope.
 type EnvelopeRecord struct {
-	ID          string          `json:"id"`
-	Agent       string          `json:"agent,omitempty"`
-	Envelope    json.RawMessage `json:"envelope"`
+	ID    string `json:"id"`
+	Agent string `json:"agent,omitempty"`
+	// Envelope is the body as accepted; stored apart from the record.
+	Envelope    json.RawMessage `json:"envelope,omitempty"`
 	CreatedAt   time.Time       `json:"createdAt"`
 	DeliveryIDs []string        `json:"deliveryIds"`
 	// Source says where the envelope came from: "api", "cli", "schedule:NAME".
@@ -173,7 +174,7 @@ func (s *DB) Ingest(ctx context.Context, in Ingest) (*IngestResult, error) {
 			}
 		}
 		rec := EnvelopeRecord{ID: envID, Agent: in.Agent, Envelope: in.Envelope, CreatedAt: now, DeliveryIDs: ids, Source: in.Source}
-		if err := putJSON(tx.Bucket(bEnvelopes), []byte(envID), rec); err != nil {
+		if err := putEnvelopeTx(tx, &rec); err != nil {
 			return err
 		}
 		out := &IngestResult{EnvelopeID: envID}
@@ -254,7 +255,7 @@ func putDeliveryTx(tx *bolt.Tx, d *Delivery, old State, prev ...*Delivery) error
 	switch d.State {
 	case StateQueued, StateRetrying:
 		d.LeaseUntil = time.Time{}
-		if err := tx.Bucket(bDue).Put(timeKey(d.NextAttemptAt, d.ID), nil); err != nil {
+		if err := tx.Bucket(bDue).Put(timeKey(d.NextAttemptAt, d.ID), dueValue(d)); err != nil {
 			return err
 		}
 	case StateSending:
@@ -271,10 +272,17 @@ func putDeliveryTx(tx *bolt.Tx, d *Delivery, old State, prev ...*Delivery) error
 	return putJSON(tx.Bucket(bDeliveries), []byte(d.ID), d)
 }
 
+// dueValue is what a due-index entry carries besides its key: the job's
+// channel and recipient, so that Claim can ask admit about a job without
+// decoding it.
+func dueValue(d *Delivery) []byte { return []byte(d.Channel + "\x00" + d.To) }
+
 // Claim takes up to max due jobs (next attempt ≤ now), marks them sending
 // with a lease until now+lease, and returns them. admit, when set, is asked
 // for each candidate inside the transaction and must be fast and free of I/O
-// (per-endpoint concurrency limits); a job it refuses stays due.
+// (per-endpoint concurrency limits); it sees only the job's ID, Channel and
+// To, in a value it must not keep. A job it refuses stays due, and so do the
+// other due jobs for the same channel and recipient in this claim.
 func (s *DB) Claim(ctx context.Context, max int, lease time.Duration, admit func(*Delivery) bool) ([]*Delivery, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -296,18 +304,36 @@ func (s *DB) Claim(ctx context.Context, max int, lease time.Duration, admit func
 		var moves []move
 		c := due.Cursor()
 		scanned := 0
-		for k, _ := c.First(); k != nil && bytes.Compare(k[:8], limit) <= 0 && len(moves) < max; k, _ = c.Next() {
+		// Within one claim a refused recipient stays refused: its further
+		// entries are skipped without asking again.
+		refused := map[string]bool{}
+		var probe Delivery
+		for k, v := c.First(); k != nil && bytes.Compare(k[:8], limit) <= 0 && len(moves) < max; k, v = c.Next() {
 			scanned++
-			if scanned > 50*max+1000 {
+			if scanned > 64*max+4096 {
 				break // do not walk a huge backlog of refused jobs in one transaction
 			}
 			id := k[8:]
+			if admit != nil {
+				if refused[string(v)] {
+					continue
+				}
+				probe = Delivery{ID: string(id)}
+				if ch, to, ok := bytes.Cut(v, []byte{0}); ok {
+					probe.Channel, probe.To = string(ch), string(to)
+				} else if err := getJSON(dels, id, &probe); err != nil {
+					return fmt.Errorf("due entry %s: %w", id, err)
+				}
+				if !admit(&probe) {
+					if len(v) > 0 {
+						refused[string(v)] = true
+					}
+					continue
+				}
+			}
 			var d Delivery
 			if err := getJSON(dels, id, &d); err != nil {
 				return fmt.Errorf("due entry %s: %w", id, err)
-			}
-			if admit != nil && !admit(&d) {
-				continue
 			}
 			moves = append(moves, move{key: append([]byte(nil), k...), d: &d})
 		}
@@ -546,11 +572,33 @@ func (s *DB) NextLeaseExpiry() (time.Time, bool) {
 // Envelope returns an envelope record.
 func (s *DB) Envelope(ctx context.Context, id string) (*EnvelopeRecord, error) {
 	var rec EnvelopeRecord
-	err := s.bolt.View(func(tx *bolt.Tx) error { return getJSON(tx.Bucket(bEnvelopes), []byte(id), &rec) })
+	err := s.bolt.View(func(tx *bolt.Tx) error {
+		if err := getJSON(tx.Bucket(bEnvelopes), []byte(id), &rec); err != nil {
+			return err
+		}
+		body := tx.Bucket(bEnvelopeBodies).Get([]byte(id))
+		if body == nil {
+			return fmt.Errorf("envelope %s: %w: its body is missing", id, ErrCorrupt)
+		}
+		rec.Envelope = append(json.RawMessage(nil), body...)
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
 	return &rec, nil
+}
+
+// putEnvelopeTx stores an envelope: its body as sent, in its own bucket (so
+// that it is never re-encoded or decoded to reach it), and the record
+// without the body.
+func putEnvelopeTx(tx *bolt.Tx, rec *EnvelopeRecord) error {
+	if err := tx.Bucket(bEnvelopeBodies).Put([]byte(rec.ID), rec.Envelope); err != nil {
+		return err
+	}
+	meta := *rec
+	meta.Envelope = nil
+	return putJSON(tx.Bucket(bEnvelopes), []byte(rec.ID), &meta)
 }
 
 // Delivery returns one delivery.

@@ -10,11 +10,17 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 )
 
 func main() {
+	if os.Getenv("GOGC") == "" {
+		// beachd's live heap is small and its garbage short-lived: collecting
+		// half as often costs little memory and saves CPU on the hot path.
+		debug.SetGCPercent(200)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	go func() {
 		<-ctx.Done()

@@ -3,6 +3,9 @@ package main
 import (
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/pprof"
+	"time"
 )
 
 // ServeCmd runs the daemon.
@@ -23,6 +26,21 @@ func serve(g *globals, cfg *Config, dev bool, ln net.Listener) error {
 		return err
 	}
 	log := newLogger(cfg.Log, g.stderr)
+	if addr := g.getenv("BEACHD_PPROF"); addr != "" {
+		// Profiling on a separate listener, off unless asked for (use a
+		// loopback address): BEACHD_PPROF=127.0.0.1:6060.
+		mux := http.NewServeMux()
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() {
+			if err := srv.ListenAndServe(); err != nil {
+				log.Warn("pprof listener", "err", err)
+			}
+		}()
+		defer srv.Close()
+	}
 	a, err := buildApp(g.ctx, cfg, reg, log, g.stdout, dev, ln)
 	if err != nil {
 		return fmt.Errorf("start: %w", err)
