@@ -511,15 +511,21 @@ func replyFromError(err error) reply {
 
 // buildMessage turns a rendition into a go-mail message.
 func (s *Sender) buildMessage(to string, em *render.Email) (*gomail.Msg, error) {
+	return BuildMessage(s.cfg.From, to, s.cfg.Now(), em)
+}
+
+// BuildMessage turns an email rendition into the message the sender sends:
+// `beachd render --format mime` prints it with this same function.
+func BuildMessage(from, to string, date time.Time, em *render.Email) (*gomail.Msg, error) {
 	m := gomail.NewMsg(gomail.WithNoDefaultUserAgent())
-	if err := m.From(s.cfg.From); err != nil {
+	if err := m.From(from); err != nil {
 		return nil, fmt.Errorf("from: %w", err)
 	}
 	if err := m.To(to); err != nil {
 		return nil, fmt.Errorf("to: %w", err)
 	}
 	m.Subject(em.Subject)
-	m.SetDateWithValue(s.cfg.Now())
+	m.SetDateWithValue(date)
 	m.SetMessageIDWithValue(strings.Trim(em.MessageID, "<>"))
 	for k, v := range em.Headers {
 		switch strings.ToLower(k) {

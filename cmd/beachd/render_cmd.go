@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/mail"
 	"os"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/cool-ai/beachd/channels/email"
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/render"
 	"github.com/cool-ai/beachd/templates"
@@ -282,45 +284,18 @@ func emailOutput(e *render.Email, o renderOpts) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// mimeMessage builds the message as the email channel sends it.
+// mimeMessage builds the message exactly as the email channel sends it.
 func mimeMessage(e *render.Email, o renderOpts) (*gomail.Msg, error) {
-	m := gomail.NewMsg(gomail.WithNoDefaultUserAgent())
-	if err := m.From(o.From); err != nil {
-		return nil, fmt.Errorf("--from: %w", err)
-	}
 	to := o.To
 	if to == "" {
 		to = "recipient@example.org"
 	}
-	if err := m.To(to); err != nil {
+	if _, err := mail.ParseAddress(to); err != nil {
 		return nil, &exitError{code: 2, err: fmt.Errorf("--to: %w", err)}
 	}
-	m.Subject(e.Subject)
-	m.SetDateWithValue(o.Now)
-	m.SetMessageIDWithValue(strings.Trim(e.MessageID, "<>"))
-	for k, v := range e.Headers {
-		switch strings.ToLower(k) {
-		case "message-id", "from", "to", "subject", "date":
-		case "reply-to":
-			if err := m.ReplyTo(v); err != nil {
-				return nil, fmt.Errorf("reply-to: %w", err)
-			}
-		default:
-			m.SetGenHeaderPreformatted(gomail.Header(k), v)
-		}
-	}
-	m.SetBodyString(gomail.TypeTextPlain, e.Text)
-	if e.HTML != "" {
-		m.AddAlternativeString(gomail.TypeTextHTML, e.HTML)
-	}
-	for _, a := range e.Attachments {
-		mt := a.MimeType
-		if mt == "" {
-			mt = "application/octet-stream"
-		}
-		if err := m.AttachReader(a.Filename, bytes.NewReader(a.Bytes), gomail.WithFileContentType(gomail.ContentType(mt))); err != nil {
-			return nil, fmt.Errorf("attachment %q: %w", a.Filename, err)
-		}
+	m, err := email.BuildMessage(o.From, to, o.Now, e)
+	if err != nil {
+		return nil, fmt.Errorf("--from/--to: %w", err)
 	}
 	return m, nil
 }
