@@ -68,6 +68,8 @@ type app struct {
 	ready      atomic.Bool
 	// onListen runs once the listener is bound (dev mode prints its banner).
 	onListen []func(addr string)
+	// devAgent is `beachd dev`'s agent (nil otherwise).
+	devAgent *devAgent
 }
 
 // buildApp opens the store and builds every part. Nothing runs yet.

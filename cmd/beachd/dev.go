@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/cool-ai/beachd/api"
 	"github.com/cool-ai/beachd/channels/webhook"
@@ -148,6 +149,7 @@ func (a *app) wireDev() error {
 	a.routes = append(a.routes,
 		api.Route{Method: "POST", Pattern: "/dev/sink", Handler: sink},
 		api.Route{Method: "GET", Pattern: "/dev/sink", Handler: sink})
-	a.routes = append(a.routes, (&devAgent{}).routes(a.log.With("component", "dev-agent"))...)
+	a.devAgent = &devAgent{now: time.Now}
+	a.routes = append(a.routes, a.devAgent.routes(a.log.With("component", "dev-agent"))...)
 	return nil
 }

@@ -29,6 +29,8 @@ type devAgent struct {
 	mu       sync.Mutex
 	received []devReceived
 	tasks    devTasks
+	// now stamps receipts; tests measuring latency read the stamps.
+	now func() time.Time
 }
 
 // devTasks is the dev agent's task store. A decision for a turn the agent
@@ -102,7 +104,7 @@ func (d *devAgent) Execute(ctx context.Context, rc *a2asrv.RequestContext, q eve
 			var ar envelope.ApprovalResponse
 			_ = json.Unmarshal(b, &ar)
 			d.mu.Lock()
-			d.received = append(d.received, devReceived{ContextID: msg.ContextID, TaskID: string(msg.TaskID), Response: ar, At: time.Now()})
+			d.received = append(d.received, devReceived{ContextID: msg.ContextID, TaskID: string(msg.TaskID), Response: ar, At: d.now()})
 			if len(d.received) > 1000 {
 				d.received = d.received[len(d.received)-1000:]
 			}
@@ -134,6 +136,18 @@ func (d *devAgent) Cancel(ctx context.Context, rc *a2asrv.RequestContext, q even
 
 // routes mounts the agent's JSON-RPC endpoint and a listing of what it
 // received. Both are dev-only and unauthenticated, on loopback.
+// receivedFor returns when the agent received the decision of approval id.
+func (d *devAgent) receivedFor(id string) (time.Time, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, r := range d.received {
+		if r.Response.ApprovalID == id {
+			return r.At, true
+		}
+	}
+	return time.Time{}, false
+}
+
 func (d *devAgent) routes(log *slog.Logger) []api.Route {
 	h := a2asrv.NewHandler(d, a2asrv.WithLogger(log), a2asrv.WithTaskStore(&d.tasks), a2asrv.WithCallInterceptor(d))
 	rpc := a2asrv.NewJSONRPCHandler(h)
