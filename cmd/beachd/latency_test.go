@@ -178,8 +178,8 @@ func TestApprovalLatency(t *testing.T) {
 		})
 	}
 	out := map[string]any{
-		"approvals": n,
-		"imapAppendToInjection": map[string]float64{"p50ms": ms(percentile(mailLat, 50)), "p99ms": ms(percentile(mailLat, 99))},
+		"approvals":                n,
+		"imapAppendToInjection":    map[string]float64{"p50ms": ms(percentile(mailLat, 50)), "p99ms": ms(percentile(mailLat, 99))},
 		"twilioWebhookToInjection": map[string]float64{"p50ms": ms(percentile(smsLat, 50)), "p99ms": ms(percentile(smsLat, 99))},
 	}
 	b, _ := json.Marshal(out)
