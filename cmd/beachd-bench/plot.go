@@ -20,10 +20,12 @@ func plotSoak(path string, res *soakResult) error {
 	n := len(res.Samples)
 	xs := make([]float64, n)
 	rss := make([]float64, n)
+	anon := make([]float64, n)
 	p50 := make([]float64, n)
 	p99 := make([]float64, n)
 	ip99 := make([]float64, n)
 	for i, s := range res.Samples {
+		anon[i] = s.RSSAnonMiB
 		xs[i], rss[i], p50[i], p99[i], ip99[i] = s.AtSec, s.RSSMiB, s.E2EP50ms, s.E2EP99ms, s.IngestP99ms
 	}
 	title := fmt.Sprintf("BEACHD SOAK %s AT %d/S: ACCEPTED %d, DELIVERED %d, UNDELIVERED %d", strings.ToUpper(res.Duration), res.Rate, res.Accepted, res.Delivered, res.Undelivered)
@@ -32,7 +34,7 @@ func plotSoak(path string, res *soakResult) error {
 	red := color.RGBA{210, 40, 40, 255}
 	green := color.RGBA{40, 150, 60, 255}
 	orange := color.RGBA{230, 140, 20, 255}
-	panel(img, image.Rect(80, 50, w-30, 320), xs, [][]float64{rss}, []color.RGBA{blue}, []string{"RSS MIB"})
+	panel(img, image.Rect(80, 50, w-30, 320), xs, [][]float64{rss, anon}, []color.RGBA{blue, orange}, []string{"RSS MIB", "ANON RSS MIB (HEAP)"})
 	panel(img, image.Rect(80, 360, w-30, h-50), xs, [][]float64{p50, p99, ip99}, []color.RGBA{green, red, orange},
 		[]string{"INGEST->DELIVERED P50 MS", "P99 MS", "INGEST P99 MS"})
 	drawText(img, w/2-60, h-25, "TIME (S)", 2, color.RGBA{0, 0, 0, 255})

@@ -12,12 +12,17 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/cool-ai/beachd/stress"
 )
 
 // soakSample is one interval of the soak.
 type soakSample struct {
-	AtSec       float64 `json:"atSec"`
-	RSSMiB      float64 `json:"rssMiB"`
+	AtSec  float64 `json:"atSec"`
+	RSSMiB float64 `json:"rssMiB"`
+	// RSSAnonMiB is the anonymous part (heap, stacks); the rest of RSS is
+	// file pages, mostly bbolt's memory map of the store.
+	RSSAnonMiB  float64 `json:"rssAnonMiB"`
 	Accepted    int     `json:"accepted"`
 	Delivered   int     `json:"delivered"`
 	Backlog     int     `json:"backlog"`
@@ -191,11 +196,11 @@ webhooks:
 		mu.Unlock()
 		deliveredTotal += len(e2e)
 		e2eAll = append(e2eAll, e2e...)
-		s := soakSample{AtSec: now.Sub(start).Seconds(), RSSMiB: p.RSS(), Accepted: acc, Delivered: deliveredTotal,
+		s := soakSample{AtSec: now.Sub(start).Seconds(), RSSMiB: p.RSS(), RSSAnonMiB: stress.ProcStatus(p.cmd.Process.Pid, "RssAnon"), Accepted: acc, Delivered: deliveredTotal,
 			Backlog: backlog, Errors: errs, IngestP50ms: pct(il, 50), IngestP99ms: pct(il, 99), E2EP50ms: pct(e2e, 50), E2EP99ms: pct(e2e, 99)}
 		res.Samples = append(res.Samples, s)
-		fmt.Fprintf(os.Stderr, "soak %6.0fs: rss %.1f MiB, accepted %d, delivered %d, backlog %d, errors %d, ingest p99 %.1f ms, e2e p50 %.1f p99 %.1f ms\n",
-			s.AtSec, s.RSSMiB, s.Accepted, s.Delivered, s.Backlog, s.Errors, s.IngestP99ms, s.E2EP50ms, s.E2EP99ms)
+		fmt.Fprintf(os.Stderr, "soak %6.0fs: rss %.1f MiB (anon %.1f), accepted %d, delivered %d, backlog %d, errors %d, ingest p99 %.1f ms, e2e p50 %.1f p99 %.1f ms\n",
+			s.AtSec, s.RSSMiB, s.RSSAnonMiB, s.Accepted, s.Delivered, s.Backlog, s.Errors, s.IngestP99ms, s.E2EP50ms, s.E2EP99ms)
 	}
 	for now := range tick.C {
 		if now.After(end) {
