@@ -53,6 +53,9 @@ type DispatcherConfig struct {
 	Now      func() time.Time
 	// Jitter returns a value in [0,1); default math/rand.
 	Jitter func() float64
+	// ShutdownGrace is how long sends in flight may go on once Run's
+	// context ends; default 10s.
+	ShutdownGrace time.Duration
 }
 
 // Dispatcher claims due jobs, hands them to their channel's Deliverer and
@@ -87,6 +90,9 @@ func NewDispatcher(cfg DispatcherConfig, db *store.DB, deliverers map[string]Del
 	}
 	if cfg.Jitter == nil {
 		cfg.Jitter = defaultJitter
+	}
+	if cfg.ShutdownGrace <= 0 {
+		cfg.ShutdownGrace = 10 * time.Second
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -315,6 +321,10 @@ func (d *Dispatcher) work(ctx context.Context, del *store.Delivery) {
 		if !e.Permanent {
 			next, retry = policy.Next(del.Attempts+1, lifeStart, d.cfg.Now(), e.RetryAfter, d.cfg.Jitter)
 		}
+		if !e.Permanent && ctx.Err() != nil {
+			// Cut off by shutdown, not by the peer: due again at once.
+			next, retry = d.cfg.Now(), true
+		}
 		switch {
 		case retry:
 			o.State, o.NextAttemptAt, outcome = store.StateRetrying, next, "retry"
@@ -375,7 +385,14 @@ func (d *Dispatcher) attempt(ctx context.Context, deliverer Deliverer, del *stor
 		}
 		job.Approvals = h
 	}
-	actx, cancel := context.WithTimeout(ctx, policy.Timeout)
+	// A send in flight when the dispatcher stops gets a grace period to
+	// finish: cutting it off would leave a maybe-sent message to repeat.
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), policy.Timeout)
 	defer cancel()
+	stop := context.AfterFunc(ctx, func() {
+		t := time.AfterFunc(d.cfg.ShutdownGrace, cancel)
+		context.AfterFunc(actx, func() { t.Stop() })
+	})
+	defer stop()
 	return deliverer.Deliver(actx, job)
 }

@@ -263,3 +263,65 @@ func TestRefusedJobsDoNotSpin(t *testing.T) {
 		t.Fatal("a refused job was delivered")
 	}
 }
+
+// slow is a Deliverer whose send takes a while and honours its context.
+type slow struct {
+	took    time.Duration
+	started chan struct{}
+}
+
+func (s *slow) Deliver(ctx context.Context, job *Job) (*Result, error) {
+	close(s.started)
+	select {
+	case <-time.After(s.took):
+		return &Result{ProviderID: "p"}, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// A send in flight when the dispatcher stops finishes within the grace
+// period instead of being cut off (which would leave a maybe-sent message).
+func TestShutdownLetsSendsInFlightFinish(t *testing.T) {
+	db, err := store.Open(filepath.Join(t.TempDir(), "b.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	sd := &slow{took: 300 * time.Millisecond, started: make(chan struct{})}
+	d, _ := NewDispatcher(DispatcherConfig{Workers: 2, ShutdownGrace: 5 * time.Second}, db, map[string]Deliverer{"webhook": sd}, nil, nil, nil)
+	res, _ := db.Ingest(context.Background(), store.Ingest{Envelope: []byte(`{}`), Deliveries: []store.NewDelivery{{Channel: "webhook", To: "a"}}})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- d.Run(ctx) }()
+	<-sd.started
+	cancel()
+	<-done
+	del, _ := db.Delivery(context.Background(), res.Deliveries[0].ID)
+	if del.State != store.StateSent {
+		t.Fatalf("a send in flight at shutdown ended %s (%s)", del.State, del.LastError)
+	}
+}
+
+// A send cut off by shutdown after the grace period is due again at once.
+func TestSendCutOffByShutdownIsDueAtOnce(t *testing.T) {
+	db, err := store.Open(filepath.Join(t.TempDir(), "b.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	sd := &slow{took: time.Hour, started: make(chan struct{})}
+	d, _ := NewDispatcher(DispatcherConfig{Workers: 2, ShutdownGrace: 50 * time.Millisecond,
+		Policies: map[string]Policy{"webhook": EmailPolicy}}, db, map[string]Deliverer{"webhook": sd}, nil, nil, nil)
+	res, _ := db.Ingest(context.Background(), store.Ingest{Envelope: []byte(`{}`), Deliveries: []store.NewDelivery{{Channel: "webhook", To: "a"}}})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- d.Run(ctx) }()
+	<-sd.started
+	cancel()
+	<-done
+	del, _ := db.Delivery(context.Background(), res.Deliveries[0].ID)
+	if del.State != store.StateRetrying || time.Until(del.NextAttemptAt) > time.Second {
+		t.Fatalf("cut off by shutdown: %s, next attempt in %v (the 5-minute email delay must not apply)", del.State, time.Until(del.NextAttemptAt))
+	}
+}
