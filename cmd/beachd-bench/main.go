@@ -101,8 +101,26 @@ func main() {
 	all := flag.Bool("all", false, "every figure: throughput, crash loop, faults, fuzzing, scale, soak, Postfix")
 	md := flag.String("md", "", "with -all (or any mode): write a Markdown table here")
 	fuzztime := flag.Duration("fuzztime", 10*time.Second, "with -all: fuzzing time per target")
+	thr := flag.Bool("throughput", false, "with other modes: also run the default daemon-vs-raw throughput bench")
+	merge := flag.String("merge", "", "comma-separated report JSON files to merge (later sections win) into -o and -md; runs nothing")
 	flag.Parse()
-	if !*all && *scale == 0 && *soak == 0 && !*pf {
+	if *merge != "" {
+		rep, err := mergeReports(strings.Split(*merge, ","))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "beachd-bench:", err)
+			os.Exit(1)
+		}
+		b, _ := json.MarshalIndent(rep, "", "  ")
+		fmt.Println(string(b))
+		if *out != "" {
+			os.WriteFile(*out, append(b, '\n'), 0o644)
+		}
+		if *md != "" {
+			os.WriteFile(*md, []byte(markdown(rep)), 0o644)
+		}
+		return
+	}
+	if !*all && *scale == 0 && *soak == 0 && !*pf && !*thr {
 		// The default: daemon vs raw net/http, as it always was.
 		res, err := bench(*n, *c, *bin, *workers)
 		if err != nil {
@@ -139,6 +157,12 @@ func main() {
 			rep.Throughput = res
 		}
 		rep.Crash, rep.Faults, rep.Fuzz = runSuites(*fuzztime, fail)
+	} else if *thr {
+		if res, err := bench(*n, *c, *bin, *workers); err != nil {
+			fail("throughput", err)
+		} else {
+			rep.Throughput = res
+		}
 	}
 	if *scale > 0 {
 		if res, err := scaleRun(*scale, *bin, *drain); err != nil {

@@ -221,7 +221,7 @@ func markdown(r *report) string {
 	if s := r.Scale; s != nil {
 		row("Scale: queued deliveries", "%d (file %.0f MiB, loaded at %.0f/s)", s.Queued, s.FileMiB, s.LoadPerSec)
 		row("Scale: start-up to /readyz", "%.0f ms (restart after draining: %.0f ms)", s.StartupMs, s.RestartMs)
-		row("Scale: beachd RSS", "%.1f MiB at ready, %.1f MiB peak while delivering %.0f/s from the backlog", s.RSSAtReadyMiB, s.PeakRSSMiB, s.DrainedPerSec)
+		row("Scale: beachd RSS", "%.1f MiB at ready (anonymous %.1f MiB, the rest bbolt's file map), %.1f MiB peak while delivering %.0f/s from the backlog (anonymous %.1f MiB)", s.RSSAtReadyMiB, s.AnonAtReadyMiB, s.PeakRSSMiB, s.DrainedPerSec, s.AnonPeakMiB)
 		row("Scale: claim rate", "%.0f claims/s (64 per transaction, %d measured)", s.ClaimPerSec, s.Claimed)
 	}
 	if s := r.Soak; s != nil {
@@ -258,4 +258,52 @@ func loadAvg() string {
 		return ""
 	}
 	return strings.Join(f[:3], " ")
+}
+
+// mergeReports combines reports: each later file's non-empty sections
+// replace earlier ones; machine and load averages are concatenated.
+func mergeReports(paths []string) (*report, error) {
+	out := &report{}
+	for _, p := range paths {
+		b, err := os.ReadFile(strings.TrimSpace(p))
+		if err != nil {
+			return nil, err
+		}
+		var r report
+		if err := json.Unmarshal(b, &r); err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		if out.Machine == "" {
+			out.Machine = r.Machine
+		}
+		if out.Started == "" || (r.Started != "" && r.Started < out.Started) {
+			out.Started = r.Started
+		}
+		if r.Finished > out.Finished {
+			out.Finished = r.Finished
+		}
+		out.LoadAvg = append(out.LoadAvg, r.LoadAvg...)
+		if r.Throughput != nil {
+			out.Throughput = r.Throughput
+		}
+		if r.Crash != nil {
+			out.Crash = r.Crash
+		}
+		if r.Faults != nil {
+			out.Faults = r.Faults
+		}
+		if r.Fuzz != nil {
+			out.Fuzz = r.Fuzz
+		}
+		if r.Scale != nil {
+			out.Scale = r.Scale
+		}
+		if r.Soak != nil {
+			out.Soak = r.Soak
+		}
+		if r.Postfix != nil {
+			out.Postfix = r.Postfix
+		}
+	}
+	return out, nil
 }

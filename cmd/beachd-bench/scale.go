@@ -18,13 +18,17 @@ import (
 
 // scaleResult: beachd with a large backlog in its store.
 type scaleResult struct {
-	Queued          int     `json:"queuedDeliveries"`
-	LoadSeconds     float64 `json:"loadSeconds"`
-	LoadPerSec      float64 `json:"loadPerSec"`
-	FileMiB         float64 `json:"dbFileMiB"`
-	LoaderPeakRSS   float64 `json:"loaderPeakRSSMiB"`
-	StartupMs       float64 `json:"startupToReadyMs"`
-	RSSAtReadyMiB   float64 `json:"beachdRSSAtReadyMiB"`
+	Queued        int     `json:"queuedDeliveries"`
+	LoadSeconds   float64 `json:"loadSeconds"`
+	LoadPerSec    float64 `json:"loadPerSec"`
+	FileMiB       float64 `json:"dbFileMiB"`
+	LoaderPeakRSS float64 `json:"loaderPeakRSSMiB"`
+	StartupMs     float64 `json:"startupToReadyMs"`
+	RSSAtReadyMiB float64 `json:"beachdRSSAtReadyMiB"`
+	// AnonAtReadyMiB is the anonymous part of RSS (heap, stacks); the rest
+	// is file pages of bbolt's memory map, read at open.
+	AnonAtReadyMiB  float64 `json:"beachdAnonRSSAtReadyMiB"`
+	AnonPeakMiB     float64 `json:"beachdAnonRSSAfterDrainMiB"`
 	PeakRSSMiB      float64 `json:"beachdPeakRSSMiB"`
 	DrainSeconds    float64 `json:"drainSeconds"`
 	DrainedPerSec   float64 `json:"deliveredPerSecWithBacklog"`
@@ -119,11 +123,13 @@ webhooks:
 	}
 	res.StartupMs = float64(p.Ready.Microseconds()) / 1000
 	res.RSSAtReadyMiB = p.RSS()
+	res.AnonAtReadyMiB = stress.ProcStatus(p.cmd.Process.Pid, "RssAnon")
 	d0, t0 := delivered.Load(), time.Now()
 	time.Sleep(drain)
 	res.DrainSeconds = time.Since(t0).Seconds()
 	res.DrainedPerSec = float64(delivered.Load()-d0) / res.DrainSeconds
 	res.PeakRSSMiB = p.PeakRSS()
+	res.AnonPeakMiB = stress.ProcStatus(p.cmd.Process.Pid, "RssAnon")
 	p.stop()
 
 	// 3. Restart on the file (now with sent and queued deliveries).
