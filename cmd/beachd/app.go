@@ -152,8 +152,38 @@ func buildApp(ctx context.Context, cfg *Config, reg *envelope.Registry, log *slo
 	if err != nil {
 		return nil, err
 	}
-	a.workers = append([]worker{{"dispatcher", a.dispatcher.Run}}, a.workers...)
+	a.workers = append([]worker{{"dispatcher", a.dispatcher.Run}, {"retention", a.prune}}, a.workers...)
 	return a, nil
+}
+
+// prune removes finished work older than the retention period, every ten
+// minutes, in transactions of at most 1,000 envelopes.
+func (a *app) prune(ctx context.Context) error {
+	keep := durationOr(a.cfg.Retention, 7*24*time.Hour)
+	t := time.NewTicker(10 * time.Minute)
+	defer t.Stop()
+	for {
+		total := 0
+		for ctx.Err() == nil {
+			n, err := a.db.Prune(ctx, a.now().Add(-keep), 1000)
+			if err != nil {
+				a.log.Error("prune finished work", "err", err)
+				break
+			}
+			total += n
+			if n == 0 {
+				break
+			}
+		}
+		if total > 0 {
+			a.log.Info("pruned finished envelopes", "count", total, "older_than", keep)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
 }
 
 func (a *app) readyErr() error {

@@ -35,6 +35,9 @@ type Config struct {
 	Render    RenderConfig                `yaml:"render"`
 	Limits    LimitsConfig                `yaml:"limits"`
 	Dispatch  DispatchConfig              `yaml:"dispatch"`
+	// Retention: envelopes whose deliveries are all sent or dead are removed
+	// this long after acceptance, with their attempts; default 168h (7 days).
+	Retention time.Duration `yaml:"retention"`
 }
 
 // LogConfig selects the log format and level.
@@ -140,6 +143,9 @@ func (c *Config) validate() (*envelope.Registry, error) {
 	}
 	if c.Limits.MaxEnvelopeBytes < 0 || c.Limits.MaxParts < 0 || c.Limits.MaxRecipients < 0 {
 		v.errorf("limits", "limits cannot be negative")
+	}
+	if c.Retention < 0 || (c.Retention > 0 && c.Retention < time.Hour) {
+		v.errorf("retention", "must be at least 1h (0: the default, 168h), got %s", c.Retention)
 	}
 	if c.Dispatch.Workers < 0 || c.Dispatch.Workers > 4096 {
 		v.errorf("dispatch.workers", "must be between 1 and 4096")

@@ -1,0 +1,115 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Prune removes what is older than before and finished: envelopes whose
+// deliveries are all sent or dead, with those deliveries, their attempts and
+// index entries, and idempotency keys. An envelope with a delivery still
+// queued, sending or retrying is kept whatever its age. Each call removes at
+// most max envelopes in one transaction; call it until it returns 0.
+func (s *DB) Prune(ctx context.Context, before time.Time, max int) (int, error) {
+	if max <= 0 {
+		max = 1000
+	}
+	n := 0
+	err := s.bolt.Update(func(tx *bolt.Tx) error {
+		n = 0
+		envs := tx.Bucket(bEnvelopes)
+		var doomed []EnvelopeRecord
+		c := envs.Cursor()
+		scanned := 0
+		for k, v := c.First(); k != nil && len(doomed) < max && scanned < 20*max; k, v = c.Next() {
+			scanned++
+			var rec EnvelopeRecord
+			if err := json.Unmarshal(v, &rec); err != nil {
+				return fmt.Errorf("envelope %s: %w", k, err)
+			}
+			if !rec.CreatedAt.Before(before) {
+				break // ids sort by creation time
+			}
+			if finished(tx, rec.DeliveryIDs) {
+				doomed = append(doomed, rec)
+			}
+		}
+		for _, rec := range doomed {
+			if err := deleteEnvelopeTx(tx, &rec); err != nil {
+				return err
+			}
+			n++
+		}
+		// Idempotency keys: a replay after the retention period is a new request.
+		idem := tx.Bucket(bIdempotency)
+		var keys [][]byte
+		err := idem.ForEach(func(k, v []byte) error {
+			var r idemRecord
+			if json.Unmarshal(v, &r) == nil && r.CreatedAt.Before(before) && len(keys) < 10*max {
+				keys = append(keys, append([]byte(nil), k...))
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, k := range keys {
+			if err := idem.Delete(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("prune: %w", err)
+	}
+	return n, nil
+}
+
+func finished(tx *bolt.Tx, ids []string) bool {
+	for _, id := range ids {
+		var d Delivery
+		if err := getJSON(tx.Bucket(bDeliveries), []byte(id), &d); err != nil {
+			continue // already gone
+		}
+		if d.State != StateSent && d.State != StateDead {
+			return false
+		}
+	}
+	return true
+}
+
+func deleteEnvelopeTx(tx *bolt.Tx, rec *EnvelopeRecord) error {
+	for _, id := range rec.DeliveryIDs {
+		var d Delivery
+		if err := getJSON(tx.Bucket(bDeliveries), []byte(id), &d); err == nil {
+			if err := tx.Bucket(bByState).Delete(stateKey(d.State, d.ID)); err != nil {
+				return err
+			}
+			if d.ProviderID != "" {
+				if err := tx.Bucket(bProviderIDs).Delete(providerKey(d.Channel, d.ProviderID)); err != nil {
+					return err
+				}
+			}
+			if err := tx.Bucket(bDeliveries).Delete([]byte(id)); err != nil {
+				return err
+			}
+		}
+		prefix := []byte(id + "/")
+		ac := tx.Bucket(bAttempts).Cursor()
+		for k, _ := ac.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = ac.Seek(prefix) {
+			if err := ac.Delete(); err != nil {
+				return err
+			}
+		}
+	}
+	if err := tx.Bucket(bEnvelopeBodies).Delete([]byte(rec.ID)); err != nil {
+		return err
+	}
+	return tx.Bucket(bEnvelopes).Delete([]byte(rec.ID))
+}

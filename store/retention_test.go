@@ -1,0 +1,55 @@
+package store
+
+import (
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+func TestPruneRemovesOnlyOldFinishedWork(t *testing.T) {
+	c := newClock()
+	db := openTest(t, filepath.Join(t.TempDir(), "b.db"), c)
+	old := ingestOne(t, db, 2) // will be sent and dead
+	oldPending := ingestOne(t, db, 1)
+	key, _ := db.Ingest(ctx, Ingest{Envelope: []byte(`{}`), Deliveries: []NewDelivery{{Channel: "webhook", To: "k"}}, IdempotencyKey: "k1", RequestHash: HashRequest([]byte("b"))})
+	jobs, _ := db.Claim(ctx, 10, time.Minute, nil)
+	for _, j := range jobs {
+		switch j.ID {
+		case old.Deliveries[0].ID:
+			db.Record(ctx, j.ID, j.LeaseUntil, Outcome{State: StateSent, ProviderID: "SMold", Attempt: Attempt{Outcome: "sent"}})
+		case old.Deliveries[1].ID, key.Deliveries[0].ID:
+			db.Record(ctx, j.ID, j.LeaseUntil, Outcome{State: StateDead, DeadReason: "410"})
+		default: // oldPending stays retrying
+			db.Record(ctx, j.ID, j.LeaseUntil, Outcome{State: StateRetrying, NextAttemptAt: c.Now().Add(time.Hour)})
+		}
+	}
+	c.Add(8 * 24 * time.Hour)
+	fresh := ingestOne(t, db, 1)
+	n, err := db.Prune(ctx, c.Now().Add(-7*24*time.Hour), 100)
+	if err != nil || n != 2 {
+		t.Fatalf("pruned %d, %v; want the two finished old envelopes", n, err)
+	}
+	if _, err := db.Envelope(ctx, old.EnvelopeID); !errors.Is(err, ErrNotFound) {
+		t.Errorf("old finished envelope still there: %v", err)
+	}
+	if _, err := db.DeliveryByProviderID(ctx, "webhook", "SMold"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("provider id of a pruned delivery still resolves: %v", err)
+	}
+	if atts, _ := db.Attempts(ctx, old.Deliveries[0].ID); len(atts) != 0 {
+		t.Errorf("%d attempts of a pruned delivery left", len(atts))
+	}
+	for _, keep := range []string{oldPending.EnvelopeID, fresh.EnvelopeID} {
+		if _, err := db.Envelope(ctx, keep); err != nil {
+			t.Errorf("envelope %s removed: %v", keep, err)
+		}
+	}
+	// The idempotency key is gone: the same key is a new request now.
+	again, err := db.Ingest(ctx, Ingest{Envelope: []byte(`{}`), Deliveries: []NewDelivery{{Channel: "webhook", To: "k"}}, IdempotencyKey: "k1", RequestHash: HashRequest([]byte("other"))})
+	if err != nil || again.Replayed {
+		t.Errorf("expired idempotency key: %+v %v", again, err)
+	}
+	if n, _ := db.Prune(ctx, c.Now().Add(-7*24*time.Hour), 100); n != 0 {
+		t.Errorf("second prune removed %d", n)
+	}
+}
