@@ -1,6 +1,6 @@
 module github.com/cool-ai/beachd
 
-go 1.26.8
+go 1.26.0
 
 require (
 	github.com/Shopify/toxiproxy/v2 v2.5.0
