@@ -120,7 +120,11 @@ func TestFaults(t *testing.T) {
 		return allSent
 	})
 
-	scenario(t, "peer_down_then_back", rigOptions{}, func(r *rig) func(*store.Delivery) outcome {
+	downOpt := rigOptions{}
+	if os.Getenv("BEACHD_STRESS_LONG") != "" {
+		downOpt.Policy = fastPolicy(10 * time.Minute) // outlives the 2-minute outage
+	}
+	scenario(t, "peer_down_then_back", downOpt, func(r *rig) func(*store.Delivery) outcome {
 		for _, p := range all {
 			r.proxies[p].Stop()
 		}
