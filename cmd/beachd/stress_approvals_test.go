@@ -1,0 +1,187 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/cool-ai/beachd/agent"
+	"github.com/cool-ai/beachd/agent/agenttest"
+	"github.com/cool-ai/beachd/channels/webhook"
+)
+
+// TestCrashLoopApprovals: a real a2a-go agent suspends turns on approval
+// requests; the built daemon delivers them, operators decide them, and the
+// daemon is SIGKILLed at random moments throughout — between decisions,
+// with injections in flight. In the end every approval is decided once and
+// its decision reached the agent exactly once, and the bbolt file passes
+// its consistency check.
+func TestCrashLoopApprovals(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the daemon")
+	}
+	bin, err := buildOnce()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ag := agenttest.Start()
+	defer ag.Close()
+	client, err := agent.New(map[string]agent.Target{"travel": {URL: ag.URL, Timeout: 10 * time.Second}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := webhook.NewSink(webhook.SinkConfig{Keep: 10000})
+	srv := httptest.NewServer(sink)
+	defer srv.Close()
+
+	// Each approval suspends its own turn on the agent.
+	const n = 40
+	ctx := context.Background()
+	envs := make([][]byte, n)
+	for i := range envs {
+		turn, err := client.StartTurn(ctx, "travel", fmt.Sprintf("approve:crash_%d", i), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		env, err := client.WaitTurn(ctx, "travel", turn, 20*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if envs[i], err = json.Marshal(env); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	cfg := fmt.Sprintf(`listen: %s
+data_dir: %s
+api_keys: ["%s"]
+log: {level: warn}
+agents:
+  travel: {a2a_url: "%s"}
+webhooks:
+  endpoints:
+    sink: {url: "%s/hook", secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}
+`, addr, filepath.Join(dir, "data"), e2eKey, ag.URL, srv.URL)
+	cfgPath := filepath.Join(dir, "beachd.yaml")
+	os.WriteFile(cfgPath, []byte(cfg), 0o600)
+	d := &daemon{t: t, bin: bin, cfg: cfgPath, base: "http://" + addr}
+	call := func(method, path, body string) (int, error) {
+		req, _ := http.NewRequest(method, d.base+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+e2eKey)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+
+	rng := rand.New(rand.NewPCG(1, 2))
+	posted, decided := 0, map[int]bool{}
+	kills := 0
+	for round := 0; posted < n || len(decided) < n; round++ {
+		d.start()
+		// Post the next envelopes, decide some of those already posted, and
+		// kill after a random number of steps.
+		steps := 5 + rng.IntN(15)
+		for s := 0; s < steps; s++ {
+			if posted < n && (rng.IntN(2) == 0 || len(decided) == posted) {
+				code, err := call("POST", "/v1/deliveries", fmt.Sprintf(`{"to":[{"channel":"webhook","endpoint":"sink"}],"agent":"travel","envelope":%s}`, envs[posted]))
+				if err != nil || code != 202 {
+					t.Fatalf("post %d: %d %v\n%s", posted, code, err, d.stderr)
+				}
+				posted++
+				continue
+			}
+			for i := 0; i < posted; i++ {
+				if decided[i] {
+					continue
+				}
+				code, err := call("POST", fmt.Sprintf("/v1/approvals/crash_%d/decision", i), `{"decision":"granted","reason":"ok"}`)
+				if err != nil || code != 200 {
+					t.Fatalf("decide %d: %d %v\n%s", i, code, err, d.stderr)
+				}
+				decided[i] = true
+				break
+			}
+		}
+		d.kill()
+		kills++
+	}
+	d.start()
+	defer d.stop()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		got := map[string]int{}
+		for _, r := range ag.Received() {
+			got[r.Response.ApprovalID]++
+		}
+		missing, dups := 0, 0
+		for i := 0; i < n; i++ {
+			switch c := got[fmt.Sprintf("crash_%d", i)]; {
+			case c == 0:
+				missing++
+			case c > 1:
+				dups += c - 1
+			}
+		}
+		if dups > 0 {
+			t.Fatalf("%d approvals injected more than once", dups)
+		}
+		if missing == 0 {
+			t.Logf("approvals %d, decided %d, injected once each, kills %d", n, len(decided), kills)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d decided approvals never reached the agent\n%s", missing, n, d.stderr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// Every approval reads granted, decided once.
+	for i := 0; i < n; i++ {
+		req, _ := http.NewRequest("GET", fmt.Sprintf("%s/v1/approvals/crash_%d", d.base, i), nil)
+		req.Header.Set("Authorization", "Bearer "+e2eKey)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		buf.ReadFrom(resp.Body)
+		resp.Body.Close()
+		var a struct {
+			State string
+		}
+		json.Unmarshal(buf.Bytes(), &a)
+		if a.State != "granted" || strings.Count(buf.String(), `"event": "decided"`) > 1 {
+			t.Fatalf("approval crash_%d: %s", i, buf.String())
+		}
+	}
+	d.stop()
+	db, err := bolt.Open(filepath.Join(dir, "data", "beachd.db"), 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.View(func(tx *bolt.Tx) error {
+		for err := range tx.Check() {
+			return err
+		}
+		return nil
+	}); err != nil {
+		t.Fatalf("bbolt check: %v", err)
+	}
+}
