@@ -26,30 +26,12 @@ func (s *DB) IngestBulk(ctx context.Context, ins []Ingest) ([]*IngestResult, err
 			if in.IdempotencyKey != "" {
 				return errors.New("bulk ingest: idempotency keys are not supported")
 			}
-			first := now
-			if in.NotBefore.After(now) {
-				first = in.NotBefore
-			}
-			envID := s.NewID("env_")
-			res := &IngestResult{EnvelopeID: envID}
 			ids := make([]string, len(in.Deliveries))
 			for i := range ids {
 				ids[i] = s.NewID("dlv_")
 			}
-			rec := EnvelopeRecord{ID: envID, Agent: in.Agent, Envelope: in.Envelope, CreatedAt: now, DeliveryIDs: ids, Source: in.Source}
-			if err := putEnvelopeTx(tx, &rec); err != nil {
-				return err
-			}
-			for i, nd := range in.Deliveries {
-				d := &Delivery{ID: ids[i], EnvelopeID: envID, Channel: nd.Channel, To: nd.To, Agent: in.Agent,
-					State: StateQueued, CreatedAt: now, UpdatedAt: now, NextAttemptAt: first,
-					ApprovalIDs: nd.ApprovalIDs, Extra: nd.Extra}
-				if err := putDeliveryTx(tx, d, ""); err != nil {
-					return err
-				}
-				res.Deliveries = append(res.Deliveries, d)
-			}
-			if err := s.putApprovalsTx(tx, envID, in.Approvals, now); err != nil {
+			res, err := s.writeIngestTx(tx, &in, s.NewID("env_"), ids, now)
+			if err != nil {
 				return err
 			}
 			out = append(out, res)

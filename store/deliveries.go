@@ -148,10 +148,6 @@ func (s *DB) Ingest(ctx context.Context, in Ingest) (*IngestResult, error) {
 	for i := range ids {
 		ids[i] = s.NewID("dlv_")
 	}
-	first := now
-	if in.NotBefore.After(now) {
-		first = in.NotBefore
-	}
 	var res *IngestResult
 	err := s.bolt.Batch(func(tx *bolt.Tx) error {
 		res = nil // Batch may run this function again
@@ -173,21 +169,8 @@ func (s *DB) Ingest(ctx context.Context, in Ingest) (*IngestResult, error) {
 				return err
 			}
 		}
-		rec := EnvelopeRecord{ID: envID, Agent: in.Agent, Envelope: in.Envelope, CreatedAt: now, DeliveryIDs: ids, Source: in.Source}
-		if err := putEnvelopeTx(tx, &rec); err != nil {
-			return err
-		}
-		out := &IngestResult{EnvelopeID: envID}
-		for i, nd := range in.Deliveries {
-			d := &Delivery{ID: ids[i], EnvelopeID: envID, Channel: nd.Channel, To: nd.To, Agent: in.Agent,
-				State: StateQueued, CreatedAt: now, UpdatedAt: now, NextAttemptAt: first,
-				ApprovalIDs: nd.ApprovalIDs, Extra: nd.Extra}
-			if err := putDeliveryTx(tx, d, ""); err != nil {
-				return err
-			}
-			out.Deliveries = append(out.Deliveries, d)
-		}
-		if err := s.putApprovalsTx(tx, envID, in.Approvals, now); err != nil {
+		out, err := s.writeIngestTx(tx, &in, envID, ids, now)
+		if err != nil {
 			return err
 		}
 		if in.IdempotencyKey != "" {
@@ -203,6 +186,33 @@ func (s *DB) Ingest(ctx context.Context, in Ingest) (*IngestResult, error) {
 		return nil, fmt.Errorf("ingest: %w", err)
 	}
 	return res, nil
+}
+
+// writeIngestTx writes one accepted envelope, its deliveries (due at
+// in.NotBefore or now) and its approvals. Ingest and IngestBulk share it.
+func (s *DB) writeIngestTx(tx *bolt.Tx, in *Ingest, envID string, ids []string, now time.Time) (*IngestResult, error) {
+	first := now
+	if in.NotBefore.After(now) {
+		first = in.NotBefore
+	}
+	rec := EnvelopeRecord{ID: envID, Agent: in.Agent, Envelope: in.Envelope, CreatedAt: now, DeliveryIDs: ids, Source: in.Source}
+	if err := putEnvelopeTx(tx, &rec); err != nil {
+		return nil, err
+	}
+	out := &IngestResult{EnvelopeID: envID}
+	for i, nd := range in.Deliveries {
+		d := &Delivery{ID: ids[i], EnvelopeID: envID, Channel: nd.Channel, To: nd.To, Agent: in.Agent,
+			State: StateQueued, CreatedAt: now, UpdatedAt: now, NextAttemptAt: first,
+			ApprovalIDs: nd.ApprovalIDs, Extra: nd.Extra}
+		if err := putDeliveryTx(tx, d, ""); err != nil {
+			return nil, err
+		}
+		out.Deliveries = append(out.Deliveries, d)
+	}
+	if err := s.putApprovalsTx(tx, envID, in.Approvals, now); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 func ingestResultTx(tx *bolt.Tx, envID string) (*IngestResult, error) {
