@@ -11,7 +11,12 @@ for pkg in $(go list ./...); do
 	targets=$(grep -ho '^func \(Fuzz[A-Za-z0-9_]*\)' "$dir"/*_test.go 2>/dev/null | sed 's/^func //' | sort -u || true)
 	for f in $targets; do
 		echo "-- $pkg $f"
-		go test -run '^$' -fuzz "^${f}\$" -fuzztime "$t" "$pkg" 2>&1 | tail -n 3
+		if ! out=$(go test -run '^$' -fuzz "^${f}\$" -fuzztime "$t" "$pkg" 2>&1); then
+			echo "$out"
+			echo "FAIL: $pkg $f (the failing input is under its testdata/fuzz/$f/; keep it as a regression seed)"
+			exit 1
+		fi
+		echo "$out" | tail -n 3
 		n=$((n + 1))
 	done
 done

@@ -237,7 +237,9 @@ func Verify(secrets []Secret, h http.Header, body []byte, now time.Time, toleran
 		if !ok || v != "v1" {
 			continue
 		}
-		raw, err := base64.StdEncoding.DecodeString(sig)
+		// Strict: a signature differing only in base64's unused padding bits is
+		// not the signature (the reference implementations compare the text).
+		raw, err := base64.StdEncoding.Strict().DecodeString(sig)
 		if err != nil || len(raw) != sha256.Size {
 			continue
 		}
