@@ -25,9 +25,9 @@ const alice, bob, aliceNum, bobNum = "alice@example.org", "bob@example.org", "+4
 
 func checkReceived(t *testing.T, h *harness, env *envelope.Envelope, id, decision, by string) {
 	t.Helper()
-	got := h.waitReceived(1)
+	h.waitReceived(1)
 	h.settle()
-	got = h.agent.Received()
+	got := h.agent.Received()
 	if len(got) != 1 {
 		t.Fatalf("agent received %d approval-responses, want exactly 1: %+v", len(got), got)
 	}

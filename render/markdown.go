@@ -244,10 +244,6 @@ func safeURL(s string) bool {
 	return false
 }
 
-// inlineText renders spans as plain text: markers dropped, links as
-// "label (url)" unless the label is the URL.
-func inlineText(sp []span) string { return inlineStyled(sp, false) }
-
 // inlineStyled renders spans as text; wa selects WhatsApp's own markup
 // (*bold*, _italic_, ```code```).
 func inlineStyled(sp []span, wa bool) string {

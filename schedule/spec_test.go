@@ -6,15 +6,6 @@ import (
 	"time"
 )
 
-func mustZone(t testing.TB, name string) *time.Location {
-	t.Helper()
-	loc, err := time.LoadLocation(name)
-	if err != nil {
-		t.Fatalf("load %s: %v", name, err)
-	}
-	return loc
-}
-
 func utc(s string) time.Time {
 	t, err := time.Parse(time.RFC3339, s)
 	if err != nil {

@@ -32,7 +32,6 @@ type htmlWriter struct {
 	reserve int
 	full    bool
 	texts   []string
-	pending []string // texts of the element being written
 }
 
 const htmlTruncNote = `<p style="margin:8px 0 0;color:#5f6368;font-size:12px">[… output truncated]</p>`
