@@ -13,40 +13,15 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/cool-ai/beachd/channels/twilio"
+	"github.com/cool-ai/beachd/stress"
 	"github.com/emersion/go-imap/v2/imapclient"
 )
 
 var latencyN = flag.Int("latency", 0, "measure decision latency over this many approvals per channel (TestApprovalLatency)")
-
-// fakeTwilio answers the Messages API like Twilio and keeps what was sent.
-type fakeTwilio struct {
-	mu   sync.Mutex
-	n    int
-	sent map[string][]string // To → bodies
-}
-
-func (f *fakeTwilio) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	r.ParseForm()
-	f.mu.Lock()
-	f.n++
-	sid := fmt.Sprintf("SM%032d", f.n)
-	f.sent[r.Form.Get("To")] = append(f.sent[r.Form.Get("To")], r.Form.Get("Body"))
-	f.mu.Unlock()
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(201)
-	json.NewEncoder(w).Encode(map[string]any{"sid": sid, "status": "queued", "to": r.Form.Get("To"), "from": r.Form.Get("From"), "body": r.Form.Get("Body")})
-}
-
-func (f *fakeTwilio) bodies(to string) []string {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]string(nil), f.sent[to]...)
-}
 
 func percentile(ds []time.Duration, p float64) time.Duration {
 	s := append([]time.Duration(nil), ds...)
@@ -67,12 +42,12 @@ func TestApprovalLatency(t *testing.T) {
 		t.Skip("pass -latency N to measure")
 	}
 	n := *latencyN
-	tw := &fakeTwilio{sent: map[string][]string{}}
+	tw := stress.NewFakeTwilio()
 	fake := httptest.NewServer(tw)
 	defer fake.Close()
-	const token = "testauthtoken0123456789abcdef012"
+	const token = stress.TwilioToken
 	d := startDev(t, func(c *Config) {
-		c.Twilio = &TwilioConfig{AccountSID: "AC" + strings.Repeat("0", 32), AuthToken: token, APIBaseURL: fake.URL,
+		c.Twilio = &TwilioConfig{AccountSID: stress.TwilioAccount, AuthToken: token, APIBaseURL: fake.URL,
 			SMSFrom: "+15550001111", RatePerSecond: 1000, Burst: 1000}
 	})
 	agentPass := bannerAgent.FindStringSubmatch(strings.Join(d.a.banner, "\n"))
@@ -141,11 +116,13 @@ func TestApprovalLatency(t *testing.T) {
 	codeRe := regexp.MustCompile(`YES (\d+)`)
 	codes := map[int]string{}
 	waitFor(t, 120*time.Second, "every approval SMS", func() bool {
-		for i := 0; i < n; i++ {
-			for _, b := range tw.bodies(fmt.Sprintf("+1555600%04d", i)) {
-				if m := codeRe.FindStringSubmatch(b); m != nil {
-					codes[i] = m[1]
-				}
+		for _, m := range tw.Created() {
+			var i int
+			if _, err := fmt.Sscanf(m.To, "+1555600%04d", &i); err != nil {
+				continue
+			}
+			if c := codeRe.FindStringSubmatch(m.Body); c != nil {
+				codes[i] = c[1]
 			}
 		}
 		return len(codes) == n
@@ -153,7 +130,7 @@ func TestApprovalLatency(t *testing.T) {
 	hook := d.a.cfg.PublicURL + twilioInboundPath
 	var smsLat []time.Duration
 	for i := 0; i < n; i++ {
-		form := url.Values{"AccountSid": {"AC" + strings.Repeat("0", 32)}, "MessageSid": {fmt.Sprintf("SMin%030d", i)},
+		form := url.Values{"AccountSid": {stress.TwilioAccount}, "MessageSid": {fmt.Sprintf("SMin%030d", i)},
 			"From": {fmt.Sprintf("+1555600%04d", i)}, "To": {"+15550001111"}, "Body": {"YES " + codes[i]}, "NumMedia": {"0"}}
 		req, _ := http.NewRequest("POST", hook, strings.NewReader(form.Encode()))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
