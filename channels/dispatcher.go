@@ -69,6 +69,10 @@ type Dispatcher struct {
 	obs        Observer
 	lease      time.Duration
 	wake       chan struct{}
+	// recording bounds the outcomes waiting for their commit; records
+	// counts them, so that Run returns only once all are stored.
+	recording chan struct{}
+	records   sync.WaitGroup
 }
 
 // NewDispatcher builds a dispatcher. It starts nothing; call Run.
@@ -107,7 +111,7 @@ func NewDispatcher(cfg DispatcherConfig, db *store.DB, deliverers map[string]Del
 	// or hung worker loses its job.
 	lease = lease*2 + 30*time.Second
 	return &Dispatcher{cfg: cfg, db: db, deliverers: deliverers, handles: handles, log: log, obs: obs,
-		lease: lease, wake: make(chan struct{}, 1)}, nil
+		lease: lease, wake: make(chan struct{}, 1), recording: make(chan struct{}, cfg.Workers)}, nil
 }
 
 func (c DispatcherConfig) policy(channel string) Policy {
@@ -168,6 +172,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	defer func() {
 		close(jobs)
 		wg.Wait()
+		d.records.Wait()
 	}()
 	lastSweep := d.cfg.Now()
 	for {
@@ -279,9 +284,15 @@ func (d *Dispatcher) admit(del *store.Delivery) bool {
 // temporary failure.
 func (d *Dispatcher) work(ctx context.Context, del *store.Delivery) {
 	deliverer, ok := d.deliverers[del.Channel]
-	if a, isAdmitter := deliverer.(Admitter); isAdmitter {
-		defer a.Done(del)
-	}
+	admitted, isAdmitter := deliverer.(Admitter)
+	// The endpoint's slot is free once the attempt is over; the outcome
+	// is recorded after.
+	release := sync.OnceFunc(func() {
+		if isAdmitter {
+			admitted.Done(del)
+		}
+	})
+	defer release()
 	log := d.log.With("delivery_id", del.ID, "channel", del.Channel, "attempt", del.Attempts+1)
 	policy := d.cfg.policy(del.Channel)
 	start := d.cfg.Now()
@@ -293,6 +304,7 @@ func (d *Dispatcher) work(ctx context.Context, del *store.Delivery) {
 		res, err = d.attempt(ctx, deliverer, del, policy)
 	}
 	took := d.cfg.Now().Sub(start)
+	release()
 	o := store.Outcome{Attempt: store.Attempt{At: start, Duration: took}}
 	outcome := "sent"
 	if err == nil {
@@ -340,26 +352,36 @@ func (d *Dispatcher) work(ctx context.Context, del *store.Delivery) {
 		}
 		o.Attempt.Outcome = outcome
 	}
-	// Record even when ctx ended: the attempt happened.
-	rctx := context.WithoutCancel(ctx)
-	rec, rerr := d.db.Record(rctx, del.ID, del.LeaseUntil, o)
-	if rerr != nil {
-		if errors.Is(rerr, store.ErrLeaseLost) {
-			log.Warn("lease lost before the outcome was recorded; the job was claimed again", "outcome", outcome)
-		} else {
-			log.Error("record attempt", "err", rerr)
+	// Record even when ctx ended: the attempt happened. The worker does not
+	// wait for the commit: the outcome rides in the store's next group
+	// commit while the worker takes its next job; the job stays leased
+	// until then (a crash in between re-sends it, marked maybe-sent). At
+	// most Workers outcomes wait at a time.
+	d.recording <- struct{}{}
+	d.records.Add(1)
+	d.db.RecordAsync(del.ID, del.LeaseUntil, o, func(rec *store.Delivery, rerr error) {
+		defer func() {
+			<-d.recording
+			d.records.Done()
+		}()
+		if rerr != nil {
+			if errors.Is(rerr, store.ErrLeaseLost) {
+				log.Warn("lease lost before the outcome was recorded; the job was claimed again", "outcome", outcome)
+			} else {
+				log.Error("record attempt", "err", rerr)
+			}
+			return
 		}
-		return
-	}
-	if d.obs != nil {
-		d.obs.Attempted(del.Channel, outcome, took)
-		if outcome == "sent" {
-			d.obs.Delivered(del.Channel, rec.SentAt.Sub(del.CreatedAt))
+		if d.obs != nil {
+			d.obs.Attempted(del.Channel, outcome, took)
+			if outcome == "sent" {
+				d.obs.Delivered(del.Channel, rec.SentAt.Sub(del.CreatedAt))
+			}
 		}
-	}
-	if outcome == "retry" {
-		d.Notify()
-	}
+		if outcome == "retry" {
+			d.Notify()
+		}
+	})
 }
 
 func (d *Dispatcher) attempt(ctx context.Context, deliverer Deliverer, del *store.Delivery, policy Policy) (res *Result, err error) {

@@ -152,6 +152,26 @@ var (
 	ErrAlreadyDecided = errors.New("approval already decided")
 )
 
+// checkApprovalsTx refuses, before anything is written, approvals whose id
+// or token is already stored (or repeated among them).
+func checkApprovalsTx(tx *bolt.Tx, as []NewApproval) error {
+	ids, tokens := map[string]bool{}, map[string]bool{}
+	for _, na := range as {
+		id := na.Approval.ID
+		if ids[id] || tx.Bucket(bApprovals).Get([]byte(id)) != nil {
+			return refuse(fmt.Errorf("approval %q: %w", id, ErrDuplicateApproval))
+		}
+		ids[id] = true
+		for h := range na.Tokens {
+			if tokens[h] || tx.Bucket(bApprovalTokens).Get([]byte(h)) != nil {
+				return refuse(fmt.Errorf("approval %q: token collision: %w", id, ErrDuplicateApproval))
+			}
+			tokens[h] = true
+		}
+	}
+	return nil
+}
+
 func (s *DB) putApprovalsTx(tx *bolt.Tx, envID string, as []NewApproval, now time.Time) error {
 	for _, na := range as {
 		a := na.Approval

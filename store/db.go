@@ -18,17 +18,17 @@ import (
 
 // SchemaVersion is the layout this beachd writes. Bump it with a migration
 // in migrate().
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // Bucket names. Every bucket is created at Open.
 var (
 	bMeta           = []byte("meta")
 	bEnvelopes      = []byte("envelopes")       // envelope id → EnvelopeRecord (without the body)
 	bEnvelopeBodies = []byte("envelope_bodies") // envelope id → the envelope's JSON as accepted
-	bDeliveries     = []byte("deliveries")      // delivery id → Delivery
+	bDeliveries     = []byte("deliveries")      // delivery id → Delivery (codec.go)
 	bAttempts       = []byte("attempts")        // delivery id + be32(n) → Attempt
 	bDue            = []byte("due")             // be64(next attempt ns) + delivery id → nil
-	bLeases         = []byte("leases")          // be64(lease until ns) + delivery id → nil
+	bLeases         = []byte("leases")          // delivery id → be64(lease until ns), for jobs in flight
 	bByState        = []byte("by_state")        // state + 0 + delivery id → nil
 	bIdempotency    = []byte("idempotency")     // key → idemRecord
 	bProviderIDs    = []byte("provider_ids")    // channel + 0 + provider id → delivery id
@@ -51,8 +51,10 @@ type Options struct {
 	Now func() time.Time
 	// Rand is the randomness for ids; default crypto/rand.
 	Rand io.Reader
-	// MaxBatchSize and MaxBatchDelay tune group commit (bbolt Batch).
-	// Defaults 1000 and 2ms: a lone ingest waits at most 2ms for company.
+	// MaxBatchSize bounds the calls one group commit carries (group.go and
+	// bbolt Batch); MaxBatchDelay is bbolt Batch's wait for company, used by
+	// the writes off the hot path (approvals, schedules). Defaults 1000 and
+	// 2ms.
 	MaxBatchSize  int
 	MaxBatchDelay time.Duration
 	// OpenTimeout bounds the wait for the file lock; default 1s.
@@ -67,6 +69,8 @@ type DB struct {
 	now  func() time.Time
 	rand io.Reader
 	path string
+	// group is the hot path's shared writer, see group.go.
+	group group
 }
 
 // Open opens or creates the database at path.
@@ -106,7 +110,7 @@ func Open(path string, opt Options) (*DB, error) {
 	bdb.MaxBatchSize = opt.MaxBatchSize
 	bdb.MaxBatchDelay = opt.MaxBatchDelay
 	bdb.NoSync = opt.NoSync
-	s := &DB{bolt: bdb, now: opt.Now, rand: opt.Rand, path: path}
+	s := &DB{bolt: bdb, now: opt.Now, rand: opt.Rand, path: path, group: group{max: opt.MaxBatchSize}}
 	if err := s.prepare(fresh); err != nil {
 		bdb.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
@@ -152,7 +156,7 @@ func (s *DB) prepare(fresh bool) error {
 				return fmt.Errorf("create bucket %s: %w", name, err)
 			}
 		}
-		if err := migrate(tx, version); err != nil {
+		if err := migrate(tx, version, s.now()); err != nil {
 			return err
 		}
 		var v [8]byte
@@ -163,13 +167,60 @@ func (s *DB) prepare(fresh bool) error {
 
 // migrate brings a file from version `from` to SchemaVersion. Version 0 is a
 // fresh file.
-func migrate(tx *bolt.Tx, from uint64) error {
-	_ = tx
+func migrate(tx *bolt.Tx, from uint64, now time.Time) error {
 	switch from {
 	case 0, SchemaVersion:
 		return nil
+	case 1:
+		return migrate1to2(tx, now)
 	}
 	return fmt.Errorf("no migration from schema %d", from)
+}
+
+// migrate1to2: schema 1 stored jobs in flight as state "sending" with a
+// lease entry keyed be64(until)+id; schema 2 keeps the stored state and a
+// lease entry keyed by id. Every schema-1 lease is stale (the file was
+// closed), so its job is re-queued due now and marked maybe-sent, as
+// RequeueExpired does at start-up. Delivery records stay JSON until they are
+// next written (decodeDelivery reads both).
+func migrate1to2(tx *bolt.Tx, now time.Time) error {
+	leases := tx.Bucket(bLeases)
+	var keys [][]byte
+	if err := leases.ForEach(func(k, _ []byte) error {
+		keys = append(keys, append([]byte(nil), k...))
+		return nil
+	}); err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if err := leases.Delete(k); err != nil {
+			return err
+		}
+		if len(k) <= 8 {
+			continue
+		}
+		var d Delivery
+		if err := getDelivery(tx.Bucket(bDeliveries), k[8:], &d); err != nil {
+			if errors.Is(err, ErrNotFound) {
+				continue
+			}
+			return fmt.Errorf("migrate to schema 2: %w", err)
+		}
+		if d.State != StateSending {
+			continue
+		}
+		d.State = StateQueued
+		if d.Attempts > 0 {
+			d.State = StateRetrying
+		}
+		d.MaybeSent = true
+		d.NextAttemptAt = now
+		d.UpdatedAt = now
+		if err := putDeliveryTx(tx, &d, StateSending); err != nil {
+			return fmt.Errorf("migrate to schema 2: %w", err)
+		}
+	}
+	return nil
 }
 
 // Close closes the database.

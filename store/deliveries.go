@@ -137,7 +137,8 @@ type idemRecord struct {
 func HashRequest(body []byte) [32]byte { return sha256.Sum256(body) }
 
 // Ingest stores an envelope, its deliveries and approvals atomically, sharing
-// the commit with concurrent ingests. It returns once the data is on disk.
+// the commit with concurrent ingests, claims and records (group.go). It
+// returns once the data is on disk.
 func (s *DB) Ingest(ctx context.Context, in Ingest) (*IngestResult, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -149,24 +150,24 @@ func (s *DB) Ingest(ctx context.Context, in Ingest) (*IngestResult, error) {
 		ids[i] = s.NewID("dlv_")
 	}
 	var res *IngestResult
-	err := s.bolt.Batch(func(tx *bolt.Tx) error {
-		res = nil // Batch may run this function again
+	err := s.write(func(tx *bolt.Tx) error {
+		res = nil
 		if in.IdempotencyKey != "" {
 			var prev idemRecord
 			err := getJSON(tx.Bucket(bIdempotency), []byte(in.IdempotencyKey), &prev)
 			if err == nil {
 				if !bytes.Equal(prev.Hash, in.RequestHash[:]) {
-					return ErrIdempotencyConflict
+					return refuse(ErrIdempotencyConflict)
 				}
 				r, err := ingestResultTx(tx, prev.EnvelopeID)
 				if err != nil {
-					return err
+					return refuse(err)
 				}
 				r.Replayed = true
 				res = r
 				return nil
 			} else if !errors.Is(err, ErrNotFound) {
-				return err
+				return refuse(err)
 			}
 		}
 		out, err := s.writeIngestTx(tx, &in, envID, ids, now)
@@ -194,6 +195,9 @@ func (s *DB) writeIngestTx(tx *bolt.Tx, in *Ingest, envID string, ids []string, 
 	first := now
 	if in.NotBefore.After(now) {
 		first = in.NotBefore
+	}
+	if err := checkApprovalsTx(tx, in.Approvals); err != nil {
+		return nil, err
 	}
 	rec := EnvelopeRecord{ID: envID, Agent: in.Agent, Envelope: in.Envelope, CreatedAt: now, DeliveryIDs: ids, Source: in.Source}
 	if err := putEnvelopeTx(tx, &rec); err != nil {
@@ -223,7 +227,7 @@ func ingestResultTx(tx *bolt.Tx, envID string) (*IngestResult, error) {
 	out := &IngestResult{EnvelopeID: envID}
 	for _, id := range rec.DeliveryIDs {
 		var d Delivery
-		if err := getJSON(tx.Bucket(bDeliveries), []byte(id), &d); err != nil {
+		if err := getDelivery(tx.Bucket(bDeliveries), []byte(id), &d); err != nil {
 			return nil, err
 		}
 		// Answer what the first request answered: the state at acceptance.
@@ -241,45 +245,44 @@ func stateKey(st State, id string) []byte {
 }
 
 // putDeliveryTx writes d and moves its index entries from the state `old`
-// (with old timestamps taken from prev) to d's state. prevDue and prevLease
-// are removed when non-zero.
+// (with the old due entry taken from prev, when given) to d's state. The
+// stored state is never sending: a job in flight is its stored (queued or
+// retrying) record plus a lease entry in place of its due entry, see Claim.
 func putDeliveryTx(tx *bolt.Tx, d *Delivery, old State, prev ...*Delivery) error {
+	if d.State == StateSending || !d.State.Valid() {
+		return fmt.Errorf("%w: cannot store a delivery in state %q", ErrBadState, d.State)
+	}
+	d.LeaseUntil = time.Time{}
+	byState, due := tx.Bucket(bByState), tx.Bucket(bDue)
 	if old != "" {
-		if err := tx.Bucket(bByState).Delete(stateKey(old, d.ID)); err != nil {
-			return err
-		}
 		if len(prev) > 0 && prev[0] != nil {
 			p := prev[0]
 			if !p.NextAttemptAt.IsZero() && (old == StateQueued || old == StateRetrying) {
-				if err := tx.Bucket(bDue).Delete(timeKey(p.NextAttemptAt, d.ID)); err != nil {
+				if err := due.Delete(timeKey(p.NextAttemptAt, d.ID)); err != nil {
 					return err
 				}
 			}
-			if !p.LeaseUntil.IsZero() && old == StateSending {
-				if err := tx.Bucket(bLeases).Delete(timeKey(p.LeaseUntil, d.ID)); err != nil {
-					return err
-				}
+		}
+		if old != d.State {
+			if err := byState.Delete(stateKey(old, d.ID)); err != nil {
+				return err
 			}
 		}
 	}
 	switch d.State {
 	case StateQueued, StateRetrying:
-		d.LeaseUntil = time.Time{}
-		if err := tx.Bucket(bDue).Put(timeKey(d.NextAttemptAt, d.ID), dueValue(d)); err != nil {
-			return err
-		}
-	case StateSending:
-		if err := tx.Bucket(bLeases).Put(timeKey(d.LeaseUntil, d.ID), nil); err != nil {
+		if err := due.Put(timeKey(d.NextAttemptAt, d.ID), dueValue(d)); err != nil {
 			return err
 		}
 	default:
-		d.LeaseUntil = time.Time{}
 		d.NextAttemptAt = time.Time{}
 	}
-	if err := tx.Bucket(bByState).Put(stateKey(d.State, d.ID), nil); err != nil {
-		return err
+	if old != d.State {
+		if err := byState.Put(stateKey(d.State, d.ID), nil); err != nil {
+			return err
+		}
 	}
-	return putJSON(tx.Bucket(bDeliveries), []byte(d.ID), d)
+	return tx.Bucket(bDeliveries).Put([]byte(d.ID), encodeDelivery(d))
 }
 
 // dueValue is what a due-index entry carries besides its key: the job's
@@ -287,12 +290,41 @@ func putDeliveryTx(tx *bolt.Tx, d *Delivery, old State, prev ...*Delivery) error
 // decoding it.
 func dueValue(d *Delivery) []byte { return []byte(d.Channel + "\x00" + d.To) }
 
-// Claim takes up to max due jobs (next attempt ≤ now), marks them sending
-// with a lease until now+lease, and returns them. admit, when set, is asked
+// leaseValue is a lease entry's value: when the lease ends.
+func leaseValue(until time.Time) []byte { return be64(until) }
+
+// leaseOf is the lease held on the job id, if any.
+func leaseOf(tx *bolt.Tx, id []byte) (time.Time, bool) {
+	v := tx.Bucket(bLeases).Get(id)
+	if len(v) != 8 {
+		return time.Time{}, false
+	}
+	return time.Unix(0, int64(binary.BigEndian.Uint64(v))), true
+}
+
+// overlayLease shows a job in flight as sending, with its lease.
+func overlayLease(tx *bolt.Tx, d *Delivery) {
+	if until, ok := leaseOf(tx, []byte(d.ID)); ok {
+		d.State, d.LeaseUntil = StateSending, until
+	}
+}
+
+// maxRefusedRun bounds the run of due entries of refused recipients that one
+// claim walks past.
+const maxRefusedRun = 1024
+
+// Claim takes up to max due jobs (next attempt ≤ now), leases them until
+// now+lease, and returns them in state sending. admit, when set, is asked
 // for each candidate inside the transaction and must be fast and free of I/O
 // (per-endpoint concurrency limits); it sees only the job's ID, Channel and
 // To, in a value it must not keep. A job it refuses stays due, and so do the
 // other due jobs for the same channel and recipient in this claim.
+//
+// A claim replaces each job's due entry by a lease entry and writes nothing
+// else: the job's record and by-state entry stay as they are until Record
+// rewrites them once. The lease is durable before the send starts, so a job
+// found leased after a crash is known to have maybe reached its peer
+// (RequeueExpired makes it due again).
 func (s *DB) Claim(ctx context.Context, max int, lease time.Duration, admit func(*Delivery) bool) ([]*Delivery, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -301,24 +333,25 @@ func (s *DB) Claim(ctx context.Context, max int, lease time.Duration, admit func
 		return nil, nil
 	}
 	now := s.now()
+	until := now.Add(lease)
 	var out []*Delivery
-	err := s.bolt.Update(func(tx *bolt.Tx) error {
+	err := s.write(func(tx *bolt.Tx) error {
 		out = out[:0]
 		due := tx.Bucket(bDue)
 		dels := tx.Bucket(bDeliveries)
+		leases := tx.Bucket(bLeases)
+		var taken [][]byte
 		limit := be64(now)
-		type move struct {
-			key []byte
-			d   *Delivery
-		}
-		var moves []move
 		c := due.Cursor()
 		scanned := 0
 		// Within one claim a refused recipient stays refused: its further
 		// entries are skipped without asking again.
 		refused := map[string]bool{}
+		skipped := 0
 		var probe Delivery
-		for k, v := c.First(); k != nil && bytes.Compare(k[:8], limit) <= 0 && len(moves) < max; k, v = c.Next() {
+		// First choose, reading only (an error here writes nothing), then
+		// write the leases.
+		for k, v := c.First(); k != nil && bytes.Compare(k[:8], limit) <= 0 && len(out) < max; k, v = c.Next() {
 			scanned++
 			if scanned > 64*max+4096 {
 				break // do not walk a huge backlog of refused jobs in one transaction
@@ -326,13 +359,22 @@ func (s *DB) Claim(ctx context.Context, max int, lease time.Duration, admit func
 			id := k[8:]
 			if admit != nil {
 				if refused[string(v)] {
+					// A long run of refused recipients' jobs (one busy
+					// endpoint's backlog) ends the claim: scanning on
+					// costs every claim as much again. Other
+					// recipients behind it wait for it to drain below
+					// the run's length.
+					if skipped++; skipped > maxRefusedRun {
+						break
+					}
 					continue
 				}
+				skipped = 0
 				probe = Delivery{ID: string(id)}
 				if ch, to, ok := bytes.Cut(v, []byte{0}); ok {
 					probe.Channel, probe.To = string(ch), string(to)
-				} else if err := getJSON(dels, id, &probe); err != nil {
-					return fmt.Errorf("due entry %s: %w", id, err)
+				} else if err := getDelivery(dels, id, &probe); err != nil {
+					return refuse(fmt.Errorf("due entry %s: %w", id, err))
 				}
 				if !admit(&probe) {
 					if len(v) > 0 {
@@ -341,25 +383,22 @@ func (s *DB) Claim(ctx context.Context, max int, lease time.Duration, admit func
 					continue
 				}
 			}
-			var d Delivery
-			if err := getJSON(dels, id, &d); err != nil {
-				return fmt.Errorf("due entry %s: %w", id, err)
+			d := &Delivery{}
+			if err := getDelivery(dels, id, d); err != nil {
+				return refuse(fmt.Errorf("due entry %s: %w", id, err))
 			}
-			moves = append(moves, move{key: append([]byte(nil), k...), d: &d})
-		}
-		for _, m := range moves {
-			d := m.d
-			old := d.State
-			if err := due.Delete(m.key); err != nil {
-				return err
-			}
-			d.State = StateSending
-			d.LeaseUntil = now.Add(lease)
-			d.UpdatedAt = now
-			if err := putDeliveryTx(tx, d, old); err != nil {
-				return err
-			}
+			d.State, d.LeaseUntil = StateSending, until
 			out = append(out, d)
+			taken = append(taken, append([]byte(nil), k...))
+		}
+		lv := leaseValue(until)
+		for i, k := range taken {
+			if err := due.Delete(k); err != nil {
+				return err
+			}
+			if err := leases.Put([]byte(out[i].ID), lv); err != nil {
+				return err
+			}
 		}
 		return nil
 	})
@@ -367,6 +406,23 @@ func (s *DB) Claim(ctx context.Context, max int, lease time.Duration, admit func
 		return nil, fmt.Errorf("claim due jobs: %w", err)
 	}
 	return out, nil
+}
+
+// takeLease removes the lease on id if it is the one ending at leaseUntil,
+// and returns the job's stored record (whose due entry Claim removed).
+// It refuses (writing nothing) when the lease is not that one.
+func takeLease(tx *bolt.Tx, id string, leaseUntil time.Time) (*Delivery, error) {
+	if until, ok := leaseOf(tx, []byte(id)); !ok || !until.Equal(leaseUntil) {
+		return nil, refuse(ErrLeaseLost)
+	}
+	var d Delivery
+	if err := getDelivery(tx.Bucket(bDeliveries), []byte(id), &d); err != nil {
+		return nil, refuse(err)
+	}
+	if err := tx.Bucket(bLeases).Delete([]byte(id)); err != nil {
+		return nil, err
+	}
+	return &d, nil
 }
 
 // Outcome is the result of one attempt, recorded by Record.
@@ -385,28 +441,59 @@ type Outcome struct {
 // Record stores the outcome of an attempt on a job this worker claimed
 // (lease held until leaseUntil). If the job's lease has meanwhile been
 // re-claimed by someone else, it returns ErrLeaseLost and changes nothing.
-// Concurrent Records share a commit.
+// Concurrent Records share a commit with each other and with ingests and
+// claims.
 func (s *DB) Record(ctx context.Context, id string, leaseUntil time.Time, o Outcome) (*Delivery, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	fn, out, err := s.recordTx(id, leaseUntil, o)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.write(fn); err != nil {
+		return nil, fmt.Errorf("record attempt of %s: %w", id, err)
+	}
+	return *out, nil
+}
+
+// RecordAsync is Record without the wait: it queues the outcome for the next
+// group commit and returns; then gets the result once it is committed (or
+// failed). Until then the job stays leased, so a crash in between leaves it
+// to RequeueExpired (due again, maybe-sent), as a crash just before Record
+// would. then runs on the store's commit loop and must be quick.
+func (s *DB) RecordAsync(id string, leaseUntil time.Time, o Outcome, then func(*Delivery, error)) {
+	fn, out, err := s.recordTx(id, leaseUntil, o)
+	if err != nil {
+		then(nil, err)
+		return
+	}
+	s.writeAsync(fn, func(err error) {
+		if err != nil {
+			then(nil, fmt.Errorf("record attempt of %s: %w", id, err))
+			return
+		}
+		then(*out, nil)
+	})
+}
+
+// recordTx is the transaction function of Record and where it puts the
+// recorded delivery.
+func (s *DB) recordTx(id string, leaseUntil time.Time, o Outcome) (func(*bolt.Tx) error, **Delivery, error) {
 	switch o.State {
 	case StateSent, StateRetrying, StateDead:
 	default:
-		return nil, fmt.Errorf("record %s: %w: outcome state %q", id, ErrBadState, o.State)
+		return nil, nil, fmt.Errorf("record %s: %w: outcome state %q", id, ErrBadState, o.State)
 	}
 	now := s.now()
-	var out *Delivery
-	err := s.bolt.Batch(func(tx *bolt.Tx) error {
-		out = nil
-		var d Delivery
-		if err := getJSON(tx.Bucket(bDeliveries), []byte(id), &d); err != nil {
+	out := new(*Delivery)
+	return func(tx *bolt.Tx) error {
+		*out = nil
+		stored, err := takeLease(tx, id, leaseUntil)
+		if err != nil {
 			return err
 		}
-		if d.State != StateSending || !d.LeaseUntil.Equal(leaseUntil) {
-			return ErrLeaseLost
-		}
-		prev := d
+		d, prev := *stored, *stored
 		d.Attempts++
 		o.Attempt.N = d.Attempts
 		d.State = o.State
@@ -428,7 +515,7 @@ func (s *DB) Record(ctx context.Context, id string, leaseUntil time.Time, o Outc
 		case StateDead:
 			d.DeadReason = o.DeadReason
 		}
-		if err := putDeliveryTx(tx, &d, StateSending, &prev); err != nil {
+		if err := putDeliveryTx(tx, &d, prev.State); err != nil {
 			return err
 		}
 		var k [4]byte
@@ -436,34 +523,22 @@ func (s *DB) Record(ctx context.Context, id string, leaseUntil time.Time, o Outc
 		if err := putJSON(tx.Bucket(bAttempts), append([]byte(d.ID+"/"), k[:]...), o.Attempt); err != nil {
 			return err
 		}
-		out = &d
+		*out = &d
 		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("record attempt of %s: %w", id, err)
-	}
-	return out, nil
+	}, out, nil
 }
 
 // Release puts a claimed job back in the queue without counting an attempt
 // (the worker is shutting down, or a rate limit refused it), due at `at`.
 func (s *DB) Release(ctx context.Context, id string, leaseUntil, at time.Time) error {
-	err := s.bolt.Batch(func(tx *bolt.Tx) error {
-		var d Delivery
-		if err := getJSON(tx.Bucket(bDeliveries), []byte(id), &d); err != nil {
+	err := s.write(func(tx *bolt.Tx) error {
+		d, err := takeLease(tx, id, leaseUntil)
+		if err != nil {
 			return err
-		}
-		if d.State != StateSending || !d.LeaseUntil.Equal(leaseUntil) {
-			return ErrLeaseLost
-		}
-		prev := d
-		d.State = StateQueued
-		if d.Attempts > 0 {
-			d.State = StateRetrying
 		}
 		d.NextAttemptAt = at
 		d.UpdatedAt = s.now()
-		return putDeliveryTx(tx, &d, StateSending, &prev)
+		return putDeliveryTx(tx, d, d.State)
 	})
 	if err != nil {
 		return fmt.Errorf("release %s: %w", id, err)
@@ -481,7 +556,11 @@ func (s *DB) DeliveryByProviderID(ctx context.Context, channel, pid string) (*De
 		if id == nil {
 			return ErrNotFound
 		}
-		return getJSON(tx.Bucket(bDeliveries), id, &d)
+		if err := getDelivery(tx.Bucket(bDeliveries), id, &d); err != nil {
+			return err
+		}
+		overlayLease(tx, &d)
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -495,7 +574,7 @@ func (s *DB) SetProviderStatus(ctx context.Context, id, status, detail string) (
 	var out *Delivery
 	err := s.bolt.Batch(func(tx *bolt.Tx) error {
 		var d Delivery
-		if err := getJSON(tx.Bucket(bDeliveries), []byte(id), &d); err != nil {
+		if err := getDelivery(tx.Bucket(bDeliveries), []byte(id), &d); err != nil {
 			return err
 		}
 		d.ProviderStatus = status
@@ -503,42 +582,51 @@ func (s *DB) SetProviderStatus(ctx context.Context, id, status, detail string) (
 			d.LastError = detail
 		}
 		d.UpdatedAt = s.now()
+		if err := tx.Bucket(bDeliveries).Put([]byte(id), encodeDelivery(&d)); err != nil {
+			return err
+		}
+		overlayLease(tx, &d)
 		out = &d
-		return putJSON(tx.Bucket(bDeliveries), []byte(id), &d)
+		return nil
 	})
 	return out, err
 }
 
-// RequeueExpired puts every sending job whose lease ended at or before
-// `before` back in the queue, due now. At start-up call it with a time far in
-// the future: bbolt admits one process, so every lease is stale.
+// RequeueExpired ends every lease that ran out at or before `before`: the
+// job is due again now, marked maybe-sent (its send may have reached the
+// peer). At start-up call it with a time far in the future: bbolt admits one
+// process, so every lease is stale. Leases are few (the jobs in flight), so
+// it walks them all.
 func (s *DB) RequeueExpired(ctx context.Context, before time.Time) (int, error) {
 	now := s.now()
 	n := 0
 	err := s.bolt.Update(func(tx *bolt.Tx) error {
 		n = 0
-		leases := tx.Bucket(bLeases)
-		limit := be64(before)
-		var keys [][]byte
-		c := leases.Cursor()
-		for k, _ := c.First(); k != nil && bytes.Compare(k[:8], limit) <= 0; k, _ = c.Next() {
-			keys = append(keys, append([]byte(nil), k...))
+		var ids [][]byte
+		if err := tx.Bucket(bLeases).ForEach(func(k, v []byte) error {
+			if len(v) != 8 || int64(binary.BigEndian.Uint64(v)) <= before.UnixNano() {
+				ids = append(ids, append([]byte(nil), k...))
+			}
+			return nil
+		}); err != nil {
+			return err
 		}
-		for _, k := range keys {
-			var d Delivery
-			if err := getJSON(tx.Bucket(bDeliveries), k[8:], &d); err != nil {
+		for _, id := range ids {
+			if err := tx.Bucket(bLeases).Delete(id); err != nil {
 				return err
 			}
-			prev := d
-			d.State = StateQueued
-			if d.Attempts > 0 {
-				d.State = StateRetrying
+			var d Delivery
+			if err := getDelivery(tx.Bucket(bDeliveries), id, &d); err != nil {
+				if errors.Is(err, ErrNotFound) {
+					continue
+				}
+				return err
 			}
 			// The lease ran out mid-send: the job may have reached its peer.
 			d.MaybeSent = true
 			d.NextAttemptAt = now
 			d.UpdatedAt = now
-			if err := putDeliveryTx(tx, &d, StateSending, &prev); err != nil {
+			if err := putDeliveryTx(tx, &d, d.State); err != nil {
 				return err
 			}
 			n++
@@ -570,11 +658,14 @@ func (s *DB) NextLeaseExpiry() (time.Time, bool) {
 	var t time.Time
 	var ok bool
 	s.bolt.View(func(tx *bolt.Tx) error {
-		k, _ := tx.Bucket(bLeases).Cursor().First()
-		if k != nil {
-			t, ok = time.Unix(0, int64(binary.BigEndian.Uint64(k[:8]))), true
-		}
-		return nil
+		return tx.Bucket(bLeases).ForEach(func(_, v []byte) error {
+			if len(v) == 8 {
+				if u := time.Unix(0, int64(binary.BigEndian.Uint64(v))); !ok || u.Before(t) {
+					t, ok = u, true
+				}
+			}
+			return nil
+		})
 	})
 	return t, ok
 }
@@ -614,7 +705,13 @@ func putEnvelopeTx(tx *bolt.Tx, rec *EnvelopeRecord) error {
 // Delivery returns one delivery.
 func (s *DB) Delivery(ctx context.Context, id string) (*Delivery, error) {
 	var d Delivery
-	err := s.bolt.View(func(tx *bolt.Tx) error { return getJSON(tx.Bucket(bDeliveries), []byte(id), &d) })
+	err := s.bolt.View(func(tx *bolt.Tx) error {
+		if err := getDelivery(tx.Bucket(bDeliveries), []byte(id), &d); err != nil {
+			return err
+		}
+		overlayLease(tx, &d)
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -640,7 +737,8 @@ func (s *DB) Attempts(ctx context.Context, id string) ([]Attempt, error) {
 }
 
 // ListDeliveries lists deliveries in a state (all states when st is ""),
-// oldest first, starting after the id `after`, at most limit.
+// oldest first, starting after the id `after`, at most limit. A job in
+// flight is listed as sending, not under its stored state.
 func (s *DB) ListDeliveries(ctx context.Context, st State, after string, limit int) ([]*Delivery, error) {
 	if limit <= 0 || limit > 1000 {
 		limit = 1000
@@ -648,57 +746,67 @@ func (s *DB) ListDeliveries(ctx context.Context, st State, after string, limit i
 	var out []*Delivery
 	err := s.bolt.View(func(tx *bolt.Tx) error {
 		dels := tx.Bucket(bDeliveries)
-		if st == "" {
-			c := dels.Cursor()
-			k, v := c.First()
-			if after != "" {
-				k, v = c.Seek([]byte(after))
-				if k != nil && string(k) == after {
-					k, v = c.Next()
-				}
-			}
-			for ; k != nil && len(out) < limit; k, v = c.Next() {
-				var d Delivery
-				if err := json.Unmarshal(v, &d); err != nil {
-					return err
-				}
-				out = append(out, &d)
-			}
-			return nil
+		var c *bolt.Cursor
+		var prefix []byte
+		switch st {
+		case "":
+			c = dels.Cursor()
+		case StateSending:
+			c = tx.Bucket(bLeases).Cursor()
+		default:
+			prefix = stateKey(st, "")
+			c = tx.Bucket(bByState).Cursor()
 		}
-		prefix := stateKey(st, "")
-		c := tx.Bucket(bByState).Cursor()
-		start := prefix
-		if after != "" {
-			start = stateKey(st, after)
-		}
-		for k, _ := c.Seek(start); k != nil && bytes.HasPrefix(k, prefix) && len(out) < limit; k, _ = c.Next() {
+		k, _ := c.Seek(append(append([]byte(nil), prefix...), after...))
+		for ; k != nil && bytes.HasPrefix(k, prefix) && len(out) < limit; k, _ = c.Next() {
 			id := k[len(prefix):]
-			if string(id) == after {
+			if after != "" && string(id) == after {
 				continue
 			}
-			var d Delivery
-			if err := getJSON(dels, id, &d); err != nil {
+			d := &Delivery{}
+			if err := getDelivery(dels, id, d); err != nil {
 				return err
 			}
-			out = append(out, &d)
+			overlayLease(tx, d)
+			if st != "" && d.State != st {
+				continue // stored as queued or retrying, but in flight
+			}
+			out = append(out, d)
 		}
 		return nil
 	})
 	return out, err
 }
 
-// CountByState counts deliveries per state (for queue-depth metrics).
+// CountByState counts deliveries per state (for queue-depth metrics); jobs
+// in flight count as sending.
 func (s *DB) CountByState(ctx context.Context) (map[State]int, error) {
 	out := map[State]int{}
 	err := s.bolt.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bByState).ForEach(func(k, _ []byte) error {
+		byState := tx.Bucket(bByState)
+		if err := byState.ForEach(func(k, _ []byte) error {
 			if i := bytes.IndexByte(k, 0); i > 0 {
 				out[State(k[:i])]++
 			}
 			return nil
+		}); err != nil {
+			return err
+		}
+		return tx.Bucket(bLeases).ForEach(func(id, _ []byte) error {
+			for _, st := range [...]State{StateQueued, StateRetrying} {
+				if byState.Get(stateKey(st, string(id))) != nil {
+					out[st]--
+					out[StateSending]++
+				}
+			}
+			return nil
 		})
 	})
+	for st, n := range out {
+		if n == 0 {
+			delete(out, st)
+		}
+	}
 	return out, err
 }
 
@@ -708,7 +816,7 @@ func (s *DB) Retry(ctx context.Context, id string) (*Delivery, error) {
 	var out *Delivery
 	err := s.bolt.Update(func(tx *bolt.Tx) error {
 		var d Delivery
-		if err := getJSON(tx.Bucket(bDeliveries), []byte(id), &d); err != nil {
+		if err := getDelivery(tx.Bucket(bDeliveries), []byte(id), &d); err != nil {
 			return err
 		}
 		if d.State != StateDead {

@@ -74,7 +74,7 @@ func (s *DB) Prune(ctx context.Context, before time.Time, max int) (int, error) 
 func finished(tx *bolt.Tx, ids []string) bool {
 	for _, id := range ids {
 		var d Delivery
-		if err := getJSON(tx.Bucket(bDeliveries), []byte(id), &d); err != nil {
+		if err := getDelivery(tx.Bucket(bDeliveries), []byte(id), &d); err != nil {
 			continue // already gone
 		}
 		if d.State != StateSent && d.State != StateDead {
@@ -87,7 +87,7 @@ func finished(tx *bolt.Tx, ids []string) bool {
 func deleteEnvelopeTx(tx *bolt.Tx, rec *EnvelopeRecord) error {
 	for _, id := range rec.DeliveryIDs {
 		var d Delivery
-		if err := getJSON(tx.Bucket(bDeliveries), []byte(id), &d); err == nil {
+		if err := getDelivery(tx.Bucket(bDeliveries), []byte(id), &d); err == nil {
 			if err := tx.Bucket(bByState).Delete(stateKey(d.State, d.ID)); err != nil {
 				return err
 			}

@@ -1,0 +1,155 @@
+package store
+
+import (
+	"errors"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// inOneGroup runs fns as one group commit: a first call holds the commit
+// loop until all of fns are queued behind it. It returns each fn's result.
+func inOneGroup(t *testing.T, db *DB, fns ...func(*bolt.Tx) error) []error {
+	t.Helper()
+	hold := make(chan struct{})
+	go db.write(func(*bolt.Tx) error { <-hold; return nil })
+	for {
+		db.group.mu.Lock()
+		running := db.group.running && len(db.group.pending) == 0
+		db.group.mu.Unlock()
+		if running {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	errs := make([]error, len(fns))
+	var wg sync.WaitGroup
+	for i, fn := range fns {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[i] = db.write(fn) }()
+	}
+	for {
+		db.group.mu.Lock()
+		n := len(db.group.pending)
+		db.group.mu.Unlock()
+		if n == len(fns) {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(hold)
+	wg.Wait()
+	return errs
+}
+
+func putKV(key string) func(*bolt.Tx) error {
+	return func(tx *bolt.Tx) error { return tx.Bucket(bKV).Put([]byte(key), []byte("v")) }
+}
+
+func hasKV(t *testing.T, db *DB, key string) bool {
+	t.Helper()
+	var ok bool
+	db.bolt.View(func(tx *bolt.Tx) error { ok = tx.Bucket(bKV).Get([]byte(key)) != nil; return nil })
+	return ok
+}
+
+// A refusal answers its own caller only; the rest of the group commits.
+func TestGroupRefusalSparesOthers(t *testing.T) {
+	db := openTest(t, filepath.Join(t.TempDir(), "b.db"), newClock())
+	errs := inOneGroup(t, db, putKV("a"), func(*bolt.Tx) error { return refuse(ErrLeaseLost) }, putKV("c"))
+	if errs[0] != nil || !errors.Is(errs[1], ErrLeaseLost) || errs[2] != nil {
+		t.Fatalf("results = %v", errs)
+	}
+	var r *refusal
+	if errors.As(errs[1], &r) {
+		t.Fatal("the refusal wrapper leaked to the caller")
+	}
+	if !hasKV(t, db, "a") || !hasKV(t, db, "c") {
+		t.Fatal("the refusal cost the others their writes")
+	}
+}
+
+// A failure after writing aborts the whole transaction: every caller gets
+// the error and nothing of the group is stored. A panic is such a failure.
+func TestGroupFailureAbortsAll(t *testing.T) {
+	db := openTest(t, filepath.Join(t.TempDir(), "b.db"), newClock())
+	boom := errors.New("boom")
+	errs := inOneGroup(t, db, putKV("a"), func(tx *bolt.Tx) error {
+		tx.Bucket(bKV).Put([]byte("b"), []byte("half"))
+		return boom
+	}, putKV("c"))
+	for i, err := range errs {
+		if !errors.Is(err, boom) {
+			t.Fatalf("call %d: err = %v, want boom", i, err)
+		}
+	}
+	for _, k := range []string{"a", "b", "c"} {
+		if hasKV(t, db, k) {
+			t.Fatalf("%s was stored by an aborted group", k)
+		}
+	}
+	errs = inOneGroup(t, db, putKV("d"), func(*bolt.Tx) error { panic("bad") })
+	if errs[0] == nil || errs[1] == nil || hasKV(t, db, "d") {
+		t.Fatalf("panic: results %v, d stored %v", errs, hasKV(t, db, "d"))
+	}
+	// The writer goes on after both.
+	if err := db.write(putKV("e")); err != nil || !hasKV(t, db, "e") {
+		t.Fatalf("after the failures: %v", err)
+	}
+}
+
+// RecordAsync answers after the commit: the outcome is visible then.
+func TestRecordAsync(t *testing.T) {
+	c := newClock()
+	db := openTest(t, filepath.Join(t.TempDir(), "b.db"), c)
+	ingestOne(t, db, 2)
+	got, err := db.Claim(ctx, 2, time.Minute, nil)
+	if err != nil || len(got) != 2 {
+		t.Fatal(got, err)
+	}
+	done := make(chan error, 2)
+	db.RecordAsync(got[0].ID, got[0].LeaseUntil, Outcome{State: StateSent}, func(d *Delivery, err error) {
+		if err == nil {
+			if s, _ := db.Delivery(ctx, d.ID); s.State != StateSent {
+				err = errors.New("not visible after the callback: " + string(s.State))
+			}
+		}
+		done <- err
+	})
+	// A stale lease is refused through the callback.
+	db.RecordAsync(got[1].ID, got[1].LeaseUntil.Add(time.Second), Outcome{State: StateSent}, func(_ *Delivery, err error) { done <- err })
+	db.RecordAsync(got[1].ID, got[1].LeaseUntil, Outcome{State: "bogus"}, func(_ *Delivery, err error) { done <- err })
+	var ok, lost, bad int
+	for i := 0; i < 3; i++ {
+		select {
+		case err := <-done:
+			switch {
+			case err == nil:
+				ok++
+			case errors.Is(err, ErrLeaseLost):
+				lost++
+			case errors.Is(err, ErrBadState):
+				bad++
+			default:
+				t.Fatal(err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("no callback")
+		}
+	}
+	if ok != 1 || lost != 1 || bad != 1 {
+		t.Fatalf("results: %d ok, %d lease lost, %d bad state", ok, lost, bad)
+	}
+	if d, _ := db.Delivery(ctx, got[0].ID); d.State != StateSent {
+		t.Fatalf("recorded: %+v", d)
+	}
+	if d, _ := db.Delivery(ctx, got[1].ID); d.State != StateSending {
+		t.Fatalf("the refused outcomes changed the job: %+v", d)
+	}
+	if err := db.CheckInvariants(); err != nil {
+		t.Fatal(err)
+	}
+}
