@@ -69,10 +69,6 @@ type Dispatcher struct {
 	obs        Observer
 	lease      time.Duration
 	wake       chan struct{}
-	// recording bounds the outcomes waiting for their commit; records
-	// counts them, so that Run returns only once all are stored.
-	recording chan struct{}
-	records   sync.WaitGroup
 }
 
 // NewDispatcher builds a dispatcher. It starts nothing; call Run.
@@ -111,7 +107,7 @@ func NewDispatcher(cfg DispatcherConfig, db *store.DB, deliverers map[string]Del
 	// or hung worker loses its job.
 	lease = lease*2 + 30*time.Second
 	return &Dispatcher{cfg: cfg, db: db, deliverers: deliverers, handles: handles, log: log, obs: obs,
-		lease: lease, wake: make(chan struct{}, 1), recording: make(chan struct{}, cfg.Workers)}, nil
+		lease: lease, wake: make(chan struct{}, 1)}, nil
 }
 
 func (c DispatcherConfig) policy(channel string) Policy {
@@ -136,13 +132,16 @@ func (d *Dispatcher) Notify() {
 }
 
 // Run dispatches until ctx ends, then waits for the sends in flight and
-// returns nil. At start every job left in state sending by a previous
-// process is re-queued (bbolt admits one process, so none is live).
+// returns nil. At start every job a previous process left leased is
+// re-queued (bbolt admits one process, so none is live).
 //
 // Claims come in batches: a pool of Workers goroutines takes jobs from a
 // buffer of the same size, and the buffer is refilled when half of it is
-// free (or it is empty), so one claim transaction — one fsync — serves many
-// jobs. Jobs still buffered when ctx ends are released unattempted.
+// free (or it is empty), so one claim serves many jobs; claims and the
+// workers' outcome records ride in the store's group commits with the
+// ingests. A worker frees its endpoint slot when the send ends and then
+// waits for its outcome's commit. Jobs still buffered when ctx ends are
+// released unattempted.
 func (d *Dispatcher) Run(ctx context.Context) error {
 	if n, err := d.db.RequeueExpired(ctx, d.cfg.Now().Add(100*365*24*time.Hour)); err != nil {
 		return err
@@ -172,7 +171,6 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	defer func() {
 		close(jobs)
 		wg.Wait()
-		d.records.Wait()
 	}()
 	lastSweep := d.cfg.Now()
 	for {
@@ -352,36 +350,28 @@ func (d *Dispatcher) work(ctx context.Context, del *store.Delivery) {
 		}
 		o.Attempt.Outcome = outcome
 	}
-	// Record even when ctx ended: the attempt happened. The worker does not
-	// wait for the commit: the outcome rides in the store's next group
-	// commit while the worker takes its next job; the job stays leased
-	// until then (a crash in between re-sends it, marked maybe-sent). At
-	// most Workers outcomes wait at a time.
-	d.recording <- struct{}{}
-	d.records.Add(1)
-	d.db.RecordAsync(del.ID, del.LeaseUntil, o, func(rec *store.Delivery, rerr error) {
-		defer func() {
-			<-d.recording
-			d.records.Done()
-		}()
-		if rerr != nil {
-			if errors.Is(rerr, store.ErrLeaseLost) {
-				log.Warn("lease lost before the outcome was recorded; the job was claimed again", "outcome", outcome)
-			} else {
-				log.Error("record attempt", "err", rerr)
-			}
-			return
+	// Record even when ctx ended: the attempt happened. The outcome rides
+	// in the store's next group commit. The worker waits for it, so that a
+	// kill repeats at most Workers sends (in flight or not yet recorded).
+	rctx := context.WithoutCancel(ctx)
+	rec, rerr := d.db.Record(rctx, del.ID, del.LeaseUntil, o)
+	if rerr != nil {
+		if errors.Is(rerr, store.ErrLeaseLost) {
+			log.Warn("lease lost before the outcome was recorded; the job was claimed again", "outcome", outcome)
+		} else {
+			log.Error("record attempt", "err", rerr)
 		}
-		if d.obs != nil {
-			d.obs.Attempted(del.Channel, outcome, took)
-			if outcome == "sent" {
-				d.obs.Delivered(del.Channel, rec.SentAt.Sub(del.CreatedAt))
-			}
+		return
+	}
+	if d.obs != nil {
+		d.obs.Attempted(del.Channel, outcome, took)
+		if outcome == "sent" {
+			d.obs.Delivered(del.Channel, rec.SentAt.Sub(del.CreatedAt))
 		}
-		if outcome == "retry" {
-			d.Notify()
-		}
-	})
+	}
+	if outcome == "retry" {
+		d.Notify()
+	}
 }
 
 func (d *Dispatcher) attempt(ctx context.Context, deliverer Deliverer, del *store.Delivery, policy Policy) (res *Result, err error) {

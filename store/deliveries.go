@@ -447,48 +447,15 @@ func (s *DB) Record(ctx context.Context, id string, leaseUntil time.Time, o Outc
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	fn, out, err := s.recordTx(id, leaseUntil, o)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.write(fn); err != nil {
-		return nil, fmt.Errorf("record attempt of %s: %w", id, err)
-	}
-	return *out, nil
-}
-
-// RecordAsync is Record without the wait: it queues the outcome for the next
-// group commit and returns; then gets the result once it is committed (or
-// failed). Until then the job stays leased, so a crash in between leaves it
-// to RequeueExpired (due again, maybe-sent), as a crash just before Record
-// would. then runs on the store's commit loop and must be quick.
-func (s *DB) RecordAsync(id string, leaseUntil time.Time, o Outcome, then func(*Delivery, error)) {
-	fn, out, err := s.recordTx(id, leaseUntil, o)
-	if err != nil {
-		then(nil, err)
-		return
-	}
-	s.writeAsync(fn, func(err error) {
-		if err != nil {
-			then(nil, fmt.Errorf("record attempt of %s: %w", id, err))
-			return
-		}
-		then(*out, nil)
-	})
-}
-
-// recordTx is the transaction function of Record and where it puts the
-// recorded delivery.
-func (s *DB) recordTx(id string, leaseUntil time.Time, o Outcome) (func(*bolt.Tx) error, **Delivery, error) {
 	switch o.State {
 	case StateSent, StateRetrying, StateDead:
 	default:
-		return nil, nil, fmt.Errorf("record %s: %w: outcome state %q", id, ErrBadState, o.State)
+		return nil, fmt.Errorf("record %s: %w: outcome state %q", id, ErrBadState, o.State)
 	}
 	now := s.now()
-	out := new(*Delivery)
-	return func(tx *bolt.Tx) error {
-		*out = nil
+	var out *Delivery
+	err := s.write(func(tx *bolt.Tx) error {
+		out = nil
 		stored, err := takeLease(tx, id, leaseUntil)
 		if err != nil {
 			return err
@@ -523,9 +490,13 @@ func (s *DB) recordTx(id string, leaseUntil time.Time, o Outcome) (func(*bolt.Tx
 		if err := putJSON(tx.Bucket(bAttempts), append([]byte(d.ID+"/"), k[:]...), o.Attempt); err != nil {
 			return err
 		}
-		*out = &d
+		out = &d
 		return nil
-	}, out, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("record attempt of %s: %w", id, err)
+	}
+	return out, nil
 }
 
 // Release puts a claimed job back in the queue without counting an attempt

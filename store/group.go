@@ -33,11 +33,8 @@ type group struct {
 }
 
 type groupCall struct {
-	fn func(*bolt.Tx) error
-	// done receives the result (write), or then is called with it
-	// (writeAsync).
+	fn   func(*bolt.Tx) error
 	done chan error
-	then func(error)
 }
 
 // refusal is an error returned before a function wrote anything.
@@ -55,13 +52,6 @@ func (s *DB) write(fn func(*bolt.Tx) error) error {
 	c := groupCall{fn: fn, done: make(chan error, 1)}
 	s.enqueue(c)
 	return unrefuse(<-c.done)
-}
-
-// writeAsync queues fn like write and returns at once; then is called with
-// the result, from the commit loop, once the transaction committed or
-// failed. It must be quick.
-func (s *DB) writeAsync(fn func(*bolt.Tx) error, then func(error)) {
-	s.enqueue(groupCall{fn: fn, then: func(err error) { then(unrefuse(err)) }})
 }
 
 func (s *DB) enqueue(c groupCall) {
@@ -119,11 +109,7 @@ func (s *DB) commitGroup(calls []groupCall) {
 		if err != nil {
 			r = err
 		}
-		if c.then != nil {
-			c.then(r)
-		} else {
-			c.done <- r
-		}
+		c.done <- r
 	}
 }
 
