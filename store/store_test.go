@@ -299,7 +299,7 @@ func BenchmarkIngest(b *testing.B) {
 			}
 			defer db.Close()
 			if mode == "one-commit-each" {
-				db.bolt.MaxBatchSize = 1
+				db.group.max = 1 // every ingest its own commit
 			}
 			env := make([]byte, 2048)
 			for i := range env {
