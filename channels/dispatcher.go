@@ -2,7 +2,6 @@ package channels
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -386,7 +385,7 @@ func (d *Dispatcher) attempt(ctx context.Context, deliverer Deliverer, del *stor
 		return nil, Temporary(fmt.Errorf("load envelope %s: %w", del.EnvelopeID, err))
 	}
 	var env envelope.Envelope
-	if err := json.Unmarshal(rec.Envelope, &env); err != nil {
+	if err := envelope.UnmarshalStored(rec.Envelope, &env); err != nil {
 		return nil, Permanent(fmt.Errorf("stored envelope %s is unreadable: %w", del.EnvelopeID, err))
 	}
 	job := &Job{Delivery: del, Envelope: &env, Attempt: del.Attempts + 1}

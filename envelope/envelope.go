@@ -6,7 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // Canonical part types (DESIGN.md §3, protocol README).
@@ -183,38 +187,89 @@ func Decode(b []byte, lim Limits) (*Envelope, error) {
 	return &env, nil
 }
 
-// StrictUnmarshal decodes b into v, refusing unknown fields and trailing
-// data, and describing syntax errors with their offset.
+// StrictUnmarshal decodes b into v, refusing unknown fields, duplicate
+// member names, invalid UTF-8 and trailing data, and describing errors with
+// their place. Member names match the struct tags exactly (case-sensitive).
+// It decodes with the JSON v2 implementation (go-json-experiment/json): on
+// the ingest path it costs less than half of encoding/json's Decoder.
 func StrictUnmarshal(b []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return describeJSONError(err)
+	if len(bytes.TrimSpace(b)) == 0 {
+		return errors.New("empty body: expected a JSON object")
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return errors.New("unexpected data after the JSON document")
+	if err := jsonv2.Unmarshal(b, v, jsonv2.RejectUnknownMembers(true)); err != nil {
+		return describeJSONError(err)
 	}
 	return nil
 }
 
+// UnmarshalStored decodes an envelope beachd stored: it was checked at
+// ingest, so unknown members are ignored, and so are duplicate names and
+// invalid UTF-8 that an older, laxer beachd may have accepted.
+func UnmarshalStored(b []byte, env *Envelope) error {
+	return jsonv2.Unmarshal(b, env, jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+}
+
 func describeJSONError(err error) error {
-	var syn *json.SyntaxError
-	var typ *json.UnmarshalTypeError
+	var syn *jsontext.SyntacticError
+	var sem *jsonv2.SemanticError
 	switch {
 	case errors.As(err, &syn):
-		return fmt.Errorf("malformed JSON at byte %d: %v", syn.Offset, syn)
-	case errors.As(err, &typ):
-		field := typ.Field
-		if field == "" {
-			field = "document"
+		if errors.Is(syn.Err, io.ErrUnexpectedEOF) {
+			return errors.New("malformed JSON: unexpected end of input")
 		}
-		return fmt.Errorf("%s: expected %s, got JSON %s", field, typ.Type, typ.Value)
-	case errors.Is(err, io.EOF):
-		return errors.New("empty body: expected a JSON object")
+		if strings.Contains(syn.Err.Error(), "after top-level value") {
+			return errors.New("unexpected data after the JSON document")
+		}
+		if syn.JSONPointer != "" {
+			return fmt.Errorf("malformed JSON at byte %d (%s): %v", syn.ByteOffset, pointerPath(syn.JSONPointer), syn.Err)
+		}
+		return fmt.Errorf("malformed JSON at byte %d: %v", syn.ByteOffset, syn.Err)
+	case errors.As(err, &sem):
+		field := pointerPath(sem.JSONPointer)
+		if errors.Is(sem.Err, jsonv2.ErrUnknownName) {
+			return fmt.Errorf("unknown field %q", sem.JSONPointer.LastToken())
+		}
+		if sem.GoType != nil && sem.JSONKind != 0 {
+			msg := fmt.Sprintf("%s: expected %s, got JSON %s", field, sem.GoType, kindName(sem.JSONKind))
+			if sem.Err != nil {
+				msg += ": " + sem.Err.Error()
+			}
+			return errors.New(msg)
+		}
+		if sem.Err != nil {
+			return fmt.Errorf("%s: %v", field, sem.Err)
+		}
+		return fmt.Errorf("%s: %v", field, sem)
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return errors.New("malformed JSON: unexpected end of input")
 	}
 	return fmt.Errorf("malformed JSON: %v", err)
+}
+
+// pointerPath turns a JSON pointer into the dotted path problems use.
+func pointerPath(p jsontext.Pointer) string {
+	if p == "" {
+		return "document"
+	}
+	return strings.TrimPrefix(strings.ReplaceAll(string(p), "/", "."), ".")
+}
+
+func kindName(k jsontext.Kind) string {
+	switch k {
+	case '"':
+		return "string"
+	case '0':
+		return "number"
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case 't', 'f':
+		return "boolean"
+	case 'n':
+		return "null"
+	}
+	return k.String()
 }
 
 // Clone returns a deep copy made through JSON.

@@ -200,6 +200,15 @@ func TestDecodeErrors(t *testing.T) {
 		{"trailing", `{"role":"agent","parts":[],"meta":{}} {}`, "after the JSON document", Limits{}},
 		{"type", `{"role": 5}`, "role", Limits{}},
 		{"empty", ``, "empty body", Limits{}},
+		{"blank", " \n ", "empty body", Limits{}},
+		// Stricter than encoding/json: a repeated member could mean one
+		// thing to beachd and another to a peer, so it is refused; names
+		// match exactly; invalid UTF-8 is refused rather than replaced.
+		{"duplicate member", `{"role":"agent","role":"user","parts":[],"meta":{}}`, "duplicate object member name", Limits{}},
+		{"case", `{"Role":"agent","parts":[],"meta":{}}`, `unknown field "Role"`, Limits{}},
+		{"utf-8", "{\"role\":\"\xff\",\"parts\":[],\"meta\":{}}", "invalid UTF-8", Limits{}},
+		{"nested type", `{"role":"agent","parts":[{"text":5}],"meta":{}}`, "parts.0.text: expected string, got JSON number", Limits{}},
+		{"time", `{"role":"agent","parts":[],"meta":{"producedAt":"yesterday"}}`, "meta.producedAt: expected time.Time, got JSON string", Limits{}},
 		{"too many parts", `{"role":"agent","parts":[{"text":"a","metadata":{"partType":"response"}},{"text":"b","metadata":{"partType":"response"}}],"meta":{}}`, "at most 1", Limits{MaxParts: 1}},
 	}
 	for _, tt := range tests {
