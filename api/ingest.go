@@ -33,6 +33,10 @@ type IngestConfig struct {
 	Endpoints map[string]bool
 	// Agents are the configured agent names.
 	Agents map[string]bool
+	// Remember, when set, is given each envelope accepted from a request,
+	// decoded, with its id and body size (the dispatcher's cache). The
+	// envelope is not changed after.
+	Remember func(id string, env *envelope.Envelope, size int)
 }
 
 // Ingester validates delivery requests and stores them. It is used by the
@@ -153,6 +157,7 @@ func (in *Ingester) ingest(ctx context.Context, env *envelope.Envelope, raw json
 	if len(probs) > 0 {
 		return nil, &envelope.ValidationError{Problems: probs}
 	}
+	fromRequest := raw != nil
 	if raw == nil {
 		var err error
 		if raw, err = json.Marshal(env); err != nil {
@@ -178,6 +183,9 @@ func (in *Ingester) ingest(ctx context.Context, env *envelope.Envelope, raw json
 	res, err := in.db.Ingest(ctx, ing)
 	if err != nil {
 		return nil, err
+	}
+	if !res.Replayed && fromRequest && in.cfg.Remember != nil {
+		in.cfg.Remember(res.EnvelopeID, env, len(raw))
 	}
 	if !res.Replayed {
 		in.notify()

@@ -55,6 +55,9 @@ type DispatcherConfig struct {
 	// ShutdownGrace is how long sends in flight may go on once Run's
 	// context ends; default 10s.
 	ShutdownGrace time.Duration
+	// Envelopes, when set, holds envelopes decoded at ingest; a job whose
+	// envelope is not there reads it from the store.
+	Envelopes *EnvelopeCache
 }
 
 // Dispatcher claims due jobs, hands them to their channel's Deliverer and
@@ -373,6 +376,24 @@ func (d *Dispatcher) work(ctx context.Context, del *store.Delivery) {
 	}
 }
 
+// envelope returns the decoded envelope id, from the cache or the store.
+// It is shared: whoever changes it must copy it first.
+func (d *Dispatcher) envelope(ctx context.Context, id string) (*envelope.Envelope, error) {
+	if env, ok := d.cfg.Envelopes.Get(id); ok {
+		return env, nil
+	}
+	rec, err := d.db.Envelope(ctx, id)
+	if err != nil {
+		return nil, Temporary(fmt.Errorf("load envelope %s: %w", id, err))
+	}
+	env := new(envelope.Envelope)
+	if err := envelope.UnmarshalStored(rec.Envelope, env); err != nil {
+		return nil, Permanent(fmt.Errorf("stored envelope %s is unreadable: %w", id, err))
+	}
+	d.cfg.Envelopes.Put(id, env, len(rec.Envelope))
+	return env, nil
+}
+
 func (d *Dispatcher) attempt(ctx context.Context, deliverer Deliverer, del *store.Delivery, policy Policy) (res *Result, err error) {
 	defer func() {
 		if p := recover(); p != nil {
@@ -380,17 +401,13 @@ func (d *Dispatcher) attempt(ctx context.Context, deliverer Deliverer, del *stor
 			res, err = nil, Temporary(fmt.Errorf("deliverer panicked: %v", p))
 		}
 	}()
-	rec, err := d.db.Envelope(ctx, del.EnvelopeID)
+	env, err := d.envelope(ctx, del.EnvelopeID)
 	if err != nil {
-		return nil, Temporary(fmt.Errorf("load envelope %s: %w", del.EnvelopeID, err))
+		return nil, err
 	}
-	var env envelope.Envelope
-	if err := envelope.UnmarshalStored(rec.Envelope, &env); err != nil {
-		return nil, Permanent(fmt.Errorf("stored envelope %s is unreadable: %w", del.EnvelopeID, err))
-	}
-	job := &Job{Delivery: del, Envelope: &env, Attempt: del.Attempts + 1}
+	job := &Job{Delivery: del, Envelope: env, Attempt: del.Attempts + 1}
 	if d.handles != nil && len(del.ApprovalIDs) > 0 {
-		h, err := d.handles.Handles(ctx, del, &env)
+		h, err := d.handles.Handles(ctx, del, env)
 		if err != nil {
 			return nil, Temporary(fmt.Errorf("approval handles: %w", err))
 		}

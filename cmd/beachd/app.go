@@ -131,14 +131,18 @@ func buildApp(ctx context.Context, cfg *Config, reg *envelope.Registry, log *slo
 	for name := range cfg.Agents {
 		agents[name] = true
 	}
-	a.dispatcher, err = channels.NewDispatcher(channels.DispatcherConfig{Workers: cfg.Dispatch.Workers, Policies: a.policies},
+	// Envelopes decoded at ingest go to the dispatcher without a store
+	// read and a second decode.
+	envelopes := channels.NewEnvelopeCache(4 << 20)
+	a.dispatcher, err = channels.NewDispatcher(channels.DispatcherConfig{Workers: cfg.Dispatch.Workers, Policies: a.policies, Envelopes: envelopes},
 		a.db, a.deliverers, a.handles, a.apiMetrics, log.With("component", "dispatcher"))
 	if err != nil {
 		return nil, err
 	}
 	a.enqueuer = api.NewIngester(api.IngestConfig{Registry: reg,
 		Limits:        envelope.Limits{MaxBytes: cfg.Limits.MaxEnvelopeBytes, MaxParts: cfg.Limits.MaxParts},
-		MaxRecipients: cfg.Limits.MaxRecipients, Channels: configured, Endpoints: endpoints, Agents: agents},
+		MaxRecipients: cfg.Limits.MaxRecipients, Channels: configured, Endpoints: endpoints, Agents: agents,
+		Remember: envelopes.Put},
 		a.db, a.preparer, a.dispatcher.Notify, a.apiMetrics.Ingested)
 	if err := a.wireSchedules(); err != nil {
 		return nil, fmt.Errorf("set up schedules: %w", err)
