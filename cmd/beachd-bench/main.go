@@ -31,21 +31,22 @@ import (
 )
 
 type result struct {
-	Machine      string  `json:"machine"`
-	N            int     `json:"envelopes"`
-	C            int     `json:"clients"`
-	RawRate      float64 `json:"rawPostsPerSec"`
-	IngestRate   float64 `json:"ingestPerSec"`
-	DeliveryRate float64 `json:"deliveredPerSec"`
-	IngestRatio  float64 `json:"ingestVsRaw"`
-	DeliverRatio float64 `json:"deliveryVsRaw"`
-	IngestP50ms  float64 `json:"ingestP50ms"`
-	IngestP99ms  float64 `json:"ingestP99ms"`
-	E2EP50ms     float64 `json:"ingestToDeliveredP50ms"`
-	E2EP99ms     float64 `json:"ingestToDeliveredP99ms"`
-	PeakRSSMiB   float64 `json:"beachdPeakRSSMiB"`
-	Duplicates   int     `json:"duplicates"`
-	Lost         int     `json:"lost"`
+	Machine      string    `json:"machine"`
+	N            int       `json:"envelopes"`
+	C            int       `json:"clients"`
+	RawRate      float64   `json:"rawPostsPerSec"`
+	RawRuns      []float64 `json:"rawRunsPerSec"`
+	IngestRate   float64   `json:"ingestPerSec"`
+	DeliveryRate float64   `json:"deliveredPerSec"`
+	IngestRatio  float64   `json:"ingestVsRaw"`
+	DeliverRatio float64   `json:"deliveryVsRaw"`
+	IngestP50ms  float64   `json:"ingestP50ms"`
+	IngestP99ms  float64   `json:"ingestP99ms"`
+	E2EP50ms     float64   `json:"ingestToDeliveredP50ms"`
+	E2EP99ms     float64   `json:"ingestToDeliveredP99ms"`
+	PeakRSSMiB   float64   `json:"beachdPeakRSSMiB"`
+	Duplicates   int       `json:"duplicates"`
+	Lost         int       `json:"lost"`
 }
 
 // sink counts webhooks by webhook-id and remembers when each first arrived.
@@ -240,23 +241,32 @@ func bench(n, c int, bin string, workers int) (*result, error) {
 	hc := &http.Client{Transport: tr, Timeout: time.Minute}
 
 	// 1. The raw baseline: the same number of POSTs of a webhook-sized body
-	// straight to the sink from the same number of clients.
+	// straight to the sink from the same number of clients. A loop of n
+	// posts lasts a fraction of a second, so on a shared machine one run
+	// can land on a busy moment: it runs three times and the fastest
+	// counts (the baseline most favourable to raw net/http).
 	rawBody := []byte(`{"type":"beach.envelope","timestamp":"2026-04-20T09:50:00Z","data":{"deliveryId":"dlv_0123456789abcdefghjkmnpqrs","envelope":` + envelopeJSON + `}}`)
-	rawStart := time.Now()
-	if err := drive(n, c, func(i int) error {
-		req, _ := http.NewRequest("POST", sinkURL, bytes.NewReader(rawBody))
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := hc.Do(req)
-		if err != nil {
-			return err
+	var rawRate float64
+	var rawRuns []float64
+	for run := 0; run < 3; run++ {
+		rawStart := time.Now()
+		if err := drive(n, c, func(i int) error {
+			req, _ := http.NewRequest("POST", sinkURL, bytes.NewReader(rawBody))
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := hc.Do(req)
+			if err != nil {
+				return err
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			return nil
+		}); err != nil {
+			return nil, fmt.Errorf("raw loop: %w", err)
 		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return nil
-	}); err != nil {
-		return nil, fmt.Errorf("raw loop: %w", err)
+		r := float64(n) / time.Since(rawStart).Seconds()
+		rawRuns = append(rawRuns, r)
+		rawRate = max(rawRate, r)
 	}
-	rawRate := float64(n) / time.Since(rawStart).Seconds()
 	s.mu.Lock()
 	s.first = map[string]time.Time{}
 	s.mu.Unlock()
@@ -349,7 +359,7 @@ webhooks:
 	}
 	dups := s.dups
 	s.mu.Unlock()
-	r := &result{Machine: machine(), N: n, C: c, RawRate: rawRate,
+	r := &result{Machine: machine(), N: n, C: c, RawRate: rawRate, RawRuns: rawRuns,
 		IngestRate: float64(n) / ingestTook.Seconds(), DeliveryRate: float64(n-lost) / deliverTook.Seconds(),
 		IngestP50ms: pct(acked, 50), IngestP99ms: pct(acked, 99), E2EP50ms: pct(e2e, 50), E2EP99ms: pct(e2e, 99),
 		PeakRSSMiB: rss, Duplicates: dups, Lost: lost}
