@@ -182,6 +182,13 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	}
 }
 
+// Active reports whether Run has begun (RunNow works) and not ended.
+func (s *Scheduler) Active() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.base != nil
+}
+
 // begin makes the scheduler active: RunNow works from here on.
 func (s *Scheduler) begin(ctx context.Context) error {
 	s.mu.Lock()

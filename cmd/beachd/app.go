@@ -30,6 +30,9 @@ import (
 type worker struct {
 	name string
 	run  func(ctx context.Context) error
+	// started, when set, says whether run has come far enough to serve:
+	// /readyz waits for it.
+	started func() bool
 }
 
 // app is the daemon, built in reading order by buildApp. Each area's
@@ -156,7 +159,7 @@ func buildApp(ctx context.Context, cfg *Config, reg *envelope.Registry, log *slo
 	if err != nil {
 		return nil, err
 	}
-	a.workers = append([]worker{{"dispatcher", a.dispatcher.Run}, {"retention", a.prune}}, a.workers...)
+	a.workers = append([]worker{{name: "dispatcher", run: a.dispatcher.Run}, {name: "retention", run: a.prune}}, a.workers...)
 	return a, nil
 }
 
@@ -193,6 +196,11 @@ func (a *app) prune(ctx context.Context) error {
 func (a *app) readyErr() error {
 	if !a.ready.Load() {
 		return errors.New("starting")
+	}
+	for _, w := range a.workers {
+		if w.started != nil && !w.started() {
+			return fmt.Errorf("starting: %s", w.name)
+		}
 	}
 	return nil
 }

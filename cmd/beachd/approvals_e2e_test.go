@@ -85,7 +85,7 @@ func startDev(t *testing.T, mods ...func(*Config)) *devDaemon {
 			t.Errorf("daemon did not stop")
 		}
 	})
-	waitFor(t, 10*time.Second, "ready", func() bool { return a.ready.Load() })
+	waitFor(t, 10*time.Second, "ready", func() bool { return a.readyErr() == nil })
 	return d
 }
 

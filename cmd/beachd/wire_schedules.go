@@ -35,7 +35,7 @@ func (a *app) wireSchedules() error {
 		return err
 	}
 	a.routes = append(a.routes, api.ScheduleRoutes(s, log)...)
-	a.workers = append(a.workers, worker{name: "schedules", run: s.Run})
+	a.workers = append(a.workers, worker{name: "schedules", run: s.Run, started: s.Active})
 	if a.dev && len(defs) > 0 {
 		a.banner = append(a.banner, fmt.Sprintf("schedules: %d configured (beachd schedules list)", len(defs)))
 	}
