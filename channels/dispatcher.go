@@ -293,7 +293,10 @@ func (d *Dispatcher) work(ctx context.Context, del *store.Delivery) {
 		}
 	})
 	defer release()
-	log := d.log.With("delivery_id", del.ID, "channel", del.Channel, "attempt", del.Attempts+1)
+	// Built only when there is something to say: a sent job logs nothing.
+	log := func() *slog.Logger {
+		return d.log.With("delivery_id", del.ID, "channel", del.Channel, "attempt", del.Attempts+1)
+	}
 	policy := d.cfg.policy(del.Channel)
 	start := d.cfg.Now()
 	var res *Result
@@ -340,15 +343,15 @@ func (d *Dispatcher) work(ctx context.Context, del *store.Delivery) {
 		switch {
 		case retry:
 			o.State, o.NextAttemptAt, outcome = store.StateRetrying, next, "retry"
-			log.Warn("delivery attempt failed; will retry", "err", o.Error, "next_attempt", next)
+			log().Warn("delivery attempt failed; will retry", "err", o.Error, "next_attempt", next)
 		case e.Permanent:
 			o.State, outcome = store.StateDead, "dead"
 			o.DeadReason = "permanent failure: " + o.Error
-			log.Error("delivery failed permanently", "err", o.Error)
+			log().Error("delivery failed permanently", "err", o.Error)
 		default:
 			o.State, outcome = store.StateDead, "dead"
 			o.DeadReason = fmt.Sprintf("gave up after %d attempts over %s: %s", del.Attempts+1, d.cfg.Now().Sub(lifeStart).Round(time.Second), o.Error)
-			log.Error("delivery lifetime over", "err", o.Error)
+			log().Error("delivery lifetime over", "err", o.Error)
 		}
 		o.Attempt.Outcome = outcome
 	}
@@ -359,9 +362,9 @@ func (d *Dispatcher) work(ctx context.Context, del *store.Delivery) {
 	rec, rerr := d.db.Record(rctx, del.ID, del.LeaseUntil, o)
 	if rerr != nil {
 		if errors.Is(rerr, store.ErrLeaseLost) {
-			log.Warn("lease lost before the outcome was recorded; the job was claimed again", "outcome", outcome)
+			log().Warn("lease lost before the outcome was recorded; the job was claimed again", "outcome", outcome)
 		} else {
-			log.Error("record attempt", "err", rerr)
+			log().Error("record attempt", "err", rerr)
 		}
 		return
 	}
