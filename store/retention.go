@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -12,7 +13,8 @@ import (
 
 // Prune removes what is older than before and finished: envelopes whose
 // deliveries are all sent or dead, with those deliveries, their attempts and
-// index entries, and idempotency keys. An envelope with a delivery still
+// index entries, idempotency keys, and the records of inbound messages and
+// Twilio webhooks already handled. An envelope with a delivery still
 // queued, sending or retrying is kept whatever its age. Each call removes at
 // most max envelopes in one transaction; call it until it returns 0.
 func (s *DB) Prune(ctx context.Context, before time.Time, max int) (int, error) {
@@ -63,12 +65,44 @@ func (s *DB) Prune(ctx context.Context, before time.Time, max int) (int, error) 
 				return err
 			}
 		}
-		return nil
+		// Inbound message ids (mail Message-IDs, provider ids) and acted-on
+		// Twilio webhooks: a copy arriving after the retention period is
+		// handled again, and finds its approval long decided or expired.
+		if err := pruneByTime(tx.Bucket(bInbound), before, 10*max, func(v []byte) (time.Time, bool) {
+			if len(v) != 8 {
+				return time.Time{}, false
+			}
+			return time.Unix(0, int64(binary.BigEndian.Uint64(v))), true
+		}); err != nil {
+			return err
+		}
+		return pruneByTime(tx.Bucket(bTwilioSeen), before, 10*max, func(v []byte) (time.Time, bool) {
+			t, err := time.Parse(time.RFC3339Nano, string(v))
+			return t, err == nil
+		})
 	})
 	if err != nil {
 		return 0, fmt.Errorf("prune: %w", err)
 	}
 	return n, nil
+}
+
+// pruneByTime deletes up to limit entries of b whose value, read by at,
+// is a time before `before`. Entries whose value it cannot read are kept.
+func pruneByTime(b *bolt.Bucket, before time.Time, limit int, at func([]byte) (time.Time, bool)) error {
+	var keys [][]byte
+	c := b.Cursor()
+	for k, v := c.First(); k != nil && len(keys) < limit; k, v = c.Next() {
+		if t, ok := at(v); ok && t.Before(before) {
+			keys = append(keys, append([]byte(nil), k...))
+		}
+	}
+	for _, k := range keys {
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func finished(tx *bolt.Tx, ids []string) bool {

@@ -53,3 +53,36 @@ func TestPruneRemovesOnlyOldFinishedWork(t *testing.T) {
 		t.Errorf("second prune removed %d", n)
 	}
 }
+
+// Records of handled inbound messages and Twilio webhooks are kept for the
+// retention period, then pruned.
+func TestPruneForgetsOldInboundRecords(t *testing.T) {
+	c := newClock()
+	db := openTest(t, filepath.Join(t.TempDir(), "b.db"), c)
+	if err := db.Note(ctx, AuditEntry{At: c.Now(), Channel: "email", MessageID: "<old@x>", Event: "ignored"}); err != nil {
+		t.Fatal(err)
+	}
+	if first, err := db.MarkSeen(ctx, "msg/SMold"); !first || err != nil {
+		t.Fatal(first, err)
+	}
+	c.Add(8 * 24 * time.Hour)
+	if err := db.Note(ctx, AuditEntry{At: c.Now(), Channel: "email", MessageID: "<new@x>", Event: "ignored"}); err != nil {
+		t.Fatal(err)
+	}
+	if first, err := db.MarkSeen(ctx, "msg/SMnew"); !first || err != nil {
+		t.Fatal(first, err)
+	}
+	if _, err := db.Prune(ctx, c.Now().Add(-7*24*time.Hour), 100); err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]bool{"<old@x>": false, "<new@x>": true} {
+		if seen, _ := db.InboundSeen(ctx, "email", id); seen != want {
+			t.Errorf("inbound %s seen = %v after pruning, want %v", id, seen, want)
+		}
+	}
+	for key, want := range map[string]bool{"msg/SMold": true, "msg/SMnew": false} {
+		if first, _ := db.MarkSeen(ctx, key); first != want {
+			t.Errorf("MarkSeen(%s) first = %v after pruning, want %v", key, first, want)
+		}
+	}
+}
