@@ -203,7 +203,7 @@ func (r *rig) open() {
 	tcfg := twilio.Config{SMSFrom: rigSMSFrom, WhatsAppFrom: rigWAFrom, CallReserve: 100 * time.Millisecond,
 		Templates: twilio.Templates{Result: &render.ContentTemplate{ContentSID: "HX0123456789abcdef0123456789abcdef", Variables: map[string]string{"1": "{{.Text}}"}}}}
 	deps := twilio.Deps{Client: client, Store: r.db, Limiter: twilio.NewLimiter(twilio.LimiterConfig{PerSecond: 1e9, Burst: 1 << 30}),
-		Render: twilio.Renderer(rend, reg)}
+		Render: twilio.Renderer(rend, reg, nil)}
 	sms, err := twilio.NewSMS(tcfg, deps)
 	if err != nil {
 		t.Fatal(err)

@@ -160,7 +160,7 @@ func newSender(channel string, cfg Config, deps Deps) (*sender, error) {
 		if err != nil {
 			return nil, fmt.Errorf("twilio: default renderer: %w", err)
 		}
-		deps.Render = Renderer(r, nil)
+		deps.Render = Renderer(r, nil, nil)
 	}
 	if deps.Log == nil {
 		deps.Log = slog.New(slog.DiscardHandler)

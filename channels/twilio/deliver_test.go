@@ -405,7 +405,7 @@ func TestSplitSMSFailureMidwayDoesNotRepeatSentParts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := NewSMS(testConfig(), Deps{Client: newTestClient(t, f.srv.URL, 5*time.Second), Store: openStore(t), Limiter: fastLimiter(), Render: Renderer(r, nil)})
+	d, err := NewSMS(testConfig(), Deps{Client: newTestClient(t, f.srv.URL, 5*time.Second), Store: openStore(t), Limiter: fastLimiter(), Render: Renderer(r, nil, nil)})
 	if err != nil {
 		t.Fatal(err)
 	}

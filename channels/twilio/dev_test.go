@@ -20,7 +20,7 @@ func defaultRender(t *testing.T) RenderFunc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Renderer(r, nil)
+	return Renderer(r, nil, nil)
 }
 
 // TestDevRecorderAndReply: without Twilio, a delivery is recorded (and

@@ -44,7 +44,9 @@ type RenderFunc func(in RenderInput) (*Message, error)
 
 // Renderer renders through r: render.SMS and render.WhatsApp, with the
 // delivery's recipient, approval handles and the WhatsApp window.
-func Renderer(r *render.Renderer, reg *envelope.Registry) RenderFunc {
+// fullMessage, when set, gives the link to a delivery's whole message,
+// which a message cut short ends with.
+func Renderer(r *render.Renderer, reg *envelope.Registry, fullMessage func(deliveryID string) string) RenderFunc {
 	return func(in RenderInput) (*Message, error) {
 		j := in.Job
 		if j == nil || j.Envelope == nil || j.Delivery == nil {
@@ -57,6 +59,9 @@ func Renderer(r *render.Renderer, reg *envelope.Registry) RenderFunc {
 			DeliveryID: j.Delivery.ID,
 			Approvals:  j.Approvals,
 			Now:        in.Now,
+		}
+		if fullMessage != nil {
+			ri.FullMessageURL = fullMessage(j.Delivery.ID)
 		}
 		switch in.Channel {
 		case envelope.ChannelSMS:

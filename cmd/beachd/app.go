@@ -62,8 +62,11 @@ type app struct {
 		HandleInbound(context.Context, envelope.Inbound) (envelope.InboundResult, error)
 	}
 	enqueuer *api.Ingester
-	preparer api.ApprovalPreparer
-	agents   *agent.Client
+	// linkSecret is the approvals secret; full-message links derive their
+	// key from it.
+	linkSecret []byte
+	preparer   api.ApprovalPreparer
+	agents     *agent.Client
 
 	dispatcher *channels.Dispatcher
 	server     *api.Server

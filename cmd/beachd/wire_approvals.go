@@ -36,6 +36,7 @@ func (a *app) wireApprovals() error {
 		}
 		secret = s
 	}
+	a.linkSecret = []byte(secret)
 	names := make([]string, 0, len(a.cfg.Agents))
 	for n := range a.cfg.Agents {
 		names = append(names, n)

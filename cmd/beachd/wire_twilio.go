@@ -13,6 +13,7 @@ import (
 	"github.com/cool-ai/beachd/channels/twilio"
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/render"
+	"github.com/cool-ai/beachd/store"
 )
 
 // twilioInboundPath is where Twilio posts inbound messages and status
@@ -28,16 +29,14 @@ func (a *app) wireTwilio() error {
 	if c == nil && !a.dev {
 		return nil
 	}
-	var renderFn twilio.RenderFunc
-	if a.renderer != nil {
-		renderFn = twilio.Renderer(a.renderer, a.registry)
-	} else {
-		r, err := render.New(render.Config{PublicURL: a.cfg.PublicURL})
-		if err != nil {
+	r := a.renderer
+	if r == nil {
+		var err error
+		if r, err = render.New(render.Config{PublicURL: a.cfg.PublicURL}); err != nil {
 			return err
 		}
-		renderFn = twilio.Renderer(r, a.registry)
 	}
+	renderFn := twilio.Renderer(r, a.registry, a.wireMessagePages(r))
 	if c == nil || !c.hasCredentials() {
 		if !a.dev {
 			return errors.New("twilio.account_sid and twilio.auth_token are required (only `beachd dev` records messages without them)")
@@ -151,4 +150,22 @@ func (t *TwilioTemplateConfig) render() *render.ContentTemplate {
 		return nil
 	}
 	return &render.ContentTemplate{ContentSID: t.ContentSID, Variables: t.Variables}
+}
+
+// wireMessagePages mounts the full-message pages (/m/{ref}) that an SMS or
+// WhatsApp message cut short links to, and returns the link maker. A page
+// shows the envelope as the email channel renders it.
+func (a *app) wireMessagePages(r *render.Renderer) func(deliveryID string) string {
+	links := api.NewMessageLinks(a.linkSecret, a.cfg.PublicURL)
+	page := &api.MessagePage{Links: links, DB: a.db, Log: a.log.With("component", "pages"),
+		Render: func(env *envelope.Envelope, d *store.Delivery) (string, error) {
+			e, err := r.Email(render.Input{Envelope: env, Registry: a.registry, DeliveryID: d.ID, Now: a.now(),
+				Recipient: render.Recipient{Channel: envelope.ChannelEmail, Address: d.To}})
+			if err != nil {
+				return "", err
+			}
+			return e.HTML, nil
+		}}
+	a.routes = append(a.routes, api.MessageRoutes(page)...)
+	return links.URL
 }
