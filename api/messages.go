@@ -107,27 +107,13 @@ func (p *MessagePage) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		gone(http.StatusNotFound, "This link is not valid.")
 		return
 	}
-	d, err := p.DB.Delivery(r.Context(), id)
+	env, d, err := p.load(r, id)
 	if errors.Is(err, store.ErrNotFound) {
 		// A valid link whose message was removed (retention).
 		gone(http.StatusGone, "This message is no longer available.")
 		return
 	}
 	if err != nil {
-		p.fail(w, id, err)
-		return
-	}
-	rec, err := p.DB.Envelope(r.Context(), d.EnvelopeID)
-	if errors.Is(err, store.ErrNotFound) {
-		gone(http.StatusGone, "This message is no longer available.")
-		return
-	}
-	if err != nil {
-		p.fail(w, id, err)
-		return
-	}
-	env := new(envelope.Envelope)
-	if err := envelope.UnmarshalStored(rec.Envelope, env); err != nil {
 		p.fail(w, id, err)
 		return
 	}
@@ -138,6 +124,23 @@ func (p *MessagePage) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(http.StatusOK)
 	w.Write([]byte(page))
+}
+
+// load reads delivery id and its envelope.
+func (p *MessagePage) load(r *http.Request, id string) (*envelope.Envelope, *store.Delivery, error) {
+	d, err := p.DB.Delivery(r.Context(), id)
+	if err != nil {
+		return nil, nil, err
+	}
+	rec, err := p.DB.Envelope(r.Context(), d.EnvelopeID)
+	if err != nil {
+		return nil, nil, err
+	}
+	env := new(envelope.Envelope)
+	if err := envelope.UnmarshalStored(rec.Envelope, env); err != nil {
+		return nil, nil, err
+	}
+	return env, d, nil
 }
 
 func (p *MessagePage) fail(w http.ResponseWriter, id string, err error) {
