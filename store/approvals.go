@@ -158,11 +158,17 @@ func checkApprovalsTx(tx *bolt.Tx, as []NewApproval) error {
 	ids, tokens := map[string]bool{}, map[string]bool{}
 	for _, na := range as {
 		id := na.Approval.ID
+		if id == "" || len(id) > maxStoredKey {
+			return refuse(fmt.Errorf("approval id %q: empty or longer than %d bytes", id, maxStoredKey))
+		}
 		if ids[id] || tx.Bucket(bApprovals).Get([]byte(id)) != nil {
 			return refuse(fmt.Errorf("approval %q: %w", id, ErrDuplicateApproval))
 		}
 		ids[id] = true
 		for h := range na.Tokens {
+			if h == "" || len(h) > maxStoredKey {
+				return refuse(fmt.Errorf("approval %q: empty or oversize token hash", id))
+			}
 			if tokens[h] || tx.Bucket(bApprovalTokens).Get([]byte(h)) != nil {
 				return refuse(fmt.Errorf("approval %q: token collision: %w", id, ErrDuplicateApproval))
 			}
@@ -172,6 +178,8 @@ func checkApprovalsTx(tx *bolt.Tx, as []NewApproval) error {
 	return nil
 }
 
+// putApprovalsTx writes approvals that checkApprovalsTx has let through in
+// the same transaction.
 func (s *DB) putApprovalsTx(tx *bolt.Tx, envID string, as []NewApproval, now time.Time) error {
 	for _, na := range as {
 		a := na.Approval
@@ -182,11 +190,7 @@ func (s *DB) putApprovalsTx(tx *bolt.Tx, envID string, as []NewApproval, now tim
 		if a.CreatedAt.IsZero() {
 			a.CreatedAt = now
 		}
-		b := tx.Bucket(bApprovals)
-		if b.Get([]byte(a.ID)) != nil {
-			return fmt.Errorf("approval %q: %w", a.ID, ErrDuplicateApproval)
-		}
-		if err := putJSON(b, []byte(a.ID), a); err != nil {
+		if err := putJSON(tx.Bucket(bApprovals), []byte(a.ID), a); err != nil {
 			return err
 		}
 		if a.State == ApprovalPending && !a.ExpiresAt.IsZero() {
@@ -195,9 +199,6 @@ func (s *DB) putApprovalsTx(tx *bolt.Tx, envID string, as []NewApproval, now tim
 			}
 		}
 		for h, tb := range na.Tokens {
-			if tx.Bucket(bApprovalTokens).Get([]byte(h)) != nil {
-				return fmt.Errorf("approval %q: token collision: %w", a.ID, ErrDuplicateApproval)
-			}
 			if err := putJSON(tx.Bucket(bApprovalTokens), []byte(h), tb); err != nil {
 				return err
 			}
@@ -506,7 +507,7 @@ func (s *DB) firstTime(bucket []byte) (t time.Time, ok bool) {
 	_ = s.bolt.View(func(tx *bolt.Tx) error {
 		k, _ := tx.Bucket(bucket).Cursor().First()
 		if len(k) >= 8 {
-			t, ok = time.Unix(0, int64(binary.BigEndian.Uint64(k[:8]))), true
+			t, ok = unbe64(k[:8]), true
 		}
 		return nil
 	})

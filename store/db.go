@@ -27,7 +27,7 @@ var (
 	bEnvelopeBodies = []byte("envelope_bodies") // envelope id → the envelope's JSON as accepted
 	bDeliveries     = []byte("deliveries")      // delivery id → Delivery (codec.go)
 	bAttempts       = []byte("attempts")        // delivery id + be32(n) → Attempt
-	bDue            = []byte("due")             // be64(next attempt ns) + delivery id → nil
+	bDue            = []byte("due")             // be64(next attempt ns) + delivery id → channel + 0 + recipient
 	bLeases         = []byte("leases")          // delivery id → be64(lease until ns), for jobs in flight
 	bByState        = []byte("by_state")        // state + 0 + delivery id → nil
 	bIdempotency    = []byte("idempotency")     // key → idemRecord
@@ -229,9 +229,6 @@ func (s *DB) Close() error { return s.bolt.Close() }
 // Path is the file the database lives in.
 func (s *DB) Path() string { return s.path }
 
-// Now is the store's clock.
-func (s *DB) Now() time.Time { return s.now() }
-
 var idEncoding = base32.NewEncoding("0123456789abcdefghjkmnpqrstvwxyz").WithPadding(base32.NoPadding)
 
 // NewID returns prefix + a 26-character id that sorts by creation time
@@ -245,6 +242,9 @@ func (s *DB) NewID(prefix string) string {
 	}
 	return prefix + idEncoding.EncodeToString(b[:])
 }
+
+// unbe64 reads a time written by be64 (8 bytes).
+func unbe64(b []byte) time.Time { return time.Unix(0, int64(binary.BigEndian.Uint64(b))) }
 
 func be64(t time.Time) []byte {
 	var b [8]byte

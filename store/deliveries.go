@@ -143,6 +143,9 @@ func (s *DB) Ingest(ctx context.Context, in Ingest) (*IngestResult, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if len(in.IdempotencyKey) > maxStoredKey {
+		return nil, fmt.Errorf("ingest: idempotency key of %d bytes; at most %d", len(in.IdempotencyKey), maxStoredKey)
+	}
 	now := s.now()
 	envID := s.NewID("env_")
 	ids := make([]string, len(in.Deliveries))
@@ -244,40 +247,29 @@ func stateKey(st State, id string) []byte {
 	return append(k, id...)
 }
 
-// putDeliveryTx writes d and moves its index entries from the state `old`
-// (with the old due entry taken from prev, when given) to d's state. The
-// stored state is never sending: a job in flight is its stored (queued or
-// retrying) record plus a lease entry in place of its due entry, see Claim.
-func putDeliveryTx(tx *bolt.Tx, d *Delivery, old State, prev ...*Delivery) error {
+// putDeliveryTx writes d and moves its by-state entry from the state `old`
+// to d's state; a queued or retrying d gets a due entry. The stored state is
+// never sending: a job in flight is its stored (queued or retrying) record
+// plus a lease entry in place of its due entry (Claim removed that).
+func putDeliveryTx(tx *bolt.Tx, d *Delivery, old State) error {
 	if d.State == StateSending || !d.State.Valid() {
 		return fmt.Errorf("%w: cannot store a delivery in state %q", ErrBadState, d.State)
 	}
-	d.LeaseUntil = time.Time{}
-	byState, due := tx.Bucket(bByState), tx.Bucket(bDue)
-	if old != "" {
-		if len(prev) > 0 && prev[0] != nil {
-			p := prev[0]
-			if !p.NextAttemptAt.IsZero() && (old == StateQueued || old == StateRetrying) {
-				if err := due.Delete(timeKey(p.NextAttemptAt, d.ID)); err != nil {
-					return err
-				}
-			}
-		}
-		if old != d.State {
-			if err := byState.Delete(stateKey(old, d.ID)); err != nil {
-				return err
-			}
-		}
-	}
+	byState := tx.Bucket(bByState)
 	switch d.State {
 	case StateQueued, StateRetrying:
-		if err := due.Put(timeKey(d.NextAttemptAt, d.ID), dueValue(d)); err != nil {
+		if err := tx.Bucket(bDue).Put(timeKey(d.NextAttemptAt, d.ID), dueValue(d)); err != nil {
 			return err
 		}
 	default:
 		d.NextAttemptAt = time.Time{}
 	}
 	if old != d.State {
+		if old != "" {
+			if err := byState.Delete(stateKey(old, d.ID)); err != nil {
+				return err
+			}
+		}
 		if err := byState.Put(stateKey(d.State, d.ID), nil); err != nil {
 			return err
 		}
@@ -299,7 +291,7 @@ func leaseOf(tx *bolt.Tx, id []byte) (time.Time, bool) {
 	if len(v) != 8 {
 		return time.Time{}, false
 	}
-	return time.Unix(0, int64(binary.BigEndian.Uint64(v))), true
+	return unbe64(v), true
 }
 
 // overlayLease shows a job in flight as sending, with its lease.
@@ -309,6 +301,11 @@ func overlayLease(tx *bolt.Tx, d *Delivery) {
 	}
 }
 
+// maxStoredKey bounds the caller-given values the store uses as keys
+// (idempotency keys, provider ids), far below bbolt's 32 KiB key limit:
+// a key bbolt refused would fail its whole group commit after writing.
+const maxStoredKey = 1024
+
 // maxRefusedRun bounds the run of due entries of refused recipients that one
 // claim walks past.
 const maxRefusedRun = 1024
@@ -317,7 +314,8 @@ const maxRefusedRun = 1024
 // now+lease, and returns them in state sending. admit, when set, is asked
 // for each candidate inside the transaction and must be fast and free of I/O
 // (per-endpoint concurrency limits); it sees only the job's ID, Channel and
-// To, in a value it must not keep. A job it refuses stays due, and so do the
+// To, in a value it must not keep. It is asked only about jobs Claim then
+// returns or refused ones. A job it refuses stays due, and so do the
 // other due jobs for the same channel and recipient in this claim.
 //
 // A claim replaces each job's due entry by a lease entry and writes nothing
@@ -348,48 +346,53 @@ func (s *DB) Claim(ctx context.Context, max int, lease time.Duration, admit func
 		// entries are skipped without asking again.
 		refused := map[string]bool{}
 		skipped := 0
-		var probe Delivery
-		// First choose, reading only (an error here writes nothing), then
-		// write the leases.
+		var orphans [][]byte
+		// First choose, reading only, then write.
 		for k, v := c.First(); k != nil && bytes.Compare(k[:8], limit) <= 0 && len(out) < max; k, v = c.Next() {
 			scanned++
 			if scanned > 64*max+4096 {
 				break // do not walk a huge backlog of refused jobs in one transaction
 			}
-			id := k[8:]
-			if admit != nil {
-				if refused[string(v)] {
-					// A long run of refused recipients' jobs (one busy
-					// endpoint's backlog) ends the claim: scanning on
-					// costs every claim as much again. Other
-					// recipients behind it wait for it to drain below
-					// the run's length.
-					if skipped++; skipped > maxRefusedRun {
-						break
-					}
-					continue
+			// v is the job's recipient (dueValue); schema-1 entries may
+			// lack it, and are checked once decoded.
+			if admit != nil && len(v) > 0 && refused[string(v)] {
+				// A long run of refused recipients' jobs (one busy
+				// endpoint's backlog) ends the claim: scanning on costs
+				// every claim as much again. Other recipients behind it
+				// wait for it to drain below the run's length.
+				if skipped++; skipped > maxRefusedRun {
+					break
 				}
-				skipped = 0
-				probe = Delivery{ID: string(id)}
-				if ch, to, ok := bytes.Cut(v, []byte{0}); ok {
-					probe.Channel, probe.To = string(ch), string(to)
-				} else if err := getDelivery(dels, id, &probe); err != nil {
-					return refuse(fmt.Errorf("due entry %s: %w", id, err))
-				}
-				if !admit(&probe) {
-					if len(v) > 0 {
-						refused[string(v)] = true
-					}
-					continue
-				}
+				continue
 			}
+			skipped = 0
+			id := k[8:]
 			d := &Delivery{}
 			if err := getDelivery(dels, id, d); err != nil {
-				return refuse(fmt.Errorf("due entry %s: %w", id, err))
+				// A due entry without its record is removed; a record
+				// that does not decode is passed over (CheckInvariants
+				// names it). Neither may stop the jobs behind it.
+				if errors.Is(err, ErrNotFound) {
+					orphans = append(orphans, append([]byte(nil), k...))
+				}
+				continue
+			}
+			if admit != nil {
+				rcpt := string(dueValue(d))
+				probe := Delivery{ID: d.ID, Channel: d.Channel, To: d.To}
+				if refused[rcpt] || !admit(&probe) {
+					refused[rcpt] = true
+					continue
+				}
 			}
 			d.State, d.LeaseUntil = StateSending, until
 			out = append(out, d)
 			taken = append(taken, append([]byte(nil), k...))
+		}
+		for _, k := range orphans {
+			if err := due.Delete(k); err != nil {
+				return err
+			}
 		}
 		lv := leaseValue(until)
 		for i, k := range taken {
@@ -447,10 +450,14 @@ func (s *DB) Record(ctx context.Context, id string, leaseUntil time.Time, o Outc
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	switch o.State {
-	case StateSent, StateRetrying, StateDead:
-	default:
+	switch {
+	case o.State != StateSent && o.State != StateRetrying && o.State != StateDead:
 		return nil, fmt.Errorf("record %s: %w: outcome state %q", id, ErrBadState, o.State)
+	case o.State == StateRetrying && o.NextAttemptAt.IsZero():
+		// A zero time would sort after every real one: never due again.
+		return nil, fmt.Errorf("record %s: %w: retrying without a next attempt time", id, ErrBadState)
+	case len(o.ProviderID) > maxStoredKey:
+		return nil, fmt.Errorf("record %s: provider id of %d bytes; at most %d", id, len(o.ProviderID), maxStoredKey)
 	}
 	now := s.now()
 	var out *Delivery
@@ -502,6 +509,9 @@ func (s *DB) Record(ctx context.Context, id string, leaseUntil time.Time, o Outc
 // Release puts a claimed job back in the queue without counting an attempt
 // (the worker is shutting down, or a rate limit refused it), due at `at`.
 func (s *DB) Release(ctx context.Context, id string, leaseUntil, at time.Time) error {
+	if at.IsZero() {
+		return fmt.Errorf("release %s: %w: no due time", id, ErrBadState)
+	}
 	err := s.write(func(tx *bolt.Tx) error {
 		d, err := takeLease(tx, id, leaseUntil)
 		if err != nil {
@@ -575,7 +585,7 @@ func (s *DB) RequeueExpired(ctx context.Context, before time.Time) (int, error) 
 		n = 0
 		var ids [][]byte
 		if err := tx.Bucket(bLeases).ForEach(func(k, v []byte) error {
-			if len(v) != 8 || int64(binary.BigEndian.Uint64(v)) <= before.UnixNano() {
+			if len(v) != 8 || !unbe64(v).After(before) {
 				ids = append(ids, append([]byte(nil), k...))
 			}
 			return nil
@@ -611,35 +621,7 @@ func (s *DB) RequeueExpired(ctx context.Context, before time.Time) (int, error) 
 }
 
 // NextDue is the time of the earliest due job, if any.
-func (s *DB) NextDue() (time.Time, bool) {
-	var t time.Time
-	var ok bool
-	s.bolt.View(func(tx *bolt.Tx) error {
-		k, _ := tx.Bucket(bDue).Cursor().First()
-		if k != nil {
-			t, ok = time.Unix(0, int64(binary.BigEndian.Uint64(k[:8]))), true
-		}
-		return nil
-	})
-	return t, ok
-}
-
-// NextLeaseExpiry is the earliest lease end, if any job is sending.
-func (s *DB) NextLeaseExpiry() (time.Time, bool) {
-	var t time.Time
-	var ok bool
-	s.bolt.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bLeases).ForEach(func(_, v []byte) error {
-			if len(v) == 8 {
-				if u := time.Unix(0, int64(binary.BigEndian.Uint64(v))); !ok || u.Before(t) {
-					t, ok = u, true
-				}
-			}
-			return nil
-		})
-	})
-	return t, ok
-}
+func (s *DB) NextDue() (time.Time, bool) { return s.firstTime(bDue) }
 
 // Envelope returns an envelope record.
 func (s *DB) Envelope(ctx context.Context, id string) (*EnvelopeRecord, error) {

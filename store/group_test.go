@@ -14,17 +14,9 @@ import (
 // loop until all of fns are queued behind it. It returns each fn's result.
 func inOneGroup(t *testing.T, db *DB, fns ...func(*bolt.Tx) error) []error {
 	t.Helper()
-	hold := make(chan struct{})
-	go db.write(func(*bolt.Tx) error { <-hold; return nil })
-	for {
-		db.group.mu.Lock()
-		running := db.group.running && len(db.group.pending) == 0
-		db.group.mu.Unlock()
-		if running {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
+	hold, held := make(chan struct{}), make(chan struct{})
+	go db.write(func(*bolt.Tx) error { close(held); <-hold; return nil })
+	<-held // the commit loop is inside the holding transaction
 	errs := make([]error, len(fns))
 	var wg sync.WaitGroup
 	for i, fn := range fns {

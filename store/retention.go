@@ -3,7 +3,6 @@ package store
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -11,12 +10,12 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// Prune removes what is older than before and finished: envelopes whose
+// Prune removes finished envelopes older than before: those whose
 // deliveries are all sent or dead, with those deliveries, their attempts and
-// index entries, idempotency keys, and the records of inbound messages and
-// Twilio webhooks already handled. An envelope with a delivery still
-// queued, sending or retrying is kept whatever its age. Each call removes at
-// most max envelopes in one transaction; call it until it returns 0.
+// index entries. An envelope with a delivery still queued, sending or
+// retrying is kept whatever its age. Each call removes at most max
+// envelopes in one transaction; call it until it returns 0. PruneRecords
+// does the rest.
 func (s *DB) Prune(ctx context.Context, before time.Time, max int) (int, error) {
 	if max <= 0 {
 		max = 1000
@@ -47,39 +46,7 @@ func (s *DB) Prune(ctx context.Context, before time.Time, max int) (int, error) 
 			}
 			n++
 		}
-		// Idempotency keys: a replay after the retention period is a new request.
-		idem := tx.Bucket(bIdempotency)
-		var keys [][]byte
-		err := idem.ForEach(func(k, v []byte) error {
-			var r idemRecord
-			if json.Unmarshal(v, &r) == nil && r.CreatedAt.Before(before) && len(keys) < 10*max {
-				keys = append(keys, append([]byte(nil), k...))
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		for _, k := range keys {
-			if err := idem.Delete(k); err != nil {
-				return err
-			}
-		}
-		// Inbound message ids (mail Message-IDs, provider ids) and acted-on
-		// Twilio webhooks: a copy arriving after the retention period is
-		// handled again, and finds its approval long decided or expired.
-		if err := pruneByTime(tx.Bucket(bInbound), before, 10*max, func(v []byte) (time.Time, bool) {
-			if len(v) != 8 {
-				return time.Time{}, false
-			}
-			return time.Unix(0, int64(binary.BigEndian.Uint64(v))), true
-		}); err != nil {
-			return err
-		}
-		return pruneByTime(tx.Bucket(bTwilioSeen), before, 10*max, func(v []byte) (time.Time, bool) {
-			t, err := time.Parse(time.RFC3339Nano, string(v))
-			return t, err == nil
-		})
+		return nil
 	})
 	if err != nil {
 		return 0, fmt.Errorf("prune: %w", err)
@@ -87,9 +54,52 @@ func (s *DB) Prune(ctx context.Context, before time.Time, max int) (int, error) 
 	return n, nil
 }
 
+// PruneRecords removes the records older than before that only guard
+// against repeats: idempotency keys (a replay after the retention period is
+// a new request), handled inbound message ids (mail Message-IDs) and
+// acted-on Twilio webhooks (a copy arriving that late finds its approval
+// long decided or expired). Each call removes at most max of each kind;
+// call it until it returns 0. Their keys do not sort by time, so each call
+// reads the buckets through: run it once per retention cycle, not per
+// request.
+func (s *DB) PruneRecords(ctx context.Context, before time.Time, max int) (int, error) {
+	if max <= 0 {
+		max = 10000
+	}
+	n := 0
+	err := s.bolt.Update(func(tx *bolt.Tx) error {
+		n = 0
+		for _, p := range []struct {
+			bucket []byte
+			at     func([]byte) (time.Time, bool)
+		}{
+			{bIdempotency, func(v []byte) (time.Time, bool) {
+				var r idemRecord
+				return r.CreatedAt, json.Unmarshal(v, &r) == nil
+			}},
+			{bInbound, func(v []byte) (time.Time, bool) { return unbe64(v), len(v) == 8 }},
+			{bTwilioSeen, func(v []byte) (time.Time, bool) {
+				t, err := time.Parse(time.RFC3339Nano, string(v))
+				return t, err == nil
+			}},
+		} {
+			m, err := pruneByTime(tx.Bucket(p.bucket), before, max, p.at)
+			if err != nil {
+				return err
+			}
+			n += m
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("prune records: %w", err)
+	}
+	return n, nil
+}
+
 // pruneByTime deletes up to limit entries of b whose value, read by at,
 // is a time before `before`. Entries whose value it cannot read are kept.
-func pruneByTime(b *bolt.Bucket, before time.Time, limit int, at func([]byte) (time.Time, bool)) error {
+func pruneByTime(b *bolt.Bucket, before time.Time, limit int, at func([]byte) (time.Time, bool)) (int, error) {
 	var keys [][]byte
 	c := b.Cursor()
 	for k, v := c.First(); k != nil && len(keys) < limit; k, v = c.Next() {
@@ -99,10 +109,10 @@ func pruneByTime(b *bolt.Bucket, before time.Time, limit int, at func([]byte) (t
 	}
 	for _, k := range keys {
 		if err := b.Delete(k); err != nil {
-			return err
+			return 0, err
 		}
 	}
-	return nil
+	return len(keys), nil
 }
 
 func finished(tx *bolt.Tx, ids []string) bool {

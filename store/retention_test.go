@@ -44,6 +44,9 @@ func TestPruneRemovesOnlyOldFinishedWork(t *testing.T) {
 			t.Errorf("envelope %s removed: %v", keep, err)
 		}
 	}
+	if n, err := db.PruneRecords(ctx, c.Now().Add(-7*24*time.Hour), 100); err != nil || n != 1 {
+		t.Fatalf("pruned %d records, %v; want the one old idempotency key", n, err)
+	}
 	// The idempotency key is gone: the same key is a new request now.
 	again, err := db.Ingest(ctx, Ingest{Envelope: []byte(`{}`), Deliveries: []NewDelivery{{Channel: "webhook", To: "k"}}, IdempotencyKey: "k1", RequestHash: HashRequest([]byte("other"))})
 	if err != nil || again.Replayed {
@@ -72,8 +75,8 @@ func TestPruneForgetsOldInboundRecords(t *testing.T) {
 	if first, err := db.MarkSeen(ctx, "msg/SMnew"); !first || err != nil {
 		t.Fatal(first, err)
 	}
-	if _, err := db.Prune(ctx, c.Now().Add(-7*24*time.Hour), 100); err != nil {
-		t.Fatal(err)
+	if n, err := db.PruneRecords(ctx, c.Now().Add(-7*24*time.Hour), 100); err != nil || n != 2 {
+		t.Fatalf("pruned %d records, %v; want the old Message-ID and the old Twilio webhook", n, err)
 	}
 	for id, want := range map[string]bool{"<old@x>": false, "<new@x>": true} {
 		if seen, _ := db.InboundSeen(ctx, "email", id); seen != want {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -143,7 +144,7 @@ func TestRecordAfterLeaseLost(t *testing.T) {
 	}
 }
 
-// A process that dies mid-send leaves jobs in state sending; the next
+// A process that dies mid-send leaves jobs leased; the next
 // process re-queues them all at start and nothing acknowledged is lost.
 func TestCrashRecovery(t *testing.T) {
 	c := newClock()
@@ -288,7 +289,7 @@ func TestListPagination(t *testing.T) {
 }
 
 // BenchmarkIngest measures acknowledged (fsync'd) ingests per second with
-// many concurrent callers sharing commits (bbolt Batch), against the same
+// many concurrent callers sharing commits (the group writer), against the same
 // ingests each committing alone, in the same run.
 func BenchmarkIngest(b *testing.B) {
 	for _, mode := range []string{"grouped", "one-commit-each"} {
@@ -320,5 +321,85 @@ func BenchmarkIngest(b *testing.B) {
 			})
 			b.ReportMetric(float64(n.Load())/b.Elapsed().Seconds(), "ingests/s")
 		})
+	}
+}
+
+// A due entry whose record is gone, or a record that does not decode,
+// does not stop the jobs behind it; the orphan entry is removed.
+func TestClaimPassesOverBrokenEntries(t *testing.T) {
+	c := newClock()
+	db := openTest(t, filepath.Join(t.TempDir(), "b.db"), c)
+	res := ingestOne(t, db, 3)
+	orphan, corrupt := res.Deliveries[0].ID, res.Deliveries[1].ID
+	db.bolt.Update(func(tx *bolt.Tx) error {
+		tx.Bucket(bDeliveries).Delete([]byte(orphan))
+		return tx.Bucket(bDeliveries).Put([]byte(corrupt), []byte{0x7f})
+	})
+	admitted := 0
+	got, err := db.Claim(ctx, 10, time.Minute, func(*Delivery) bool { admitted++; return true })
+	if err != nil || len(got) != 1 || got[0].ID != res.Deliveries[2].ID {
+		t.Fatalf("claim = %+v, %v; want the one sound job", got, err)
+	}
+	if admitted != 1 {
+		t.Errorf("admit asked %d times; broken entries must not take a slot", admitted)
+	}
+	var orphanDue, corruptDue bool
+	db.bolt.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bDue).ForEach(func(k, _ []byte) error {
+			orphanDue = orphanDue || string(k[8:]) == orphan
+			corruptDue = corruptDue || string(k[8:]) == corrupt
+			return nil
+		})
+	})
+	if orphanDue || !corruptDue {
+		t.Errorf("due entries left: orphan %v (want false), corrupt %v (want true)", orphanDue, corruptDue)
+	}
+	if err := db.CheckInvariants(); err == nil || !strings.Contains(err.Error(), corrupt) {
+		t.Errorf("CheckInvariants = %v; want it to name the unreadable delivery %s", err, corrupt)
+	}
+	// Take the damaged job out, so that the closing check passes.
+	db.bolt.Update(func(tx *bolt.Tx) error {
+		tx.Bucket(bDeliveries).Delete([]byte(corrupt))
+		tx.Bucket(bByState).Delete(stateKey(StateQueued, corrupt))
+		c := tx.Bucket(bDue).Cursor()
+		for k, _ := c.First(); k != nil; k, _ = c.Next() {
+			if string(k[8:]) == corrupt {
+				return c.Delete()
+			}
+		}
+		return nil
+	})
+	db.bolt.Update(func(tx *bolt.Tx) error { return tx.Bucket(bByState).Delete(stateKey(StateQueued, orphan)) })
+}
+
+// Times the store would never reach, and keys bbolt would refuse, are
+// refused before anything is written.
+func TestRefusesUnreachableTimesAndHugeKeys(t *testing.T) {
+	c := newClock()
+	db := openTest(t, filepath.Join(t.TempDir(), "b.db"), c)
+	ingestOne(t, db, 1)
+	got, _ := db.Claim(ctx, 1, time.Minute, nil)
+	if _, err := db.Record(ctx, got[0].ID, got[0].LeaseUntil, Outcome{State: StateRetrying}); !errors.Is(err, ErrBadState) {
+		t.Errorf("retrying without a time: %v", err)
+	}
+	if _, err := db.Record(ctx, got[0].ID, got[0].LeaseUntil, Outcome{State: StateSent, ProviderID: strings.Repeat("x", 2000)}); err == nil {
+		t.Error("a 2000-byte provider id was accepted")
+	}
+	if err := db.Release(ctx, got[0].ID, got[0].LeaseUntil, time.Time{}); !errors.Is(err, ErrBadState) {
+		t.Errorf("release to the zero time: %v", err)
+	}
+	if d, _ := db.Delivery(ctx, got[0].ID); d.State != StateSending {
+		t.Errorf("refused calls changed the job: %+v", d)
+	}
+	if _, err := db.Ingest(ctx, Ingest{Envelope: []byte(`{}`), Deliveries: []NewDelivery{{Channel: "webhook", To: "k"}},
+		IdempotencyKey: strings.Repeat("k", 2000)}); err == nil {
+		t.Error("a 2000-byte idempotency key was accepted")
+	}
+	if _, err := db.Ingest(ctx, Ingest{Envelope: []byte(`{}`), Deliveries: []NewDelivery{{Channel: "webhook", To: "k"}},
+		Approvals: []NewApproval{{Approval: Approval{}}}}); err == nil {
+		t.Error("an approval without an id was accepted")
+	}
+	if err := db.CheckInvariants(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -185,8 +185,20 @@ func (a *app) prune(ctx context.Context) error {
 				break
 			}
 		}
-		if total > 0 {
-			a.log.Info("pruned finished envelopes", "count", total, "older_than", keep)
+		records := 0
+		for ctx.Err() == nil {
+			n, err := a.db.PruneRecords(ctx, a.now().Add(-keep), 10000)
+			if err != nil {
+				a.log.Error("prune old idempotency keys and inbound records", "err", err)
+				break
+			}
+			records += n
+			if n == 0 {
+				break
+			}
+		}
+		if total > 0 || records > 0 {
+			a.log.Info("pruned finished envelopes and old records", "envelopes", total, "records", records, "older_than", keep)
 		}
 		select {
 		case <-ctx.Done():
