@@ -16,7 +16,8 @@ import (
 type Job struct {
 	Delivery *store.Delivery
 	// Envelope is the whole accepted envelope; the channel filters it with
-	// the registry for its own rules.
+	// the registry for its own rules. It is shared with other deliveries
+	// (EnvelopeCache): read it, never change it.
 	Envelope *envelope.Envelope
 	// Attempt is the number of this attempt, from 1.
 	Attempt int

@@ -182,7 +182,8 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		room := cap(jobs) - len(jobs)
 		want := min(room, d.cfg.ClaimBatch)
 		claimedAll, refused := false, 0
-		if want > 0 && (room >= max(1, cap(jobs)/2) || len(jobs) == 0) {
+		tried := want > 0 && (room >= max(1, cap(jobs)/2) || len(jobs) == 0)
+		if tried {
 			var admitted []*store.Delivery
 			admit := func(del *store.Delivery) bool {
 				if !d.admit(del) {
@@ -197,9 +198,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			if err != nil {
 				// The claim did not commit: give back what Admit reserved.
 				for _, del := range admitted {
-					if a, ok := d.deliverers[del.Channel].(Admitter); ok {
-						a.Done(del)
-					}
+					d.done(del)
 				}
 				if ctx.Err() != nil {
 					return nil
@@ -227,7 +226,9 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			continue // there may be more due right now
 		}
 		wait := d.cfg.IdleWait
-		if t, ok := d.db.NextDue(); ok {
+		if t, ok := d.db.NextDue(); ok && tried {
+			// (When the buffer was too full to claim, only a freed worker
+			// can change that: due jobs must not make the loop spin.)
 			if w := t.Sub(d.cfg.Now()); w < wait {
 				wait = max(w, time.Millisecond)
 			}
@@ -254,9 +255,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 
 // release puts a claimed, unattempted job back in the queue.
 func (d *Dispatcher) release(del *store.Delivery) {
-	if a, ok := d.deliverers[del.Channel].(Admitter); ok {
-		a.Done(del)
-	}
+	d.done(del)
 	if err := d.db.Release(context.Background(), del.ID, del.LeaseUntil, d.cfg.Now()); err != nil {
 		d.log.Warn("release a claimed job at shutdown; its lease will expire instead", "delivery_id", del.ID, "err", err)
 	}
@@ -273,6 +272,13 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
+// done gives back the endpoint slot admit reserved for del.
+func (d *Dispatcher) done(del *store.Delivery) {
+	if a, ok := d.deliverers[del.Channel].(Admitter); ok {
+		a.Done(del)
+	}
+}
+
 func (d *Dispatcher) admit(del *store.Delivery) bool {
 	if a, ok := d.deliverers[del.Channel].(Admitter); ok {
 		return a.Admit(del)
@@ -284,15 +290,6 @@ func (d *Dispatcher) admit(del *store.Delivery) bool {
 // temporary failure.
 func (d *Dispatcher) work(ctx context.Context, del *store.Delivery) {
 	deliverer, ok := d.deliverers[del.Channel]
-	admitted, isAdmitter := deliverer.(Admitter)
-	// The endpoint's slot is free once the attempt is over; the outcome
-	// is recorded after.
-	release := sync.OnceFunc(func() {
-		if isAdmitter {
-			admitted.Done(del)
-		}
-	})
-	defer release()
 	// Built only when there is something to say: a sent job logs nothing.
 	log := func() *slog.Logger {
 		return d.log.With("delivery_id", del.ID, "channel", del.Channel, "attempt", del.Attempts+1)
@@ -307,7 +304,9 @@ func (d *Dispatcher) work(ctx context.Context, del *store.Delivery) {
 		res, err = d.attempt(ctx, deliverer, del, policy)
 	}
 	took := d.cfg.Now().Sub(start)
-	release()
+	// The endpoint's slot is free once the attempt is over (attempt
+	// recovers panics); the outcome is recorded after.
+	d.done(del)
 	o := store.Outcome{Attempt: store.Attempt{At: start, Duration: took}}
 	outcome := "sent"
 	if err == nil {
@@ -336,7 +335,7 @@ func (d *Dispatcher) work(ctx context.Context, del *store.Delivery) {
 		if !e.Permanent {
 			next, retry = policy.Next(del.Attempts+1, lifeStart, d.cfg.Now(), e.RetryAfter, d.cfg.Jitter)
 		}
-		if !e.Permanent && ctx.Err() != nil {
+		if !e.Permanent && ctx.Err() != nil && errors.Is(err, context.Canceled) {
 			// Cut off by shutdown, not by the peer: due again at once.
 			next, retry = d.cfg.Now(), true
 		}
@@ -358,8 +357,15 @@ func (d *Dispatcher) work(ctx context.Context, del *store.Delivery) {
 	// Record even when ctx ended: the attempt happened. The outcome rides
 	// in the store's next group commit. The worker waits for it, so that a
 	// kill repeats at most Workers sends (in flight or not yet recorded).
+	// A commit that failed for everyone in it (a full disk) is tried
+	// again a few times before the outcome is given up: the job would
+	// otherwise wait for its lease to end and be sent once more.
 	rctx := context.WithoutCancel(ctx)
 	rec, rerr := d.db.Record(rctx, del.ID, del.LeaseUntil, o)
+	for try := 1; rerr != nil && !errors.Is(rerr, store.ErrLeaseLost) && try < 4; try++ {
+		time.Sleep(time.Duration(try) * 100 * time.Millisecond)
+		rec, rerr = d.db.Record(rctx, del.ID, del.LeaseUntil, o)
+	}
 	if rerr != nil {
 		if errors.Is(rerr, store.ErrLeaseLost) {
 			log().Warn("lease lost before the outcome was recorded; the job was claimed again", "outcome", outcome)

@@ -325,3 +325,40 @@ func TestSendCutOffByShutdownIsDueAtOnce(t *testing.T) {
 		t.Fatalf("cut off by shutdown: %s, next attempt in %v (the 5-minute email delay must not apply)", del.State, time.Until(del.NextAttemptAt))
 	}
 }
+
+// blocking holds every send until its context ends.
+type blocking struct{ sends atomic.Int64 }
+
+func (b *blocking) Deliver(ctx context.Context, job *Job) (*Result, error) {
+	b.sends.Add(1)
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// With every worker busy and the buffer full, due jobs wait for a worker:
+// the loop does not wake every millisecond to find it cannot claim.
+func TestFullBufferDoesNotSpin(t *testing.T) {
+	db, err := store.Open(filepath.Join(t.TempDir(), "b.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var nows atomic.Int64
+	now := func() time.Time { nows.Add(1); return time.Now() }
+	b := &blocking{}
+	d, _ := NewDispatcher(DispatcherConfig{Workers: 2, IdleWait: time.Second, Now: now, ShutdownGrace: time.Millisecond},
+		db, map[string]Deliverer{"webhook": b}, nil, nil, nil)
+	for i := 0; i < 20; i++ {
+		db.Ingest(context.Background(), store.Ingest{Envelope: []byte(`{}`), Deliveries: []store.NewDelivery{{Channel: "webhook", To: "a"}}})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	d.Run(ctx)
+	if b.sends.Load() != 2 {
+		t.Fatalf("%d sends started, want the 2 workers' worth", b.sends.Load())
+	}
+	// A spin reads the clock ~1,000 times a second; waiting, a few times.
+	if n := nows.Load(); n > 100 {
+		t.Fatalf("the clock was read %d times in 1.5 s: the loop spins while the buffer is full", n)
+	}
+}

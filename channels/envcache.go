@@ -12,9 +12,11 @@ import (
 // accepted) and forgets the oldest first. A miss costs a store read.
 //
 // Envelopes are immutable once accepted: channels, filters and renderers
-// read a shared *envelope.Envelope and copy before they change anything
-// (Registry.Filter and render.Webhook build new part lists and metadata
-// maps). Safe for concurrent use.
+// read a shared *envelope.Envelope and copy what they change
+// (Registry.Filter builds a new part list, sharing each part's metadata
+// map and data; render.Webhook copies a part's metadata before adding to
+// it). render's TestRenderingLeavesSharedEnvelope runs every channel on one
+// envelope at once under -race. Safe for concurrent use.
 type EnvelopeCache struct {
 	mu      sync.Mutex
 	max     int
@@ -54,10 +56,8 @@ func (c *EnvelopeCache) Put(id string, env *envelope.Envelope, size int) {
 		old := c.order[c.head]
 		c.order[c.head] = ""
 		c.head++
-		if e, ok := c.entries[old]; ok {
-			c.bytes -= e.size
-			delete(c.entries, old)
-		}
+		c.bytes -= c.entries[old].size
+		delete(c.entries, old)
 	}
 	if c.head > 1024 && c.head > len(c.order)/2 {
 		c.order = append([]string(nil), c.order[c.head:]...)
@@ -81,6 +81,9 @@ func (c *EnvelopeCache) Get(id string) (*envelope.Envelope, bool) {
 
 // Len is the number of envelopes held.
 func (c *EnvelopeCache) Len() int {
+	if c == nil {
+		return 0
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.entries)

@@ -327,6 +327,7 @@ func (s *Sender) Deliver(ctx context.Context, job *channels.Job) (*channels.Resu
 	// token cut out: the token is a credential and is stored only hashed.
 	msgID := redactToken(strings.Trim(em.MessageID, "<>"))
 	var c *conn
+	healthy := true
 	for try := 0; ; try++ {
 		c, err = s.pool.get(ctx)
 		if err != nil {
@@ -335,13 +336,14 @@ func (s *Sender) Deliver(ctx context.Context, job *channels.Job) (*channels.Resu
 		stop := context.AfterFunc(ctx, func() { c.raw.Close() })
 		err = c.mc.SendWithSMTPClient(c.sc, msg)
 		aborted := !stop()
-		if err == nil && !aborted {
+		if err == nil {
+			// The server accepted the message, even if the deadline came
+			// as it answered: that is a send, not a failure to repeat
+			// (but the connection the deadline closed is not reused).
+			healthy = !aborted
 			break
 		}
 		s.pool.put(c, false)
-		if err == nil {
-			err = ctx.Err()
-		}
 		// A pooled connection the server closed while it was idle fails
 		// at MAIL FROM, before anything was sent: once, dial afresh.
 		if try == 0 && c.reused && !aborted && staleConn(err) {
@@ -349,7 +351,7 @@ func (s *Sender) Deliver(ctx context.Context, job *channels.Job) (*channels.Resu
 		}
 		return nil, s.failure(err, msgID, []string{d.To, em.MessageID})
 	}
-	s.pool.put(c, true)
+	s.pool.put(c, healthy)
 	r := parseReply(250, msg.ServerResponse())
 	return &channels.Result{ProviderID: r.QueueID, Receipt: r.receipt(msgID)}, nil
 }

@@ -190,7 +190,10 @@ func (t *callTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		r.URL = &u
 		r.Host = ""
 	}
-	trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) {
+	trace := &httptrace.ClientTrace{WroteRequest: func(i httptrace.WroteRequestInfo) {
+		if i.Err != nil {
+			return // the request did not go out whole: Twilio cannot have acted on it
+		}
 		t.info.mu.Lock()
 		t.info.wrote = true
 		t.info.mu.Unlock()

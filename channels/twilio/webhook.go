@@ -210,13 +210,13 @@ func (h *Handler) statusCallback(ctx context.Context, sid, status, errCode strin
 		detail = fmt.Sprintf("twilio %s: error %d: %s", status, n, desc)
 		if optOutCodes[n] {
 			if err := h.store.PutKV(ctx, optOutKey(d.Channel, d.To), []byte(h.cfg.Now().UTC().Format(time.RFC3339))); err != nil {
-				h.store.ForgetSeen(ctx, key)
+				h.store.ForgetSeen(context.WithoutCancel(ctx), key)
 				return http.StatusInternalServerError, err.Error()
 			}
 		}
 	}
 	if _, err := h.store.SetProviderStatus(ctx, d.ID, status, detail); err != nil {
-		h.store.ForgetSeen(ctx, key)
+		h.store.ForgetSeen(context.WithoutCancel(ctx), key)
 		return http.StatusInternalServerError, "record status: " + err.Error()
 	}
 	h.log.Info("twilio status recorded", "delivery_id", d.ID, "channel", d.Channel, "status", status)

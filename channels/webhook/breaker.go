@@ -99,6 +99,16 @@ func (b *breaker) mayAttempt(now time.Time) bool {
 	return true
 }
 
+// closed reports whether the circuit is closed (not open, not probing).
+func (b *breaker) closed() bool {
+	if b.cfg.Threshold < 0 {
+		return true
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.state == Closed
+}
+
 // allow decides whether an attempt may go to the network now. When it may
 // not, wait is how long until the circuit lets a probe through. A true
 // result must be followed by exactly one report with the ticket.

@@ -250,6 +250,11 @@ func (d *Deliverer) Admit(del *store.Delivery) bool {
 	if !ep.breaker.mayAttempt(d.now()) {
 		return false
 	}
+	if !ep.breaker.closed() {
+		// After the cooldown one job probes the endpoint; the others wait
+		// for its verdict rather than fail fast and spend an attempt.
+		return ep.inflight.CompareAndSwap(0, 1)
+	}
 	if ep.MaxConcurrency <= 0 {
 		ep.inflight.Add(1)
 		return true

@@ -421,6 +421,11 @@ func TestBreakerThroughDeliver(t *testing.T) {
 	if !d.Admit(del) {
 		t.Fatalf("Admit refused the probe")
 	}
+	// Only one job is admitted to probe: the others would fail fast and
+	// spend an attempt each.
+	if d.Admit(&store.Delivery{ID: "y", Channel: "webhook", To: "ops"}) {
+		t.Fatalf("Admit let a second job through while the probe is out")
+	}
 	d.Done(del)
 	if _, err := d.Deliver(context.Background(), job(t, "ops", "dlv_b")); errors.Is(err, ErrCircuitOpen) || hits.Load() != 6 {
 		t.Fatalf("probe: err=%v hits=%d", err, hits.Load())
