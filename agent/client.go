@@ -79,13 +79,6 @@ func New(targets map[string]Target, hc *http.Client) (*Client, error) {
 	return c, nil
 }
 
-// WithClock returns c using now as its clock (producedAt of envelopes). For tests.
-func (c *Client) WithClock(now func() time.Time) *Client {
-	cc := *c
-	cc.now = now
-	return &cc
-}
-
 // Has reports whether an agent of that name is configured.
 func (c *Client) Has(name string) bool { _, ok := c.targets[name]; return ok }
 

@@ -124,6 +124,9 @@ func TestBadRequestsListEveryProblemAndStoreNothing(t *testing.T) {
 		{"missing envelope", `{"to":[{"channel":"email","address":"a@b.org"}]}`, []string{"envelope"}},
 		{"unknown top-level field", `{"envelope": {}, "to": [], "priority": 1}`, []string{""}},
 		{"duplicate recipient", request(`[{"channel":"email","address":"a@b.org"},{"channel":"email","address":"a@B.ORG"}]`), []string{"to[1]"}},
+		// Approvals bind a mailbox case-insensitively: two spellings would
+		// get two handles and neither answer would count.
+		{"duplicate mailbox in another case", request(`[{"channel":"email","address":"Alice@b.org"},{"channel":"email","address":"alice@b.org"}]`), []string{"to[1]"}},
 	}
 	for _, tt := range tests {
 		code, out := do(t, srv, "POST", "/v1/deliveries", key, tt.body)
@@ -143,6 +146,11 @@ func TestBadRequestsListEveryProblemAndStoreNothing(t *testing.T) {
 				t.Errorf("%s: no problem at %q; got %v", tt.name, w, got)
 			}
 		}
+	}
+	// Two different bad addresses are two problems, not also a duplicate.
+	_, out := do(t, srv, "POST", "/v1/deliveries", key, request(`[{"channel":"email","address":"not one"},{"channel":"email","address":"nor this"}]`))
+	if ps, _ := out["problems"].([]any); len(ps) != 2 || strings.Contains(fmt.Sprint(ps), "duplicate") {
+		t.Errorf("two bad addresses: %v", ps)
 	}
 	all, _ := db.ListDeliveries(t.Context(), "", "", 100)
 	if len(all) != 0 {

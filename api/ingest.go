@@ -228,6 +228,8 @@ func (in *Ingester) checkRecipients(to []envelope.Recipient) ([]envelope.Recipie
 	seen := map[string]int{}
 	for i, r := range to {
 		path := fmt.Sprintf("to[%d]", i)
+		before := len(probs)
+		key := ""
 		switch r.Channel {
 		case envelope.ChannelEmail:
 			a, err := NormalizeEmail(r.Address)
@@ -235,6 +237,10 @@ func (in *Ingester) checkRecipients(to []envelope.Recipient) ([]envelope.Recipie
 				add(path+".address", "%v", err)
 			}
 			r.Address = a
+			// Two spellings of one mailbox are one recipient: approvals
+			// bind a mailbox case-insensitively, and two handles for it
+			// would leave neither answer valid.
+			key = strings.ToLower(a)
 		case envelope.ChannelSMS, envelope.ChannelWhatsApp:
 			r.Address = strings.TrimPrefix(r.Address, "whatsapp:")
 			if !e164.MatchString(r.Address) {
@@ -256,7 +262,13 @@ func (in *Ingester) checkRecipients(to []envelope.Recipient) ([]envelope.Recipie
 		if envelope.KnownChannel(r.Channel) && !in.cfg.Channels[r.Channel] {
 			add(path+".channel", "channel %q is not configured on this beachd", r.Channel)
 		}
-		k := r.Channel + "\x00" + r.Target()
+		if len(probs) > before {
+			continue // no duplicate check on an address already refused
+		}
+		if key == "" {
+			key = r.Target()
+		}
+		k := r.Channel + "\x00" + key
 		if j, dup := seen[k]; dup {
 			add(path, "duplicate of to[%d]", j)
 			continue

@@ -181,7 +181,7 @@ func (s *Service) handleInbound(ctx context.Context, in envelope.Inbound) (envel
 		decision, reason = d, stripCode(r, bd.code)
 	}
 	if len(reason) > 500 {
-		reason = reason[:500]
+		reason = strings.ToValidUTF8(reason[:500], "") // not half a character
 	}
 	return s.apply(ctx, bd, in, decision, reason, now)
 }
@@ -320,7 +320,8 @@ func alreadyText(a *store.Approval) string {
 	if a.State == store.ApprovalDenied {
 		verb = "denied"
 	}
-	return fmt.Sprintf("This request was already %s by %s at %s: %s.", verb, a.DecidedBy,
+	// Not who decided: one recipient's address is not for the others.
+	return fmt.Sprintf("This request was already %s at %s: %s.", verb,
 		a.DecidedAt.UTC().Format("2 Jan 2006 15:04 MST"), Summary(a))
 }
 
@@ -355,7 +356,9 @@ func (s *Service) replyNotUnderstood(ctx context.Context, in envelope.Inbound, b
 	}
 	text := "Sorry, I did not understand your reply. Please answer with YES or NO on the first line (you may add a reason after it)."
 	if bd.code != "" {
-		text = fmt.Sprintf("Sorry, I did not understand. Reply YES %s or NO %s.", bd.code, bd.code)
+		// Not the code itself: this text is stored as an envelope, and
+		// the code is a credential kept only as a hash.
+		text = "Sorry, I did not understand. Reply YES or NO followed by the code in our message."
 	}
 	s.confirm(ctx, in, bd.b.Recipient, text)
 }

@@ -168,30 +168,22 @@ func (j *Injector) Run(ctx context.Context) error {
 			return nil
 		case inj := <-j.handoff:
 			t.Stop()
-			sem <- struct{}{}
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				return nil // the job stays claimed; its lease ends and it is due again
+			}
 			wg.Add(1)
 			go func() {
 				defer func() { <-sem; wg.Done() }()
 				j.attempt(ctx, inj)
+				j.Wake() // a slot is free: look again
 			}()
 		case <-j.wake:
 			t.Stop()
 		case <-t.C:
 		}
 	}
-}
-
-// RunOnce claims and attempts every due job once, synchronously (tests and
-// `beachd approvals` tooling).
-func (j *Injector) RunOnce(ctx context.Context) (int, error) {
-	jobs, err := j.db.ClaimInjections(ctx, j.cfg.Now(), 1000, j.cfg.Lease)
-	if err != nil {
-		return 0, err
-	}
-	for _, inj := range jobs {
-		j.attempt(ctx, inj)
-	}
-	return len(jobs), nil
 }
 
 func (j *Injector) attempt(ctx context.Context, inj *store.Injection) {

@@ -211,14 +211,13 @@ func (s *Service) postPage(w http.ResponseWriter, r *http.Request) {
 		s.writePage(w, http.StatusBadRequest, pageData{Title: "Bad request", Message: "Choose Approve or Deny."})
 		return
 	}
-	res, err := s.HandleInbound(r.Context(), envelope.Inbound{Channel: ChannelLink, Token: tok, TokenSource: "link",
+	_, err := s.HandleInbound(r.Context(), envelope.Inbound{Channel: ChannelLink, Token: tok, TokenSource: "link",
 		MessageID: "page:" + nonce, Decision: decision, Reason: r.PostForm.Get("reason"), ReceivedAt: s.cfg.Now()})
 	if err != nil {
 		s.log.Error("link decision", "approval_id", a.ID, "err", err)
 		s.writePage(w, http.StatusInternalServerError, pageData{Title: "Something went wrong", Message: "Your answer was not recorded. Please try again."})
 		return
 	}
-	_ = res
 	// Post/redirect/get: the page shows the outcome.
 	http.Redirect(w, r, r.URL.Path, http.StatusSeeOther)
 }

@@ -70,5 +70,17 @@ func TestTokensNeitherStoredNorLogged(t *testing.T) {
 		if re.MatchString(out) {
 			t.Errorf("%q is in the logs", s)
 		}
+		// Confirmations become stored envelopes (here the fake keeps them
+		// in memory): no answer handle may be in one.
+		h.enq.mu.Lock()
+		for _, c := range h.enq.sent {
+			if re.MatchString(c.Text) {
+				t.Errorf("%q is in the confirmation to %s: %q", s, c.To.Address, c.Text)
+			}
+		}
+		h.enq.mu.Unlock()
+	}
+	if len(h.enq.To(aliceNum)) == 0 {
+		t.Fatal("the not-understood SMS got no answer: the confirmation check above saw nothing")
 	}
 }

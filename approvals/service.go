@@ -328,7 +328,7 @@ func Summary(a *store.Approval) string {
 	args, _ := json.Marshal(req.Args)
 	s := req.ToolName + " " + string(args)
 	if len(s) > 140 {
-		s = s[:137] + "..."
+		s = strings.ToValidUTF8(s[:137], "") + "..."
 	}
 	return s
 }
