@@ -95,12 +95,14 @@ func (p Part) DataObject() (map[string]any, error) {
 	return m, nil
 }
 
-// DecodeData decodes the part's data into v.
+// DecodeData decodes the part's data into v. Member names match exactly,
+// as the schema checks (validateApprovalRequest, validateArtifact) read
+// them: a "toolname" beside "toolName" is ignored, not taken for it.
 func (p Part) DecodeData(v any) error {
 	if len(p.Data) == 0 {
 		return errors.New("part has no data")
 	}
-	return json.Unmarshal(p.Data, v)
+	return jsonv2.Unmarshal(p.Data, v, jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 }
 
 // Text returns the concatenated text of the parts of the given type, in

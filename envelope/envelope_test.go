@@ -267,3 +267,25 @@ func FuzzDecodeValidate(f *testing.F) {
 		}
 	})
 }
+
+// Approval data is read with the names the schema check reads: a member
+// spelled in another case is not taken for the real one. (encoding/json
+// matched it case-insensitively, so what passed Validate failed at ingest
+// with an internal error, or replaced the checked approval id.)
+func TestApprovalDataNamesMatchExactly(t *testing.T) {
+	in := strings.Replace(validEnv, `"approvalId": "ap_1"`, `"approvalId": "ap_1", "toolname": 5, "APPROVALID": ""`, 1)
+	if in == validEnv {
+		t.Fatal("the sample envelope changed: no approvalId to extend")
+	}
+	env, err := Decode([]byte(in), Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := testRegistry(t).Validate(env); err != nil {
+		t.Fatalf("validate: %v", err)
+	}
+	ars, err := env.ApprovalRequests()
+	if err != nil || len(ars) != 1 || ars[0].ApprovalID != "ap_1" || ars[0].ToolName == "" {
+		t.Fatalf("approval requests = %+v, %v", ars, err)
+	}
+}
