@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -281,4 +283,28 @@ func FuzzAccept(f *testing.F) {
 			t.Fatalf("bad input gave an untyped error (would be a 500): %v", err)
 		}
 	})
+}
+
+// A body of tiny list elements ({} costs 3 bytes of input and hundreds of
+// bytes decoded) is refused once the list passes its decode bound, before
+// the rest is built: 8 MB of input cannot become a gigabyte.
+func TestHugeListsAreRefusedWhileDecoding(t *testing.T) {
+	_, db := newTestServer(t)
+	in := NewIngester(IngestConfig{Registry: envelope.NewRegistry(), Channels: map[string]bool{"email": true}}, db, nil, nil, nil)
+	for _, tt := range []struct{ body, want string }{
+		{`{"to":[` + strings.Repeat(`{},`, 2_700_000) + `{}],"envelope":{}}`, "to: more than 10000 recipients"},
+		{`{"to":[],"envelope":{"role":"agent","parts":[` + strings.Repeat(`{"metadata":{}},`, 500_000) + `{}],"meta":{}}}`, "parts: more than 10000 parts"},
+	} {
+		var m0, m1 runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&m0)
+		_, _, err := in.Accept(context.Background(), []byte(tt.body), "", "api")
+		runtime.ReadMemStats(&m1)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%d-byte body: err = %v, want %q", len(tt.body), err, tt.want)
+		}
+		if mb := (m1.TotalAlloc - m0.TotalAlloc) >> 20; mb > 64 {
+			t.Errorf("%d-byte body allocated %d MB while being refused", len(tt.body), mb)
+		}
+	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/store"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // ApprovalPreparer mints the approvals of an envelope at ingest: the
@@ -64,9 +65,17 @@ func NewIngester(cfg IngestConfig, db *store.DB, preparer ApprovalPreparer, noti
 
 // DeliveryRequest is the body of POST /v1/deliveries.
 type DeliveryRequest struct {
-	Envelope json.RawMessage      `json:"envelope"`
-	To       []envelope.Recipient `json:"to"`
-	Agent    string               `json:"agent,omitempty"`
+	Envelope json.RawMessage `json:"envelope"`
+	To       recipientList   `json:"to"`
+	Agent    string          `json:"agent,omitempty"`
+}
+
+// recipientList decodes at most envelope.MaxDecodedRecipients recipients.
+type recipientList []envelope.Recipient
+
+// UnmarshalJSONFrom implements the JSON v2 decoder hook.
+func (l *recipientList) UnmarshalJSONFrom(dec *jsontext.Decoder) error {
+	return envelope.DecodeList((*[]envelope.Recipient)(l), dec, envelope.MaxDecodedRecipients, "recipients")
 }
 
 // Accepted is the 202 answer.

@@ -41,7 +41,7 @@ type Envelope struct {
 	ContextID string         `json:"contextId,omitempty"`
 	TaskID    string         `json:"taskId,omitempty"`
 	Role      string         `json:"role"`
-	Parts     []Part         `json:"parts"`
+	Parts     Parts          `json:"parts"`
 	Meta      Meta           `json:"meta"`
 	Metadata  map[string]any `json:"metadata,omitempty"`
 }

@@ -144,6 +144,12 @@ func (c *Config) validate() (*envelope.Registry, error) {
 	if c.Limits.MaxEnvelopeBytes < 0 || c.Limits.MaxParts < 0 || c.Limits.MaxRecipients < 0 {
 		v.errorf("limits", "limits cannot be negative")
 	}
+	if c.Limits.MaxParts > envelope.MaxDecodedParts {
+		v.errorf("limits.max_parts", "at most %d, got %d", envelope.MaxDecodedParts, c.Limits.MaxParts)
+	}
+	if c.Limits.MaxRecipients > envelope.MaxDecodedRecipients {
+		v.errorf("limits.max_recipients", "at most %d, got %d", envelope.MaxDecodedRecipients, c.Limits.MaxRecipients)
+	}
 	if c.Retention < 0 || (c.Retention > 0 && c.Retention < time.Hour) {
 		v.errorf("retention", "must be at least 1h (0: the default, 168h), got %s", c.Retention)
 	}
