@@ -27,6 +27,12 @@ import (
 )
 
 // worker is a long-running part of the daemon.
+// closer is something to close after every worker has returned.
+type closer struct {
+	name  string
+	close func() error
+}
+
 type worker struct {
 	name string
 	run  func(ctx context.Context) error
@@ -54,6 +60,7 @@ type app struct {
 	deliverers map[string]channels.Deliverer
 	policies   map[string]channels.Policy
 	routes     []api.Route
+	closers    []closer
 	workers    []worker
 	banner     []string
 
@@ -224,7 +231,10 @@ func (a *app) readyErr() error {
 func (a *app) addr() string { return a.listener.Addr().String() }
 
 // run serves HTTP and runs every worker until ctx ends, then shuts down:
-// HTTP first (with a deadline), then the workers, then the store.
+// the HTTP server (10 s for requests in progress) and every worker stop
+// together (the dispatcher gives sends in flight their grace period); once
+// all have returned, the closers (the SMTP pool) and then the store are
+// closed.
 func (a *app) run(ctx context.Context) error {
 	defer a.close()
 	g, gctx := errgroup.WithContext(ctx)
@@ -277,6 +287,15 @@ func (a *app) channelNames() []string {
 }
 
 func (a *app) close() {
+	for _, c := range a.closers {
+		if err := c.close(); err != nil {
+			a.log.Warn("close "+c.name, "err", err)
+		}
+	}
+	a.closers = nil
+	if a.listener != nil {
+		a.listener.Close() // already closed by a clean shutdown; not when a build step failed
+	}
 	if a.db != nil {
 		if err := a.db.Close(); err != nil {
 			a.log.Error("close store", "err", err)

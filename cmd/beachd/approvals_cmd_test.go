@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -43,6 +44,18 @@ func TestApprovalsCommands(t *testing.T) {
 		getenv := func(string) string { return "" }
 		code := run(ctx, append(args, "--url", hs.URL, "--api-key", "key"), getenv, &out, &errb)
 		return code, out.String(), errb.String()
+	}
+	// beachd send with an idempotency key: the second call replays the
+	// first answer instead of storing the envelope again.
+	envFile := filepath.Join(t.TempDir(), "env.json")
+	os.WriteFile(envFile, []byte(`{"role":"agent","parts":[{"text":"hi","metadata":{"partType":"response"}}],"meta":{"sessionId":"s","turnId":"t","producedAt":"2026-11-21T20:00:00Z","finalizedBy":"complete"}}`), 0o600)
+	_, first, errs := cli("send", envFile, "--to", "email:bob@example.org", "--idempotency-key", "k-1")
+	_, again, _ := cli("send", envFile, "--to", "email:bob@example.org", "--idempotency-key", "k-1")
+	if first == "" || first != again {
+		t.Fatalf("send with a key twice: %q then %q (%s)", first, again, errs)
+	}
+	if _, other, _ := cli("send", envFile, "--to", "email:bob@example.org"); other == first {
+		t.Fatal("send without a key replayed the keyed answer")
 	}
 	if code, out, errs := cli("approvals", "list", "--state", "pending"); code != 0 || !strings.Contains(out, "appr-cli") || !strings.Contains(out, "Book the flight") {
 		t.Fatalf("list: %d %q %q", code, out, errs)

@@ -100,6 +100,11 @@ func (ConfigCheckCmd) Run(g *globals) error {
 	if _, err := cfg.validate(); err != nil {
 		return err
 	}
+	if cfg.Twilio != nil && !cfg.Twilio.hasCredentials() {
+		// validate lets `beachd dev` record messages without credentials;
+		// the file is checked for serve, which refuses that.
+		return errNoTwilioCredentials
+	}
 	if err := cfg.Render.check(); err != nil {
 		return err
 	}

@@ -20,6 +20,11 @@ type apiFlags struct {
 // into out. A non-2xx answer becomes an error carrying the server's message
 // and its problems.
 func (f apiFlags) call(method, path string, body any, out any) error {
+	return f.callWith(method, path, body, out, nil)
+}
+
+// callWith is call with extra request headers.
+func (f apiFlags) callWith(method, path string, body any, out any, headers map[string]string) error {
 	if f.APIKey == "" {
 		return &exitError{code: 2, err: fmt.Errorf("no API key: pass --api-key or set BEACHD_API_KEY")}
 	}
@@ -41,6 +46,9 @@ func (f apiFlags) call(method, path string, body any, out any) error {
 		return err
 	}
 	req.Header.Set("Authorization", "Bearer "+f.APIKey)
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}

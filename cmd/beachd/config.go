@@ -88,7 +88,18 @@ func (c *Config) defaults() {
 		c.DataDir = "./data"
 	}
 	if c.PublicURL == "" {
-		c.PublicURL = "http://" + c.Listen
+		// From the listen address; an unspecified host (":8025",
+		// "0.0.0.0:8025") is no address for a link, so localhost stands
+		// in. Set public_url for links that work beyond this machine.
+		host, port, err := net.SplitHostPort(c.Listen)
+		if err == nil && (host == "" || net.ParseIP(host) != nil && net.ParseIP(host).IsUnspecified()) {
+			host = "localhost"
+		}
+		if err == nil {
+			c.PublicURL = "http://" + net.JoinHostPort(host, port)
+		} else {
+			c.PublicURL = "http://" + c.Listen
+		}
 	}
 	if c.Log.Format == "" {
 		c.Log.Format = "text"

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/cool-ai/beachd/channels/webhook"
 	"net/url"
 	"time"
 )
@@ -78,6 +79,8 @@ func (a AgentConfig) validate(v *validator, key string) {
 		}
 		if a.WebhookSecret == "" {
 			v.errorf(key+".webhook_secret", "required with injector: webhook (a whsec_… Standard Webhooks secret)")
+		} else if _, err := webhook.ParseSigner(a.WebhookSecret); err != nil {
+			v.errorf(key+".webhook_secret", "%v", err)
 		}
 	default:
 		v.errorf(key+".injector", "must be a2a or webhook, got %q", a.Injector)

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -105,4 +108,39 @@ func FuzzParseConfig(f *testing.F) {
 		}
 		cfg.validate() // must not panic
 	})
+}
+
+// Without public_url, links are built from the listen address; an
+// unspecified host would make links to nowhere ("http://:8025").
+func TestDefaultPublicURL(t *testing.T) {
+	for listen, want := range map[string]string{
+		"127.0.0.1:8025": "http://127.0.0.1:8025",
+		":8025":          "http://localhost:8025",
+		"0.0.0.0:8025":   "http://localhost:8025",
+		"[::]:8025":      "http://localhost:8025",
+		"beachd.lan:80":  "http://beachd.lan:80",
+	} {
+		c := &Config{Listen: listen}
+		c.defaults()
+		if c.PublicURL != want {
+			t.Errorf("listen %s: public_url %s, want %s", listen, c.PublicURL, want)
+		}
+	}
+}
+
+// config check refuses what serve would refuse at start.
+func TestConfigCheckMatchesServe(t *testing.T) {
+	dir := t.TempDir()
+	for name, extra := range map[string]string{
+		"twilio without credentials": "twilio: {sms_from: \"+15555550100\"}\n",
+		"unreadable injector secret": "agents: {a: {injector: webhook, webhook_url: \"https://x.example/i\", webhook_secret: \"not-a-secret\"}}\n",
+	} {
+		path := filepath.Join(dir, "c.yaml")
+		os.WriteFile(path, []byte("listen: 127.0.0.1:1\napi_keys: [\"0123456789abcdef\"]\n"+extra), 0o600)
+		var out, errb bytes.Buffer
+		code := run(context.Background(), []string{"config", "check", "--config", path}, func(string) string { return "" }, &out, &errb)
+		if key := map[bool]string{true: "twilio.", false: "webhook_secret"}[strings.HasPrefix(name, "twilio")]; code == 0 || !strings.Contains(errb.String(), key) {
+			t.Errorf("%s: config check exit %d, %q; want a failure naming %s", name, code, errb.String(), key)
+		}
+	}
 }

@@ -38,8 +38,12 @@ func (c *SendCmd) Run(g *globals) error {
 	if err != nil {
 		return fmt.Errorf("%s: not JSON: %w", c.File, err)
 	}
+	var hdr map[string]string
+	if c.IdempotencyKey != "" {
+		hdr = map[string]string{"Idempotency-Key": c.IdempotencyKey}
+	}
 	var out json.RawMessage
-	if err := c.call("POST", "/v1/deliveries", body, &out); err != nil {
+	if err := c.callWith("POST", "/v1/deliveries", body, &out, hdr); err != nil {
 		return err
 	}
 	return printJSON(g.stdout, out)

@@ -44,11 +44,9 @@ func (a *app) wireEmail() error {
 	policy := channels.EmailPolicy
 	policy.Lifetime = durationOr(c.Lifetime, policy.Lifetime)
 	a.policies[envelope.ChannelEmail] = policy
-	// The pool's connections are closed (QUIT) when the daemon stops.
-	a.workers = append(a.workers, worker{name: "email-sender", run: func(ctx context.Context) error {
-		<-ctx.Done()
-		return sender.Close()
-	}})
+	// The pool's connections are closed (QUIT) once the dispatcher has
+	// stopped, not while its sends in flight finish their grace period.
+	a.closers = append(a.closers, closer{"email sender", sender.Close})
 
 	m := c.IMAP
 	if m == nil {

@@ -36,8 +36,12 @@ func TestWireEmailDevAndConfigured(t *testing.T) {
 	for _, w := range a.workers {
 		names = append(names, w.name)
 	}
-	if a.deliverers["email"] == nil || strings.Join(names, ",") != "email-dev-server,email-sender,email-intake" {
+	if a.deliverers["email"] == nil || strings.Join(names, ",") != "email-dev-server,email-intake" {
 		t.Fatalf("workers %v", names)
+	}
+	// The sender's pool is closed after the workers stop, not as one.
+	if len(a.closers) != 1 || a.closers[0].name != "email sender" {
+		t.Fatalf("closers %+v", a.closers)
 	}
 	if b := strings.Join(a.banner, "\n"); !strings.Contains(b, "you@beachd.localhost") || !strings.Contains(b, "SMTP 127.0.0.1:") {
 		t.Fatalf("banner %q", b)
@@ -48,7 +52,7 @@ func TestWireEmailDevAndConfigured(t *testing.T) {
 	if err := a.wireEmail(); err != nil {
 		t.Fatal(err)
 	}
-	if a.deliverers["email"] == nil || len(a.workers) != 1 || a.policies["email"].Lifetime != 48*time.Hour {
-		t.Fatalf("workers %d policy %+v", len(a.workers), a.policies["email"])
+	if a.deliverers["email"] == nil || len(a.workers) != 0 || len(a.closers) != 1 || a.policies["email"].Lifetime != 48*time.Hour {
+		t.Fatalf("workers %d closers %d policy %+v", len(a.workers), len(a.closers), a.policies["email"])
 	}
 }

@@ -20,6 +20,10 @@ import (
 // callbacks; public_url + this path is what Twilio signs.
 const twilioInboundPath = "/v1/inbound/twilio"
 
+// errNoTwilioCredentials: serve (and config check) refuse a twilio section
+// without credentials, which only `beachd dev` accepts.
+var errNoTwilioCredentials = errors.New("twilio.account_sid and twilio.auth_token are required (only `beachd dev` records messages without them)")
+
 // wireTwilio builds the SMS and WhatsApp deliverers and the signed inbound
 // webhook from the `twilio:` section. In `beachd dev` without credentials,
 // both channels record instead of sending, and /dev/messages and /dev/reply
@@ -39,7 +43,7 @@ func (a *app) wireTwilio() error {
 	renderFn := twilio.Renderer(r, a.registry, a.wireMessagePages(r))
 	if c == nil || !c.hasCredentials() {
 		if !a.dev {
-			return errors.New("twilio.account_sid and twilio.auth_token are required (only `beachd dev` records messages without them)")
+			return errNoTwilioCredentials
 		}
 		return a.wireTwilioRecorder(c, renderFn)
 	}
