@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The whole test suite: installs the test peers (Dovecot, Chromium, Prism)
-# when missing and running as root, vets, runs every test with the race
+# The whole test suite: installs the toolchain (gcc for -race, npm) and the
+# test peers (Dovecot, Chromium, Prism) when missing and running as
+# root, vets, runs every test with the race
 # detector, then runs each fuzz target briefly. `make test` runs this.
 #
 #   FUZZTIME=10s scripts/test.sh     # longer fuzzing

@@ -115,7 +115,7 @@ func postfixBin() string {
 func postfixRun(n, c int, bin string) (*postfixResult, error) {
 	pf := postfixBin()
 	if pf == "" {
-		return nil, fmt.Errorf("postfix is not installed: run scripts/peers/postfix.sh as root")
+		return nil, fmt.Errorf("postfix is not installed: run scripts/postfix.sh as root")
 	}
 	if os.Geteuid() != 0 {
 		return nil, fmt.Errorf("postfix needs root here (postfix -c DIR start runs its master as root and drops to mail_owner)")

@@ -27,8 +27,12 @@ func serve(g *globals, cfg *Config, dev bool, ln net.Listener) error {
 	}
 	log := newLogger(cfg.Log, g.stderr)
 	if addr := g.getenv("BEACHD_PPROF"); addr != "" {
-		// Profiling on a separate listener, off unless asked for (use a
-		// loopback address): BEACHD_PPROF=127.0.0.1:6060.
+		// Profiling on a separate listener, off unless asked for, and only
+		// on loopback (profiles show memory): BEACHD_PPROF=127.0.0.1:6060.
+		host, _, err := net.SplitHostPort(addr)
+		if ip := net.ParseIP(host); err != nil || (host != "localhost" && (ip == nil || !ip.IsLoopback())) {
+			return fmt.Errorf("BEACHD_PPROF=%q: must be a loopback host:port such as 127.0.0.1:6060", addr)
+		}
 		mux := http.NewServeMux()
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)

@@ -19,7 +19,10 @@ if [ -x "$prism" ] && have_spec; then
 	exit 0
 fi
 if ! command -v npm >/dev/null 2>&1; then
-	echo "prism.sh: npm is missing; Twilio contract tests will skip (and fail under CI)" >&2
+	echo "prism.sh: npm is missing (00-toolchain.sh installs it as root); Twilio contract tests will skip, and fail under CI" >&2
+	if [ -n "${CI:-}" ]; then
+		exit 1
+	fi
 	exit 0
 fi
 mkdir -p "$dir"
@@ -27,6 +30,6 @@ if [ ! -f "$dir/package.json" ]; then
 	printf '{"name":"beachd-peers","private":true}\n' >"$dir/package.json"
 fi
 npm install --prefix "$dir" --no-audit --no-fund --loglevel=error \
-	@stoplight/prism-cli@5.14.2 @twilio-alpha/mcp >/dev/null
+	@stoplight/prism-cli@5.14.2 @twilio-alpha/mcp@0.7.0 >/dev/null
 "$prism" --version >/dev/null
 have_spec

@@ -3,7 +3,7 @@
 # relaying to the same local SMTP sink), when it is missing and we are root.
 # The bench runs its own throwaway instance (`postfix -c DIR start` with its
 # own queue_directory, data_directory, loopback only, a non-25 port); the
-# system service is stopped and disabled after the install.
+# system service is stopped after the install.
 set -euo pipefail
 
 if command -v postfix >/dev/null 2>&1 || [ -x /usr/sbin/postfix ]; then
