@@ -81,8 +81,9 @@ func MessageRoutes(p *MessagePage) []Route {
 }
 
 // pageCSP lets the rendered message style itself and show remote and
-// inline images, and nothing else: no scripts, forms, frames or fetches.
-const pageCSP = "default-src 'none'; style-src 'unsafe-inline'; img-src https: data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+// inline images (A2UI surfaces may use http ones), and nothing else: no
+// scripts, forms, frames or fetches.
+const pageCSP = "default-src 'none'; style-src 'unsafe-inline'; img-src https: http: data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
 var goneTmpl = template.Must(template.New("gone").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">

@@ -48,7 +48,7 @@ func (r *Renderer) build(in *Input, channel string) (*content, error) {
 		consumes = in.Consumes
 	}
 	env := reg.Filter(in.Envelope, channel, consumes)
-	c := &content{view: View{Channel: channel, Recipient: in.Recipient, Now: in.Now}}
+	c := &content{view: View{Channel: channel, Recipient: in.Recipient, Now: in.Now, Page: in.Page && channel == envelope.ChannelEmail}}
 
 	fetched := map[string]FetchedArtifact{}
 	for _, f := range in.Artifacts {
@@ -134,7 +134,7 @@ func (r *Renderer) build(in *Input, channel string) (*content, error) {
 		switch {
 		case len(c.view.Surfaces) > 0:
 			// shown through the surface
-		case r.cfg.AttachDomainData:
+		case r.cfg.AttachDomainData && !in.Page:
 			for i, p := range domainData {
 				name := "domain-data"
 				if s, _ := p.Metadata["slotKey"].(string); s != "" {
@@ -229,7 +229,7 @@ func (r *Renderer) addArtifact(c *content, channel string, a envelope.Artifact, 
 		link = a.URI
 	}
 	v := ArtifactView{ID: a.ArtifactID, Name: name, MimeType: mimeType, URL: link, Note: f.Note}
-	if channel == envelope.ChannelEmail {
+	if channel == envelope.ChannelEmail && !c.view.Page {
 		b := f.Bytes
 		if b == nil {
 			b = a.Bytes
@@ -251,6 +251,9 @@ func (r *Renderer) addArtifact(c *content, channel string, a envelope.Artifact, 
 	if !v.Attached && v.URL == "" {
 		if v.Note == "" {
 			v.Note = "not available by link"
+			if c.view.Page {
+				v.Note = "sent with the original message"
+			}
 		}
 		c.warnf("artifact %s: neither attached nor linked", a.ArtifactID)
 	}

@@ -39,6 +39,11 @@ type Input struct {
 	// the SMS had to be truncated; without it the SMS just ends in "...".
 	FullMessageURL string
 
+	// Page renders the email channel's HTML for the full-message web page
+	// (FullMessageURL): no reply footer, nothing attached, approvals
+	// pointing back to the message that carried their handle.
+	Page bool
+
 	// WhatsAppWindowOpen: a free-form message is allowed (the recipient
 	// wrote within 24 hours). When false and WhatsAppTemplate is set, the
 	// rendition carries ContentSID and ContentVariables.

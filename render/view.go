@@ -40,6 +40,9 @@ type View struct {
 	// Notice is set for approval-confirmation, already-decided and
 	// not-understood messages.
 	Notice *NoticeView
+	// Page: the email rendition shown as the full-message web page (no
+	// reply footer, nothing attached).
+	Page bool
 }
 
 // SurfaceView is one rendered A2UI surface.

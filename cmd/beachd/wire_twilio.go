@@ -163,7 +163,7 @@ func (a *app) wireMessagePages(r *render.Renderer) func(deliveryID string) strin
 	links := api.NewMessageLinks(a.linkSecret, a.cfg.PublicURL)
 	page := &api.MessagePage{Links: links, DB: a.db, Log: a.log.With("component", "pages"),
 		Render: func(env *envelope.Envelope, d *store.Delivery) (string, error) {
-			e, err := r.Email(render.Input{Envelope: env, Registry: a.registry, DeliveryID: d.ID, Now: a.now(),
+			e, err := r.Email(render.Input{Envelope: env, Registry: a.registry, DeliveryID: d.ID, Now: a.now(), Page: true,
 				Recipient: render.Recipient{Channel: envelope.ChannelEmail, Address: d.To}})
 			if err != nil {
 				return "", err
