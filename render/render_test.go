@@ -33,15 +33,18 @@ func TestSubjectRules(t *testing.T) {
 		{"first line, markdown stripped", "**Done**: booked\nsecond line", "complete", "Done: booked"},
 		{"question kept", "Gatwick or Heathrow? Tell me.", "clarifying", "Gatwick or Heathrow?"},
 		{"long cut at a word", long, "complete", ""},
-		{"only whitespace falls back", "   \n\t ", "error", "There was a problem with your request"},
+		{"no words falls back to the kind's phrase", "**   **\n---", "error", "There was a problem with your request"},
+		{"only whitespace with a file names the file", "   \n\t ", "error", "File: a.txt"},
 		{"control characters folded", "Line\u2028two\x07three", "complete", "Line two three"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env := textEnv(envelope.PartResponse, tc.text, tc.kind)
 			if tc.kind == "error" {
-				env = textEnv(envelope.PartError, tc.text+"x", tc.kind) // non-empty body
-				*env.Parts[0].Text = "\n\n"
-				addData(env, envelope.PartArtifact, map[string]any{"artifactId": "a", "mimeType": "text/plain", "uri": "https://x.example/a"})
+				env = textEnv(envelope.PartError, tc.text, tc.kind)
+			}
+			if strings.HasSuffix(tc.name, "names the file") {
+				// Whitespace alone is nothing to send: the file is the message.
+				addData(env, envelope.PartArtifact, map[string]any{"artifactId": "a", "name": "a.txt", "mimeType": "text/plain", "uri": "https://x.example/a"})
 			}
 			e, err := r.Email(Input{Envelope: env})
 			if err != nil {
@@ -51,7 +54,7 @@ func TestSubjectRules(t *testing.T) {
 			if s == "" || strings.ContainsAny(s, "\r\n") || utf8.RuneCountInString(s) > 78 {
 				t.Fatalf("subject %q breaks the rules", s)
 			}
-			if tc.want != "" && s != tc.want && !(tc.kind == "error" && strings.HasPrefix(s, "File:")) {
+			if tc.want != "" && s != tc.want {
 				t.Errorf("subject %q, want %q", s, tc.want)
 			}
 			if tc.name == "long cut at a word" && (!strings.HasSuffix(s, "…") || strings.HasSuffix(s, " …")) {
@@ -154,10 +157,7 @@ func TestEmailEscapesHostileText(t *testing.T) {
 	if !strings.Contains(body, "&lt;script&gt;alert(1)&lt;/script&gt;") {
 		t.Errorf("hostile text not shown escaped:\n%s", body)
 	}
-	if strings.Contains(e.Text, "javascript:") && strings.Contains(e.Text, "(javascript:") {
-		// text shows the literal Markdown, which is harmless in text/plain
-		t.Logf("text/plain keeps the literal link, as text")
-	}
+	// (text/plain shows the literal Markdown, which is harmless there.)
 }
 
 func TestSMSTruncateKeepsApproval(t *testing.T) {
