@@ -183,7 +183,9 @@ func TestLinkPage(t *testing.T) {
 			}
 			res.Body.Close()
 			if res.StatusCode != 200 || !strings.Contains(res.Header.Get("Content-Security-Policy"), "default-src 'none'") ||
-				res.Header.Get("Cache-Control") != "no-store" || res.Header.Get("Referrer-Policy") != "no-referrer" {
+				res.Header.Get("Cache-Control") != "no-store" || res.Header.Get("Referrer-Policy") != "no-referrer" ||
+				// THREATS #7: the page cannot be framed (clickjacking).
+				res.Header.Get("X-Frame-Options") != "DENY" || !strings.Contains(res.Header.Get("Content-Security-Policy"), "frame-ancestors 'none'") {
 				t.Fatalf("%s: %d %v", m, res.StatusCode, res.Header)
 			}
 		}

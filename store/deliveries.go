@@ -163,12 +163,16 @@ func (s *DB) Ingest(ctx context.Context, in Ingest) (*IngestResult, error) {
 					return refuse(ErrIdempotencyConflict)
 				}
 				r, err := ingestResultTx(tx, prev.EnvelopeID)
-				if err != nil {
+				switch {
+				case err == nil:
+					r.Replayed = true
+					res = r
+					return nil
+				case !errors.Is(err, ErrNotFound):
 					return refuse(err)
 				}
-				r.Replayed = true
-				res = r
-				return nil
+				// Retention removed the envelope before its key: the key
+				// has expired too, and the request is a new one.
 			} else if !errors.Is(err, ErrNotFound) {
 				return refuse(err)
 			}

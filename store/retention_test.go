@@ -89,3 +89,25 @@ func TestPruneForgetsOldInboundRecords(t *testing.T) {
 		}
 	}
 }
+
+// An idempotency key whose envelope retention already removed is expired
+// with it: the same key is a new request, not an error.
+func TestReplayAfterItsEnvelopeWasPruned(t *testing.T) {
+	c := newClock()
+	db := openTest(t, filepath.Join(t.TempDir(), "b.db"), c)
+	in := Ingest{Envelope: []byte(`{}`), Deliveries: []NewDelivery{{Channel: "webhook", To: "k"}}, IdempotencyKey: "k1", RequestHash: HashRequest([]byte("b"))}
+	first, err := db.Ingest(ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs, _ := db.Claim(ctx, 10, time.Minute, nil)
+	db.Record(ctx, jobs[0].ID, jobs[0].LeaseUntil, Outcome{State: StateSent})
+	c.Add(8 * 24 * time.Hour)
+	if n, _ := db.Prune(ctx, c.Now().Add(-7*24*time.Hour), 100); n != 1 {
+		t.Fatalf("pruned %d envelopes", n)
+	}
+	again, err := db.Ingest(ctx, in)
+	if err != nil || again.Replayed || again.EnvelopeID == first.EnvelopeID {
+		t.Fatalf("replay after the envelope was pruned: %+v, %v", again, err)
+	}
+}
