@@ -31,22 +31,29 @@ import (
 )
 
 type result struct {
-	Machine      string    `json:"machine"`
-	N            int       `json:"envelopes"`
-	C            int       `json:"clients"`
-	RawRate      float64   `json:"rawPostsPerSec"`
-	RawRuns      []float64 `json:"rawRunsPerSec"`
-	IngestRate   float64   `json:"ingestPerSec"`
-	DeliveryRate float64   `json:"deliveredPerSec"`
-	IngestRatio  float64   `json:"ingestVsRaw"`
-	DeliverRatio float64   `json:"deliveryVsRaw"`
-	IngestP50ms  float64   `json:"ingestP50ms"`
-	IngestP99ms  float64   `json:"ingestP99ms"`
-	E2EP50ms     float64   `json:"ingestToDeliveredP50ms"`
-	E2EP99ms     float64   `json:"ingestToDeliveredP99ms"`
-	PeakRSSMiB   float64   `json:"beachdPeakRSSMiB"`
-	Duplicates   int       `json:"duplicates"`
-	Lost         int       `json:"lost"`
+	Machine string    `json:"machine"`
+	N       int       `json:"envelopes"`
+	C       int       `json:"clients"`
+	RawRate float64   `json:"rawPostsPerSec"`
+	RawRuns []float64 `json:"rawRunsPerSec"`
+	// Relays: the ceiling of any daemon that takes envelopes and delivers
+	// them over HTTP (relay.go), measured in the same run.
+	Direct             *relayFigures `json:"directRelay"`
+	Queued             *relayFigures `json:"queuedRelay"`
+	DirectRatio        float64       `json:"directRelayDeliveredVsRaw"`
+	QueuedIngestRatio  float64       `json:"queuedRelayIngestVsRaw"`
+	QueuedDeliverRatio float64       `json:"queuedRelayDeliveredVsRaw"`
+	IngestRate         float64       `json:"ingestPerSec"`
+	DeliveryRate       float64       `json:"deliveredPerSec"`
+	IngestRatio        float64       `json:"ingestVsRaw"`
+	DeliverRatio       float64       `json:"deliveryVsRaw"`
+	IngestP50ms        float64       `json:"ingestP50ms"`
+	IngestP99ms        float64       `json:"ingestP99ms"`
+	E2EP50ms           float64       `json:"ingestToDeliveredP50ms"`
+	E2EP99ms           float64       `json:"ingestToDeliveredP99ms"`
+	PeakRSSMiB         float64       `json:"beachdPeakRSSMiB"`
+	Duplicates         int           `json:"duplicates"`
+	Lost               int           `json:"lost"`
 }
 
 // sink counts webhooks by webhook-id and remembers when each first arrived.
@@ -59,6 +66,17 @@ type sink struct {
 	want  atomic.Int64
 }
 
+// expect forgets what the sink has seen and closes done once it has n
+// distinct webhook-ids.
+func (s *sink) expect(n int) {
+	s.mu.Lock()
+	s.first = map[string]time.Time{}
+	s.dups = 0
+	s.done = make(chan struct{})
+	s.want.Store(int64(n))
+	s.mu.Unlock()
+}
+
 func (s *sink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	io.Copy(io.Discard, r.Body)
 	now := time.Now()
@@ -69,21 +87,24 @@ func (s *sink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		} else {
 			s.first[id] = now
 		}
-		n := len(s.first)
-		s.mu.Unlock()
-		if w := s.want.Load(); w > 0 && int64(n) == w {
+		if w := s.want.Load(); w > 0 && int64(len(s.first)) == w {
 			select {
 			case <-s.done:
 			default:
 				close(s.done)
 			}
 		}
+		s.mu.Unlock()
 	}
 	s.total.Add(1)
 	w.WriteHeader(http.StatusNoContent)
 }
 
 func main() {
+	if spec := os.Getenv(relayEnv); spec != "" {
+		serveRelay(spec)
+		return
+	}
 	n := flag.Int("n", 20000, "envelopes to send")
 	c := flag.Int("c", 64, "concurrent clients")
 	bin := flag.String("beachd", "", "beachd binary (default: build ./cmd/beachd)")
@@ -267,12 +288,21 @@ func bench(n, c int, bin string, workers int) (*result, error) {
 		rawRuns = append(rawRuns, r)
 		rawRate = max(rawRate, r)
 	}
-	s.mu.Lock()
-	s.first = map[string]time.Time{}
-	s.mu.Unlock()
-	s.want.Store(int64(n))
+	body := []byte(`{"to":[{"channel":"webhook","endpoint":"sink"}],"envelope":` + envelopeJSON + `}`)
 
-	// 2. beachd.
+	// 2. The relay ceilings (relay.go): two round trips per envelope and
+	// nothing else, through a process of its own.
+	direct, err := relayRun("direct", n, c, hc, s, sinkURL, body)
+	if err != nil {
+		return nil, fmt.Errorf("relay: %w", err)
+	}
+	queued, err := relayRun("queued", n, c, hc, s, sinkURL, body)
+	if err != nil {
+		return nil, fmt.Errorf("relay: %w", err)
+	}
+	s.expect(n)
+
+	// 3. beachd.
 	addr, err := freePort()
 	if err != nil {
 		return nil, err
@@ -307,7 +337,6 @@ webhooks:
 	if err := waitReady(base, 20*time.Second); err != nil {
 		return nil, fmt.Errorf("%w\n%s", err, stderr.String())
 	}
-	body := []byte(`{"to":[{"channel":"webhook","endpoint":"sink"}],"envelope":` + envelopeJSON + `}`)
 	posted := make([]time.Time, n)
 	acked := make([]time.Duration, n)
 	ids := make([]string, n)
@@ -360,6 +389,8 @@ webhooks:
 	dups := s.dups
 	s.mu.Unlock()
 	r := &result{Machine: machine(), N: n, C: c, RawRate: rawRate, RawRuns: rawRuns,
+		Direct: direct, Queued: queued, DirectRatio: direct.Delivered / rawRate,
+		QueuedIngestRatio: queued.Ingest / rawRate, QueuedDeliverRatio: queued.Delivered / rawRate,
 		IngestRate: float64(n) / ingestTook.Seconds(), DeliveryRate: float64(n-lost) / deliverTook.Seconds(),
 		IngestP50ms: pct(acked, 50), IngestP99ms: pct(acked, 99), E2EP50ms: pct(e2e, 50), E2EP99ms: pct(e2e, 99),
 		PeakRSSMiB: rss, Duplicates: dups, Lost: lost}
