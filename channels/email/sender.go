@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	gomail "github.com/wneessen/go-mail"
@@ -23,6 +24,7 @@ import (
 	"github.com/cool-ai/beachd/channels"
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/render"
+	"github.com/cool-ai/beachd/store"
 )
 
 // TLS modes of SenderConfig.TLS.
@@ -177,9 +179,31 @@ type Sender struct {
 	log      *slog.Logger
 	signer   *gomail.DKIMSigner
 	pool     *pool
+	// admitted counts the jobs the dispatcher holds for this sender
+	// (Admit, Done).
+	admitted atomic.Int64
 }
 
-var _ channels.Deliverer = (*Sender)(nil)
+var (
+	_ channels.Deliverer = (*Sender)(nil)
+	_ channels.Admitter  = (*Sender)(nil)
+)
+
+// Admit lets the dispatcher hand this sender at most twice PoolSize jobs
+// at once: while PoolSize are on the wire, as many more can render and
+// fetch their artifacts. Without it every dispatch worker could end up
+// waiting for a pooled connection, and deliveries on other channels
+// would wait behind a slow mail server.
+func (s *Sender) Admit(*store.Delivery) bool {
+	if s.admitted.Add(1) > int64(2*s.cfg.PoolSize) {
+		s.admitted.Add(-1)
+		return false
+	}
+	return true
+}
+
+// Done gives back the place Admit gave.
+func (s *Sender) Done(*store.Delivery) { s.admitted.Add(-1) }
 
 // NewSender builds a Sender. renderer may be nil: the message is then the
 // plain text of the envelope's response parts (fallbackEmail). httpClient

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	texttemplate "text/template"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/cool-ai/beachd/channels"
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/render"
+	"github.com/cool-ai/beachd/store"
 	"github.com/cool-ai/beachd/templates"
 )
 
@@ -108,6 +110,69 @@ type sender struct {
 	limiter *Limiter
 	render  RenderFunc
 	log     *slog.Logger
+
+	// slots are the limiter slots Admit reserved, by delivery id: the
+	// time each may be used.
+	mu    sync.Mutex
+	slots map[string]time.Time
+}
+
+// admitAhead bounds how far ahead Admit reserves a slot of the sender's
+// rate limit, and so how long a dispatch worker waits in Deliver for the
+// slot it was admitted with. A job whose slot would be further off is not
+// admitted: it stays due, and the worker is free for other channels.
+const admitAhead = 2 * time.Second
+
+// Admit reserves the job's first message a slot of the sender's rate
+// limit within admitAhead, or refuses it.
+func (s *sender) Admit(d *store.Delivery) bool {
+	wait, ok := s.limiter.reserve(s.senderKey(), admitAhead)
+	if !ok {
+		return false
+	}
+	s.mu.Lock()
+	s.slots[d.ID] = s.limiter.now().Add(wait)
+	s.mu.Unlock()
+	return true
+}
+
+// Done gives back a slot Admit reserved that no message used.
+func (s *sender) Done(d *store.Delivery) {
+	s.mu.Lock()
+	_, unused := s.slots[d.ID]
+	delete(s.slots, d.ID)
+	s.mu.Unlock()
+	if unused {
+		s.limiter.cancel(s.senderKey())
+	}
+}
+
+// pace waits for the sender's rate limit before a message: for the slot
+// Admit reserved, when there is one, or else for the next free slot. It
+// returns a RetryAfter error when that is beyond ctx's deadline.
+func (s *sender) pace(ctx context.Context, id string) error {
+	s.mu.Lock()
+	at, ok := s.slots[id]
+	delete(s.slots, id)
+	s.mu.Unlock()
+	if ok {
+		wait := at.Sub(s.limiter.now())
+		if dl, has := ctx.Deadline(); has && wait > 0 && time.Until(dl)-s.cfg.CallReserve < wait {
+			s.limiter.cancel(s.senderKey())
+			return &channels.Error{RetryAfter: wait, Err: fmt.Errorf("%s rate limit: this attempt's slot is %s away, beyond its deadline", s.channel, wait.Round(time.Millisecond))}
+		}
+		if err := s.limiter.sleep(ctx, wait); err != nil {
+			s.limiter.cancel(s.senderKey())
+			return channels.Temporary(fmt.Errorf("wait for the %s rate limit: %w", s.channel, err))
+		}
+		return nil
+	}
+	if ra, err := s.limiter.Wait(ctx, s.senderKey(), s.cfg.CallReserve); err != nil {
+		return channels.Temporary(fmt.Errorf("wait for the %s rate limit: %w", s.channel, err))
+	} else if ra > 0 {
+		return &channels.Error{RetryAfter: ra, Err: fmt.Errorf("%s rate limit: next slot for this sender in %s", s.channel, ra.Round(time.Millisecond))}
+	}
+	return nil
 }
 
 // SMS delivers jobs as SMS through Twilio.
@@ -119,6 +184,8 @@ type WhatsApp struct{ s *sender }
 var (
 	_ channels.Deliverer = (*SMS)(nil)
 	_ channels.Deliverer = (*WhatsApp)(nil)
+	_ channels.Admitter  = (*SMS)(nil)
+	_ channels.Admitter  = (*WhatsApp)(nil)
 )
 
 // NewSMS builds the SMS deliverer.
@@ -166,13 +233,25 @@ func newSender(channel string, cfg Config, deps Deps) (*sender, error) {
 		deps.Log = slog.New(slog.DiscardHandler)
 	}
 	return &sender{channel: channel, cfg: cfg, api: deps.Client, store: deps.Store, limiter: deps.Limiter,
-		render: deps.Render, log: deps.Log}, nil
+		render: deps.Render, log: deps.Log, slots: map[string]time.Time{}}, nil
 }
 
 // Deliver sends job as one SMS.
 func (d *SMS) Deliver(ctx context.Context, job *channels.Job) (*channels.Result, error) {
 	return d.s.deliver(ctx, job)
 }
+
+// Admit reserves the job a slot of the sender's rate limit (see admitAhead).
+func (d *SMS) Admit(del *store.Delivery) bool { return d.s.Admit(del) }
+
+// Done gives back a slot Admit reserved that no message used.
+func (d *SMS) Done(del *store.Delivery) { d.s.Done(del) }
+
+// Admit reserves the job a slot of the sender's rate limit (see admitAhead).
+func (d *WhatsApp) Admit(del *store.Delivery) bool { return d.s.Admit(del) }
+
+// Done gives back a slot Admit reserved that no message used.
+func (d *WhatsApp) Done(del *store.Delivery) { d.s.Done(del) }
 
 // Deliver sends job as one WhatsApp message.
 func (d *WhatsApp) Deliver(ctx context.Context, job *channels.Job) (*channels.Result, error) {
@@ -334,10 +413,8 @@ func (s *sender) sendOne(ctx context.Context, job *channels.Job, msg *Message, p
 			return m, true, nil
 		}
 	}
-	if ra, err := s.limiter.Wait(ctx, s.senderKey(), s.cfg.CallReserve); err != nil {
-		return nil, false, channels.Temporary(fmt.Errorf("wait for the %s rate limit: %w", s.channel, err))
-	} else if ra > 0 {
-		return nil, false, &channels.Error{RetryAfter: ra, Err: fmt.Errorf("%s rate limit: next slot for this sender in %s", s.channel, ra.Round(time.Millisecond))}
+	if err := s.pace(ctx, d.ID); err != nil {
+		return nil, false, err
 	}
 	m, info, err := s.api.CreateMessage(ctx, s.params(d.To, msg, body))
 	if err != nil {
