@@ -52,8 +52,17 @@ type result struct {
 	E2EP50ms           float64       `json:"ingestToDeliveredP50ms"`
 	E2EP99ms           float64       `json:"ingestToDeliveredP99ms"`
 	PeakRSSMiB         float64       `json:"beachdPeakRSSMiB"`
-	Duplicates         int           `json:"duplicates"`
-	Lost               int           `json:"lost"`
+	// CPUPerEnvelopeUs is the daemon's own CPU time (user + system, from
+	// start-up to the last delivery) divided by the envelopes, in µs; the
+	// relays report the same.
+	CPUPerEnvelopeUs float64 `json:"beachdCPUPerEnvelopeUs"`
+	// RawCPUPerPostUs is this process's CPU time over the raw loops (client
+	// and sink) per POST; ClientsCPUPerEnvelopeUs the same while beachd
+	// ran (the ingest clients and the sink), per envelope.
+	RawCPUPerPostUs         float64 `json:"rawCPUPerPostUs"`
+	ClientsCPUPerEnvelopeUs float64 `json:"clientsAndSinkCPUPerEnvelopeUs"`
+	Duplicates              int     `json:"duplicates"`
+	Lost                    int     `json:"lost"`
 }
 
 // sink counts webhooks by webhook-id and remembers when each first arrived.
@@ -269,6 +278,7 @@ func bench(n, c int, bin string, workers int) (*result, error) {
 	rawBody := []byte(`{"type":"beach.envelope","timestamp":"2026-04-20T09:50:00Z","data":{"deliveryId":"dlv_0123456789abcdefghjkmnpqrs","envelope":` + envelopeJSON + `}}`)
 	var rawRate float64
 	var rawRuns []float64
+	rawCPU := cpuSeconds(os.Getpid())
 	for run := 0; run < 3; run++ {
 		rawStart := time.Now()
 		if err := drive(n, c, func(i int) error {
@@ -288,6 +298,7 @@ func bench(n, c int, bin string, workers int) (*result, error) {
 		rawRuns = append(rawRuns, r)
 		rawRate = max(rawRate, r)
 	}
+	rawCPU = cpuSeconds(os.Getpid()) - rawCPU
 	body := []byte(`{"to":[{"channel":"webhook","endpoint":"sink"}],"envelope":` + envelopeJSON + `}`)
 
 	// 2. The relay ceilings (relay.go): two round trips per envelope and
@@ -340,6 +351,7 @@ webhooks:
 	posted := make([]time.Time, n)
 	acked := make([]time.Duration, n)
 	ids := make([]string, n)
+	benchCPU := cpuSeconds(os.Getpid())
 	ingestStart := time.Now()
 	err = drive(n, c, func(i int) error {
 		req, _ := http.NewRequest("POST", base+"/v1/deliveries", bytes.NewReader(body))
@@ -374,6 +386,8 @@ webhooks:
 	}
 	deliverTook := time.Since(ingestStart)
 	rss := peakRSS(cmd.Process.Pid)
+	cpu := cpuSeconds(cmd.Process.Pid)
+	benchCPU = cpuSeconds(os.Getpid()) - benchCPU
 
 	s.mu.Lock()
 	var e2e []time.Duration
@@ -393,7 +407,8 @@ webhooks:
 		QueuedIngestRatio: queued.Ingest / rawRate, QueuedDeliverRatio: queued.Delivered / rawRate,
 		IngestRate: float64(n) / ingestTook.Seconds(), DeliveryRate: float64(n-lost) / deliverTook.Seconds(),
 		IngestP50ms: pct(acked, 50), IngestP99ms: pct(acked, 99), E2EP50ms: pct(e2e, 50), E2EP99ms: pct(e2e, 99),
-		PeakRSSMiB: rss, Duplicates: dups, Lost: lost}
+		PeakRSSMiB: rss, CPUPerEnvelopeUs: cpu / float64(n) * 1e6,
+		RawCPUPerPostUs: rawCPU / float64(3*n) * 1e6, ClientsCPUPerEnvelopeUs: benchCPU / float64(n) * 1e6, Duplicates: dups, Lost: lost}
 	r.IngestRatio = r.IngestRate / rawRate
 	r.DeliverRatio = r.DeliveryRate / rawRate
 	return r, nil
@@ -447,6 +462,28 @@ func pct(ds []time.Duration, p float64) float64 {
 	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
 	i := int(float64(len(s)-1) * p / 100)
 	return float64(s[i].Microseconds()) / 1000
+}
+
+// cpuSeconds reads a process's user and system CPU time from /proc (Linux;
+// USER_HZ is 100 there), or 0.
+func cpuSeconds(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The command name, in parentheses, may hold spaces: count fields
+	// after its closing parenthesis (state is field 3, utime 14, stime 15).
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	return (ut + st) / 100
 }
 
 // peakRSS reads VmHWM of a process from /proc (Linux), in MiB.

@@ -98,6 +98,9 @@ type relayFigures struct {
 	Ingest    float64   `json:"ingestPerSec"`
 	Delivered float64   `json:"deliveredPerSec"`
 	Runs      []float64 `json:"deliveredRunsPerSec"`
+	// CPUPerEnvelopeUs is the relay process's CPU time over its three runs
+	// divided by the envelopes, in µs.
+	CPUPerEnvelopeUs float64 `json:"cpuPerEnvelopeUs"`
 }
 
 // relayRun starts the relay ("direct" or "queued") as a child process and
@@ -167,5 +170,6 @@ func relayRun(mode string, n, c int, hc *http.Client, s *sink, sinkURL string, b
 		f.Runs = append(f.Runs, d)
 		f.Delivered = max(f.Delivered, d)
 	}
+	f.CPUPerEnvelopeUs = cpuSeconds(cmd.Process.Pid) / float64(3*n) * 1e6
 	return f, nil
 }
