@@ -234,7 +234,8 @@ func (s *Service) resolve(ctx context.Context, in envelope.Inbound) (*bound, str
 	if in.ButtonPayload != "" && in.Channel == envelope.ChannelWhatsApp {
 		wantKind = KindButton
 	}
-	if b.Kind != wantKind || (in.Channel != ChannelLink && b.Channel != in.Channel) {
+	if b.Kind != wantKind || (in.Channel != ChannelLink && b.Channel != in.Channel) ||
+		(in.Channel == ChannelLink && !s.linksFor(b.Channel)) {
 		return nil, OutcomeUnknownToken
 	}
 	a, err := s.db.Approval(ctx, b.ApprovalID)

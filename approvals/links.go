@@ -102,25 +102,34 @@ func (s *Service) writePage(w http.ResponseWriter, status int, d pageData) {
 var invalidLink = pageData{Title: "This link is not valid",
 	Message: "The approval link is not valid. It may have been mistyped or withdrawn."}
 
+// mailLinksOff answers a link sent by mail once approvals.email_links is
+// off.
+var mailLinksOff = pageData{Title: "Please answer by email",
+	Message: "Answers through this page are turned off for requests sent by email. Reply to the message instead: approve or deny on the first line."}
+
 // lookupLink resolves a link token without side effects; it returns the
-// token, the approval and the recipient the link was issued to.
-func (s *Service) lookupLink(r *http.Request) (string, *store.Approval, string, bool) {
+// token, the approval and the recipient the link was issued to, or the
+// page to show instead.
+func (s *Service) lookupLink(r *http.Request) (string, *store.Approval, string, *pageData) {
 	tok, ok := ParseToken(r.PathValue("token"))
 	if !ok {
-		return "", nil, "", false
+		return "", nil, "", &invalidLink
 	}
 	b, err := s.db.TokenBinding(r.Context(), linkKey(tok))
 	if err != nil || b.Kind != KindLink {
-		return "", nil, "", false
+		return "", nil, "", &invalidLink
 	}
 	a, err := s.db.Approval(r.Context(), b.ApprovalID)
 	if err != nil {
-		return "", nil, "", false
+		return "", nil, "", &invalidLink
 	}
 	if exp, ok := s.expected(b, a); !ok || !equalConstantTime(exp, tok) {
-		return "", nil, "", false
+		return "", nil, "", &invalidLink
 	}
-	return tok, a, b.Recipient, true
+	if !s.linksFor(b.Channel) {
+		return "", nil, "", &mailLinksOff
+	}
+	return tok, a, b.Recipient, nil
 }
 
 // pageDecision says how a decided approval was decided without naming
@@ -147,9 +156,9 @@ func pageDecision(a *store.Approval, viewer string) string {
 }
 
 func (s *Service) showPage(w http.ResponseWriter, r *http.Request, message string) {
-	tok, a, viewer, ok := s.lookupLink(r)
-	if !ok {
-		s.writePage(w, http.StatusNotFound, invalidLink)
+	tok, a, viewer, refused := s.lookupLink(r)
+	if refused != nil {
+		s.writePage(w, http.StatusNotFound, *refused)
 		return
 	}
 	now := s.cfg.Now()
@@ -191,9 +200,9 @@ func (s *Service) postPage(w http.ResponseWriter, r *http.Request) {
 		s.writePage(w, http.StatusBadRequest, pageData{Title: "Bad request", Message: "The form could not be read."})
 		return
 	}
-	tok, a, _, ok := s.lookupLink(r)
-	if !ok {
-		s.writePage(w, http.StatusNotFound, invalidLink)
+	tok, a, _, refused := s.lookupLink(r)
+	if refused != nil {
+		s.writePage(w, http.StatusNotFound, *refused)
 		return
 	}
 	nonce := r.PostForm.Get("nonce")

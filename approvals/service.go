@@ -32,6 +32,12 @@ type Config struct {
 	Secret []byte
 	// PublicURL is beachd's public base URL (links are PublicURL/a/<token>).
 	PublicURL string
+	// NoEmailLinks leaves the confirmation link out of mail and refuses
+	// the links already sent by mail. A link page cannot tell who opens
+	// it, so a link in a forwarded mail lets the new reader decide; without
+	// links every email decision is a reply whose sender (and, where
+	// configured, DMARC result) is checked (THREATS.md #3).
+	NoEmailLinks bool
 	// DefaultExpiry applies to requests without expiresAt; default 24h.
 	DefaultExpiry time.Duration
 	// CodeDigits is the length of SMS/WhatsApp codes; default 6 (4–10).
@@ -301,7 +307,7 @@ func (s *Service) Handles(ctx context.Context, d *store.Delivery, env *envelope.
 		switch d.Channel {
 		case envelope.ChannelEmail, envelope.ChannelWebhook:
 			h.Token = s.m.token(KindToken, id, rc.Channel, rc.Address, rc.Nonce)
-			if s.cfg.PublicURL != "" {
+			if s.cfg.PublicURL != "" && s.linksFor(d.Channel) {
 				h.LinkURL = s.cfg.PublicURL + "/a/" + s.m.token(KindLink, id, rc.Channel, rc.Address, rc.Nonce)
 			}
 		case envelope.ChannelSMS:
@@ -316,6 +322,12 @@ func (s *Service) Handles(ctx context.Context, d *store.Delivery, env *envelope.
 		out = append(out, h)
 	}
 	return out, nil
+}
+
+// linksFor reports whether recipients on channel may decide through the
+// confirmation page.
+func (s *Service) linksFor(channel string) bool {
+	return !(s.cfg.NoEmailLinks && channel == envelope.ChannelEmail)
 }
 
 // Summary is the one-line description of what an approval asks for.
