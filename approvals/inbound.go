@@ -167,7 +167,7 @@ func (s *Service) handleInbound(ctx context.Context, in envelope.Inbound) (envel
 			return note(OutcomeNotUnderstood, bd, "decision "+fmt.Sprintf("%q", decision))
 		}
 	default:
-		d, r, ok := ParseDecision(in.Text)
+		d, r, ok := s.cfg.Words.Parse(in.Text)
 		if !ok {
 			if IsOptOut(in.Text) {
 				return note(OutcomeOptOut, bd, "")

@@ -1,6 +1,8 @@
 package approvals
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -19,6 +21,61 @@ var (
 		"end": true, "quit": true, "unsubscribe": true, "optout": true, "opt-out": true,
 		"revoke": true, "arret": true}
 )
+
+// Words are the decision keywords a Service understands: the English ones
+// of DESIGN.md §4 and any an operator adds for the languages its recipients
+// answer in (approvals.words).
+type Words struct {
+	grant, deny map[string]bool
+}
+
+// maxExtraWords bounds approvals.words.
+const maxExtraWords = 200
+
+// NewWords adds grant and deny words to the English keywords. Each must be
+// one word as replies are split (letters, digits, inner apostrophes,
+// hyphens, underscores), of at most 40 bytes, and may be neither a carrier
+// opt-out word nor a keyword of the other kind.
+func NewWords(grant, deny []string) (*Words, error) {
+	if len(grant)+len(deny) > maxExtraWords {
+		return nil, fmt.Errorf("approvals: words: %d words; at most %d", len(grant)+len(deny), maxExtraWords)
+	}
+	w := &Words{grant: map[string]bool{}, deny: map[string]bool{}}
+	for k := range grantWords {
+		w.grant[k] = true
+	}
+	for k := range denyWords {
+		w.deny[k] = true
+	}
+	var errs []error
+	add := func(list string, words []string, into, other map[string]bool) {
+		for i, x := range words {
+			lw := strings.ToLower(strings.TrimSpace(x))
+			ws := splitWords(lw)
+			switch {
+			case lw == "" || len(ws) != 1 || ws[0].w != lw:
+				errs = append(errs, fmt.Errorf("approvals: words.%s[%d]: %q is not one word", list, i, x))
+			case len(lw) > 40:
+				errs = append(errs, fmt.Errorf("approvals: words.%s[%d]: %q is longer than 40 bytes", list, i, x))
+			case optOutWords[lw]:
+				errs = append(errs, fmt.Errorf("approvals: words.%s[%d]: %q is a carrier opt-out word, never a decision", list, i, x))
+			case other[lw]:
+				errs = append(errs, fmt.Errorf("approvals: words.%s[%d]: %q already means the opposite decision", list, i, x))
+			default:
+				into[lw] = true
+			}
+		}
+	}
+	add("granted", grant, w.grant, w.deny)
+	add("denied", deny, w.deny, w.grant)
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// englishWords are the keywords of DESIGN.md §4 alone.
+var englishWords = &Words{grant: grantWords, deny: denyWords}
 
 // maxDecisionLine bounds the line ParseDecision looks at; longer input is
 // truncated (a decision is a short answer).
@@ -45,10 +102,16 @@ const maxDecisionLine = 1000
 // ("YES 4821") is left at the start of the reason: the caller (the Service)
 // strips the code it matched — ParseDecision knows nothing of codes.
 func ParseDecision(text string) (decision, reason string, ok bool) {
+	return englishWords.Parse(text)
+}
+
+// Parse is ParseDecision with w's keywords.
+func (w *Words) Parse(text string) (decision, reason string, ok bool) {
 	words := splitWords(firstLine(text))
 	if len(words) == 0 {
 		return "", "", false
 	}
+	keyword := w.keyword
 	d := keyword(words[0].w)
 	if d == "" {
 		return "", "", false
@@ -71,12 +134,12 @@ func ParseDecision(text string) (decision, reason string, ok bool) {
 // kind makes the line ambiguous.
 const ambiguityWindow = 3
 
-func keyword(w string) string {
-	lw := strings.ToLower(w)
+func (w *Words) keyword(word string) string {
+	lw := strings.ToLower(word)
 	switch {
-	case grantWords[lw]:
+	case w.grant[lw]:
 		return envelope.DecisionGranted
-	case denyWords[lw]:
+	case w.deny[lw]:
 		return envelope.DecisionDenied
 	}
 	return ""

@@ -38,6 +38,8 @@ type Config struct {
 	// links every email decision is a reply whose sender (and, where
 	// configured, DMARC result) is checked (THREATS.md #3).
 	NoEmailLinks bool
+	// Words are the decision keywords; nil means the English ones alone.
+	Words *Words
 	// DefaultExpiry applies to requests without expiresAt; default 24h.
 	DefaultExpiry time.Duration
 	// CodeDigits is the length of SMS/WhatsApp codes; default 6 (4–10).
@@ -70,6 +72,9 @@ func (c *Config) Validate() error {
 }
 
 func (c *Config) defaults() {
+	if c.Words == nil {
+		c.Words = englishWords
+	}
 	if c.DefaultExpiry <= 0 {
 		c.DefaultExpiry = 24 * time.Hour
 	}
