@@ -19,7 +19,7 @@ type cli struct {
 	Serve      ServeCmd      `cmd:"" help:"Run the daemon with the configuration file."`
 	Dev        DevCmd        `cmd:"" help:"Run the daemon on an embedded default: local data dir, local mail server, webhook sink, recorded SMS/WhatsApp."`
 	Send       SendCmd       `cmd:"" help:"Send an envelope through a running beachd."`
-	Render     RenderCmd     `cmd:"" help:"Print the rendition of an envelope for one channel, exactly as it would be sent."`
+	Render     RenderCmd     `cmd:"" help:"Print the rendition of an envelope for one channel, exactly as it would be sent: as configured in --config when given, else on the built-in defaults."`
 	Inbound    InboundCmd    `cmd:"" help:"Show what beachd makes of an inbound message."`
 	Deliveries DeliveriesCmd `cmd:"" help:"List, show and retry deliveries of a running beachd."`
 	Approvals  ApprovalsCmd  `cmd:"" help:"List, show and decide approvals of a running beachd."`
@@ -62,7 +62,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return 2
 	}
 	g := &globals{stdout: stdout, stderr: stderr, getenv: getenv, now: time.Now, ctx: ctx, configPath: c.ConfigPath}
-	if err := kctx.Run(g); err != nil {
+	if err := kctx.Run(g, configGiven(flagGiven(kctx, "config"))); err != nil {
 		var ee *exitError
 		if errors.As(err, &ee) {
 			fmt.Fprintln(stderr, "beachd:", ee.err)
@@ -72,6 +72,22 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return 1
 	}
 	return 0
+}
+
+// configGiven says whether --config was on the command line. Commands
+// that work without a configuration file (render) read one only when it is
+// named; the others read the default, beachd.yaml.
+type configGiven bool
+
+// flagGiven reports whether the flag was on the command line, rather than
+// at its default.
+func flagGiven(kctx *kong.Context, name string) bool {
+	for _, p := range kctx.Path {
+		if p.Flag != nil && p.Flag.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // VersionCmd prints the version.
@@ -93,11 +109,8 @@ type ConfigCheckCmd struct{}
 
 // Run validates the configuration and the template override directory.
 func (ConfigCheckCmd) Run(g *globals) error {
-	cfg, err := loadConfig(g.configPath, g.getenv)
+	cfg, _, err := loadValidConfig(g.configPath, g.getenv)
 	if err != nil {
-		return err
-	}
-	if _, err := cfg.validate(); err != nil {
 		return err
 	}
 	if cfg.Twilio != nil && !cfg.Twilio.hasCredentials() {

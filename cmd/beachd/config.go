@@ -2,13 +2,11 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"net"
 	"net/url"
 	"os"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
@@ -199,6 +197,20 @@ func (c *Config) validate() (*envelope.Registry, error) {
 	return reg, v.err()
 }
 
+// loadValidConfig loads a configuration file and validates it, returning
+// the part-type registry it defines. Every problem names its key.
+func loadValidConfig(path string, getenv func(string) string) (*Config, *envelope.Registry, error) {
+	cfg, err := loadConfig(path, getenv)
+	if err != nil {
+		return nil, nil, err
+	}
+	reg, err := cfg.validate()
+	if err != nil {
+		return nil, nil, err
+	}
+	return cfg, reg, nil
+}
+
 var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 
 // loadConfig reads, expands and decodes a configuration file. Unknown keys
@@ -234,83 +246,11 @@ func parseConfig(raw []byte, name string, getenv func(string) string) (*Config, 
 		dec := yaml.NewDecoder(bytes.NewReader(expanded))
 		dec.KnownFields(true)
 		if err := dec.Decode(&cfg); err != nil {
-			return nil, fmt.Errorf("%s: %s", name, describeYAMLError(err, expanded, &root))
+			return nil, fmt.Errorf("%s: %w", name, describeYAMLError(err, &root))
 		}
 	}
 	cfg.defaults()
 	return &cfg, nil
-}
-
-var yamlLine = regexp.MustCompile(`^line (\d+): `)
-
-// describeYAMLError rewrites yaml's decoding errors so that each names the
-// key it is about, at its line in the file as written. yaml reports lines
-// of the expanded document it decoded; expanded is that document, root the
-// file as written.
-func describeYAMLError(err error, expanded []byte, root *yaml.Node) string {
-	var te *yaml.TypeError
-	if !errors.As(err, &te) {
-		return err.Error()
-	}
-	var exp yaml.Node
-	_ = yaml.Unmarshal(expanded, &exp)
-	byLine := map[int]string{}
-	pathLines(&exp, "", func(path string, line int) {
-		if len(path) > len(byLine[line]) {
-			byLine[line] = path
-		}
-	})
-	origLine := map[string]int{}
-	pathLines(root, "", func(path string, line int) {
-		if _, ok := origLine[path]; !ok {
-			origLine[path] = line
-		}
-	})
-	out := make([]string, len(te.Errors))
-	for i, e := range te.Errors {
-		e = strings.Replace(e, "not found in type main.", "is not a known key (in ", 1)
-		if strings.Contains(e, "is not a known key (in ") {
-			e += ")"
-		}
-		if m := yamlLine.FindStringSubmatch(e); m != nil {
-			line, _ := strconv.Atoi(m[1])
-			if key := byLine[line]; key != "" {
-				rest := strings.TrimPrefix(e, m[0])
-				if ol, ok := origLine[key]; ok {
-					e = fmt.Sprintf("%s: line %d: %s", key, ol, rest)
-				} else {
-					e = key + ": " + rest
-				}
-			}
-		}
-		out[i] = e
-	}
-	return strings.Join(out, "; ")
-}
-
-// pathLines calls f with the path and line of every key and sequence item.
-func pathLines(n *yaml.Node, path string, f func(path string, line int)) {
-	switch n.Kind {
-	case yaml.DocumentNode:
-		for _, c := range n.Content {
-			pathLines(c, path, f)
-		}
-	case yaml.MappingNode:
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			p := n.Content[i].Value
-			if path != "" {
-				p = path + "." + p
-			}
-			f(p, n.Content[i].Line)
-			pathLines(n.Content[i+1], p, f)
-		}
-	case yaml.SequenceNode:
-		for i, c := range n.Content {
-			p := fmt.Sprintf("%s[%d]", path, i)
-			f(p, c.Line)
-			pathLines(c, p, f)
-		}
-	}
 }
 
 func expandNode(n *yaml.Node, path string, getenv func(string) string, missing *[]string) {

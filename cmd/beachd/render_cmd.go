@@ -14,35 +14,49 @@ import (
 	"github.com/cool-ai/beachd/channels/email"
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/render"
-	"github.com/cool-ai/beachd/templates"
 	gomail "github.com/wneessen/go-mail"
 )
 
 // RenderCmd prints what beachd would send for an envelope on one channel:
-// the tool a template author uses. It needs no configuration file.
+// the tool a template author uses. With --config it renders as the daemon
+// running on that file would: its render section and public_url, its
+// consumer part types, its email addresses, a webhook endpoint's consumes
+// list and its limits; the file is checked as `beachd config check` checks
+// it. Without --config it renders on the built-in defaults. Flags given
+// override the file.
 type RenderCmd struct {
 	Channel          string   `required:"" enum:"email,sms,whatsapp,webhook" help:"Channel: email, sms, whatsapp or webhook."`
 	Format           string   `default:"text" enum:"text,html,mime,json" help:"Output: text, html (email), mime (email: the whole RFC 5322 message), json."`
-	Templates        string   `type:"path" help:"Template override directory (as render.templates_dir)."`
+	Templates        string   `type:"path" help:"Template override directory (default: render.templates_dir)."`
 	To               string   `help:"Recipient address (email address, E.164 number or webhook endpoint name)."`
-	From             string   `default:"beachd <beachd@example.org>" help:"Sender address for email."`
-	ReplyTo          string   `name:"reply-to" help:"Base reply address for email (local@replydomain)."`
-	PublicURL        string   `name:"public-url" default:"http://127.0.0.1:8025" help:"public_url, for approval links in the preview."`
-	Consumes         []string `help:"Webhook endpoint's consumes list."`
-	SMSPolicy        string   `name:"sms-policy" default:"truncate" enum:"truncate,split" help:"SMS over the cap: truncate or split."`
-	AttachDomainData bool     `name:"attach-domain-data" help:"Attach domain-data as JSON to email when no surface shows it."`
+	From             string   `help:"Sender address for email (default: email.from, else beachd <beachd@example.org>)."`
+	ReplyTo          string   `name:"reply-to" help:"Base reply address for email, local@replydomain (default: from email.reply_domain)."`
+	PublicURL        string   `name:"public-url" help:"Base URL of links in messages (default: public_url, else http://127.0.0.1:8025)."`
+	Consumes         []string `help:"Webhook endpoint's consumes list (default: that of the --to endpoint in the configuration)."`
+	SMSPolicy        string   `name:"sms-policy" help:"SMS over the cap: truncate or split (default: render.sms.policy, else truncate)."`
+	AttachDomainData bool     `name:"attach-domain-data" help:"Attach domain-data as JSON to email when no surface shows it (default: render.email.attach_domain_data)."`
 	File             string   `arg:"" type:"existingfile" help:"An envelope, or a bare A2UI surface (wrapped in a one-part envelope)."`
 }
 
-// Run renders the file.
-func (c *RenderCmd) Run(g *globals) error {
-	return runRender(g.stdout, renderOpts{
+// Run renders the file, with the configuration file when --config names one.
+func (c *RenderCmd) Run(g *globals, withConfig configGiven) error {
+	o := renderOpts{
 		Channel: c.Channel, Format: c.Format, TemplatesDir: c.Templates, To: c.To, From: c.From,
 		ReplyTo: c.ReplyTo, PublicURL: c.PublicURL, Consumes: c.Consumes, SMSPolicy: c.SMSPolicy,
 		AttachDomainData: c.AttachDomainData, File: c.File, Now: g.now(),
-	})
+	}
+	if withConfig {
+		cfg, reg, err := loadValidConfig(g.configPath, g.getenv)
+		if err != nil {
+			return err
+		}
+		o.Config, o.Registry = cfg, reg
+	}
+	return runRender(g.stdout, o)
 }
 
+// renderOpts are the preview's options. Empty strings take their value
+// from Config, or the built-in default.
 type renderOpts struct {
 	Channel, Format, TemplatesDir, To, From, ReplyTo, PublicURL string
 	Consumes                                                    []string
@@ -50,13 +64,24 @@ type renderOpts struct {
 	AttachDomainData                                            bool
 	File                                                        string
 	Now                                                         time.Time
+
+	// Config is the validated configuration file and Registry the part
+	// types it defines; nil: the built-in defaults.
+	Config   *Config
+	Registry *envelope.Registry
+
+	// Set by previewConfig: from Config, and the placeholder SMS code.
+	MessageIDDomain string
+	SMSCode         string
 }
+
+// previewFrom is the sender without --from or email.from.
+const previewFrom = "beachd <beachd@example.org>"
 
 // previewToken and friends stand in for the approval handles the approvals
 // package would mint: valid in shape, obviously not real.
 const (
 	previewToken    = "previewpreviewpreviewprevi"
-	previewCode     = "0000"
 	previewDelivery = "preview"
 )
 
@@ -76,31 +101,39 @@ func runRender(w io.Writer, o renderOpts) error {
 	default:
 		return usage("--format %q: must be text, html, mime or json", o.Format)
 	}
+	switch o.SMSPolicy {
+	case "", render.SMSTruncate, render.SMSSplit:
+	default:
+		return usage("--sms-policy %q: must be truncate or split", o.SMSPolicy)
+	}
 	if o.Now.IsZero() {
 		o.Now = time.Now()
+	}
+	cfg, reg, err := o.previewConfig()
+	if err != nil {
+		return err
+	}
+	lim := envelope.Limits{MaxBytes: cfg.Limits.MaxEnvelopeBytes, MaxParts: cfg.Limits.MaxParts}
+	if lim.MaxBytes <= 0 {
+		lim.MaxBytes = envelope.DefaultLimits.MaxBytes
 	}
 	f, err := os.Open(o.File)
 	if err != nil {
 		return err
 	}
-	raw, err := envelope.ReadLimited(f, envelope.DefaultLimits.MaxBytes)
+	raw, err := envelope.ReadLimited(f, lim.MaxBytes)
 	f.Close()
 	if err != nil {
 		return fmt.Errorf("read %s: %w", o.File, err)
 	}
-	reg := envelope.NewRegistry()
-	env, err := envelopeOrSurface(raw, o.Now)
+	env, err := envelopeOrSurface(raw, lim, o.Now)
 	if err != nil {
 		return fmt.Errorf("%s: %w", o.File, err)
 	}
 	if err := reg.Validate(env); err != nil {
 		return fmt.Errorf("%s: %w", o.File, err)
 	}
-	set, err := templates.Load(o.TemplatesDir)
-	if err != nil {
-		return err
-	}
-	r, err := render.New(render.Config{Templates: set, PublicURL: o.PublicURL, SMSPolicy: o.SMSPolicy, AttachDomainData: o.AttachDomainData})
+	r, err := newRenderer(cfg)
 	if err != nil {
 		return err
 	}
@@ -175,16 +208,77 @@ func runRender(w io.Writer, o renderOpts) error {
 	return err
 }
 
+// previewConfig is the configuration the preview renders with, the file's
+// or the built-in defaults, with the flags given laid over it; and the
+// part-type registry. It settles o's options that come from the
+// configuration (sender, reply address, a webhook endpoint's consumes).
+func (o *renderOpts) previewConfig() (*Config, *envelope.Registry, error) {
+	var cfg Config
+	reg := o.Registry
+	if o.Config != nil {
+		cfg = *o.Config
+	} else {
+		cfg.defaults()
+	}
+	if reg == nil {
+		reg = envelope.NewRegistry()
+	}
+	if o.PublicURL != "" {
+		cfg.PublicURL = strings.TrimRight(o.PublicURL, "/")
+	}
+	o.PublicURL = cfg.PublicURL
+	if o.TemplatesDir != "" {
+		cfg.Render.TemplatesDir = o.TemplatesDir
+	}
+	if o.SMSPolicy != "" {
+		cfg.Render.SMS.Policy = o.SMSPolicy
+	}
+	if o.AttachDomainData {
+		cfg.Render.Email.AttachDomainData = true
+	}
+	if ec := cfg.Email; ec != nil {
+		if o.From == "" {
+			o.From = ec.From
+		}
+		if o.ReplyTo == "" {
+			o.ReplyTo = ec.replyTo()
+		}
+		o.MessageIDDomain = ec.MessageIDDomain
+	}
+	if o.From == "" {
+		o.From = previewFrom
+	}
+	if o.Config != nil && o.Channel == envelope.ChannelWebhook && o.To != "" {
+		// The daemon sends only to configured endpoints, each with its
+		// own consumes list.
+		ep, ok := cfg.Webhooks.Endpoints[o.To]
+		if !ok {
+			return nil, nil, &exitError{code: 2, err: fmt.Errorf("--to %q: no such endpoint in webhooks.endpoints", o.To)}
+		}
+		if len(o.Consumes) == 0 {
+			o.Consumes = ep.Consumes
+		}
+	}
+	// A code as long as the daemon's (approvals.sms_code_digits, default
+	// 6 in the approvals package), so that an SMS is as long as sent.
+	digits := cfg.Approvals.SMSCodeDigits
+	if digits == 0 {
+		digits = 6
+	}
+	o.SMSCode = strings.Repeat("0", digits)
+	return &cfg, reg, nil
+}
+
 // envelopeOrSurface decodes raw as an envelope, or, when it is not one (no
 // "parts"), as a bare A2UI surface wrapped in a one-part envelope.
-func envelopeOrSurface(raw []byte, now time.Time) (*envelope.Envelope, error) {
+func envelopeOrSurface(raw []byte, lim envelope.Limits, now time.Time) (*envelope.Envelope, error) {
 	var probe any
 	if err := json.Unmarshal(raw, &probe); err != nil {
 		return nil, fmt.Errorf("not JSON: %w", err)
 	}
 	if obj, ok := probe.(map[string]any); ok {
 		if _, isEnv := obj["parts"]; isEnv {
-			return envelope.Decode(raw, envelope.Limits{})
+			return envelope.Decode(raw, lim)
 		}
 	}
 	return &envelope.Envelope{
@@ -211,7 +305,7 @@ func previewInput(env *envelope.Envelope, reg *envelope.Registry, o renderOpts) 
 	in := render.Input{
 		Envelope: env, Registry: reg, DeliveryID: previewDelivery, Now: o.Now,
 		Recipient: render.Recipient{Channel: o.Channel, Address: to},
-		From:      o.From, ReplyTo: o.ReplyTo, Consumes: o.Consumes,
+		From:      o.From, ReplyTo: o.ReplyTo, MessageIDDomain: o.MessageIDDomain, Consumes: o.Consumes,
 		FullMessageURL:     strings.TrimRight(o.PublicURL, "/") + "/m/" + previewDelivery,
 		WhatsAppWindowOpen: true,
 	}
@@ -226,7 +320,7 @@ func previewInput(env *envelope.Envelope, reg *envelope.Registry, o renderOpts) 
 		case envelope.ChannelEmail:
 			h.Token = previewToken
 		case envelope.ChannelSMS:
-			h.Code = previewCode
+			h.Code = o.SMSCode
 		case envelope.ChannelWhatsApp:
 			h.Buttons = []render.Button{{Title: "Approve", Payload: ar.ApprovalID + ":preview-yes"}, {Title: "Deny", Payload: ar.ApprovalID + ":preview-no"}}
 		}

@@ -130,7 +130,7 @@ func TestRenderCmdUsageErrors(t *testing.T) {
 
 func TestRenderCmdSMSApproval(t *testing.T) {
 	out := renderFile(t, renderOpts{Channel: "sms", File: filepath.Join(sampleDir, "approval-request.json")})
-	if !strings.Contains(out, "Reply YES 0000 or NO 0000") {
+	if !strings.Contains(out, "Reply YES 000000 or NO 000000") {
 		t.Errorf("SMS approval instruction missing:\n%s", out)
 	}
 }

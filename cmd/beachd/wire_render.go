@@ -9,14 +9,24 @@ import (
 // wireRender builds the renderer every channel and the approvals notices
 // use, from the `render:` section and public_url.
 func (a *app) wireRender() error {
-	rc, err := a.cfg.Render.rendererConfig(a.cfg.PublicURL)
+	r, err := newRenderer(a.cfg)
 	if err != nil {
 		return err
 	}
-	r, err := render.New(rc)
-	if err != nil {
-		return fmt.Errorf("renderer: %w", err)
-	}
 	a.renderer = r
 	return nil
+}
+
+// newRenderer builds the renderer of a configuration: the daemon's, and
+// `beachd render`'s, which must render exactly as the daemon would.
+func newRenderer(cfg *Config) (*render.Renderer, error) {
+	rc, err := cfg.Render.rendererConfig(cfg.PublicURL)
+	if err != nil {
+		return nil, err
+	}
+	r, err := render.New(rc)
+	if err != nil {
+		return nil, fmt.Errorf("renderer: %w", err)
+	}
+	return r, nil
 }
