@@ -1,9 +1,12 @@
 package main
 
 import (
-	"github.com/cool-ai/beachd/channels/webhook"
 	"net/url"
+	"strings"
 	"time"
+
+	"github.com/cool-ai/beachd/approvals"
+	"github.com/cool-ai/beachd/channels/webhook"
 )
 
 // ApprovalsConfig is the `approvals:` section.
@@ -15,12 +18,30 @@ import (
 //	  sms_code_digits: 6         # 4-10
 //	  max_wrong_codes: 5         # wrong SMS/WhatsApp codes per number per hour, then locked for a day
 //	  injection_lifetime: 24h    # a failing injection is dead-lettered after this
+//	  email_links: true          # false: no confirmation link in mail, only replies decide (THREATS #3)
+//	  words:                     # decision words beside the English ones
+//	    granted: [ja, oui, sí]
+//	    denied: [nein, non]
 type ApprovalsConfig struct {
 	DefaultExpiry     time.Duration `yaml:"default_expiry"`
 	Secret            string        `yaml:"secret"`
 	SMSCodeDigits     int           `yaml:"sms_code_digits"`
 	MaxWrongCodes     int           `yaml:"max_wrong_codes"`
 	InjectionLifetime time.Duration `yaml:"injection_lifetime"`
+	// EmailLinks: nil (unset) means true.
+	EmailLinks *bool         `yaml:"email_links"`
+	Words      DecisionWords `yaml:"words"`
+}
+
+// DecisionWords is `approvals.words:`.
+type DecisionWords struct {
+	Granted []string `yaml:"granted"`
+	Denied  []string `yaml:"denied"`
+}
+
+// words builds the decision words; validate has checked them.
+func (c *ApprovalsConfig) words() (*approvals.Words, error) {
+	return approvals.NewWords(c.Words.Granted, c.Words.Denied)
 }
 
 func (c *ApprovalsConfig) validate(v *validator) {
@@ -40,6 +61,12 @@ func (c *ApprovalsConfig) validate(v *validator) {
 	}
 	if c.InjectionLifetime < 0 {
 		v.errorf("approvals.injection_lifetime", "cannot be negative")
+	}
+	if _, err := c.words(); err != nil {
+		for _, line := range strings.Split(err.Error(), "\n") {
+			path, msg, _ := strings.Cut(strings.TrimPrefix(line, "approvals: "), ": ")
+			v.errorf("approvals."+path, "%s", msg)
+		}
 	}
 }
 

@@ -63,3 +63,51 @@ approvals:
 		}
 	}
 }
+
+// approvals.email_links and approvals.words: parsed, wired, and their
+// mistakes named by key.
+func TestApprovalsLinksAndWordsConfig(t *testing.T) {
+	raw := `
+api_keys: ["0123456789abcdef0123"]
+approvals:
+  email_links: false
+  words: {granted: [ja, Oui], denied: [nein]}
+`
+	cfg, err := parseConfig([]byte(raw), "test.yaml", func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cfg.validate(); err != nil {
+		t.Fatalf("valid config refused: %v", err)
+	}
+	if a := cfg.Approvals; a.EmailLinks == nil || *a.EmailLinks {
+		t.Errorf("email_links = %v", a.EmailLinks)
+	}
+	w, err := cfg.Approvals.words()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, _, ok := w.Parse("OUI merci"); !ok || d != "granted" {
+		t.Errorf("oui: %q %v", d, ok)
+	}
+
+	bad := `
+api_keys: ["0123456789abcdef0123"]
+approvals: {words: {granted: [ja, "nur ja"], denied: [yes, stop]}}
+`
+	cfg, err = parseConfig([]byte(bad), "bad.yaml", func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = cfg.validate()
+	if err == nil {
+		t.Fatal("bad words accepted")
+	}
+	for _, want := range []string{`approvals.words.granted[1]: "nur ja" is not one word`,
+		`approvals.words.denied[0]: "yes" already means the opposite decision`,
+		`approvals.words.denied[1]: "stop" is a carrier opt-out word`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+}

@@ -73,6 +73,8 @@ type renderOpts struct {
 	// Set by previewConfig: from Config, and the placeholder SMS code.
 	MessageIDDomain string
 	SMSCode         string
+	// NoEmailLinks: approvals.email_links is false.
+	NoEmailLinks bool
 }
 
 // previewFrom is the sender without --from or email.from.
@@ -266,6 +268,7 @@ func (o *renderOpts) previewConfig() (*Config, *envelope.Registry, error) {
 		digits = 6
 	}
 	o.SMSCode = strings.Repeat("0", digits)
+	o.NoEmailLinks = cfg.Approvals.EmailLinks != nil && !*cfg.Approvals.EmailLinks
 	return &cfg, reg, nil
 }
 
@@ -314,11 +317,18 @@ func previewInput(env *envelope.Envelope, reg *envelope.Registry, o renderOpts) 
 		return in, err
 	}
 	for _, ar := range ars {
-		h := render.ApprovalHandle{ApprovalID: ar.ApprovalID, Request: ar,
-			LinkURL: strings.TrimRight(o.PublicURL, "/") + "/a/preview"}
+		// As the approvals service issues them: a link for mail (unless
+		// approvals.email_links is off) and webhooks.
+		h := render.ApprovalHandle{ApprovalID: ar.ApprovalID, Request: ar}
+		link := strings.TrimRight(o.PublicURL, "/") + "/a/preview"
 		switch o.Channel {
+		case envelope.ChannelWebhook:
+			h.LinkURL = link
 		case envelope.ChannelEmail:
 			h.Token = previewToken
+			if !o.NoEmailLinks {
+				h.LinkURL = link
+			}
 		case envelope.ChannelSMS:
 			h.Code = o.SMSCode
 		case envelope.ChannelWhatsApp:

@@ -162,3 +162,20 @@ func TestRenderCmdWithoutConfigIgnoresDefaultFile(t *testing.T) {
 		t.Errorf("exit %d, %s%s", code, out, errs)
 	}
 }
+
+// With approvals.email_links off the previewed mail has no decision link,
+// as the daemon's would not; with it on (the default) it has one.
+func TestRenderCmdEmailLinksOff(t *testing.T) {
+	dir := t.TempDir()
+	sample := filepath.Join("..", "..", "testdata", "envelopes", "approval-request.json")
+	on := writeFile(t, filepath.Join(dir, "on.yaml"), "public_url: https://beachd.example.net\napi_keys: [\"0123456789abcdef\"]\n")
+	off := writeFile(t, filepath.Join(dir, "off.yaml"), "public_url: https://beachd.example.net\napi_keys: [\"0123456789abcdef\"]\napprovals: {email_links: false}\n")
+	code, out, errs := renderCLI(t, "render", "--config", on, "--channel", "email", sample)
+	if code != 0 || !strings.Contains(out, "https://beachd.example.net/a/") {
+		t.Fatalf("links on: exit %d, %s\n%s", code, errs, out)
+	}
+	code, out, errs = renderCLI(t, "render", "--config", off, "--channel", "email", sample)
+	if code != 0 || strings.Contains(out, "/a/") || !strings.Contains(out, "[approval:") {
+		t.Fatalf("links off: exit %d, %s\n%s", code, errs, out)
+	}
+}

@@ -84,7 +84,13 @@ func (a *app) wireApprovals() error {
 		}
 		return a.enqueuer.Enqueue(ctx, env, to, agentName, source)
 	})
+	words, err := cfg.words()
+	if err != nil {
+		return err
+	}
 	svc, err := approvals.New(approvals.Config{
+		NoEmailLinks:  cfg.EmailLinks != nil && !*cfg.EmailLinks,
+		Words:         words,
 		Secret:        []byte(secret),
 		PublicURL:     a.cfg.PublicURL,
 		DefaultExpiry: cfg.DefaultExpiry,
