@@ -31,7 +31,7 @@ func TestSlowMailServerLeavesWorkersForOtherChannels(t *testing.T) {
 		if !released {
 			released = true
 			be.set(func(s *sink) { s.hang = nil })
-			close(hang) // the message held fails, and is tried again
+			close(hang) // the message held is accepted
 		}
 	}
 	defer release()

@@ -33,7 +33,7 @@ type sink struct {
 	mailErr, rcptErr, dataErr *smtp.SMTPError
 	dropAfterData             bool          // read the whole message, close without a reply
 	dropMidData               bool          // read 1 KiB of the message, close
-	hang                      chan struct{} // after the message, wait for this before replying
+	hang                      chan struct{} // after the message, wait for this; then fail, or accept if hang was cleared first
 	requireAuth               bool
 	discard                   bool // count, do not keep (benchmarks)
 	count                     int
@@ -137,7 +137,13 @@ func (ss *sinkSession) Data(r io.Reader) error {
 	}
 	if hang != nil {
 		<-hang
-		return errors.New("hung")
+		ss.s.mu.Lock()
+		stillHung := ss.s.hang != nil
+		ss.s.mu.Unlock()
+		if stillHung {
+			return errors.New("hung")
+		}
+		// Released by clearing hang first: the message is taken.
 	}
 	if dataErr != nil {
 		return dataErr
