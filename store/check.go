@@ -9,9 +9,11 @@ import (
 
 // CheckInvariants verifies the outbox's invariants: every queued or
 // retrying delivery has either exactly one due entry, at its NextAttemptAt,
-// or (in flight) a lease and no due entry; no delivery is stored as sending; no index entry points at a missing or differently-stated
-// delivery, and every delivery has its by-state entry. Tests call it when
-// they end; `beachd` could run it as a repair check.
+// or (in flight) a lease and no due entry; no delivery is stored as sending;
+// no index entry points at a missing or differently-stated delivery, and
+// every delivery has its by-state entry; every provider-id entry is listed
+// under its delivery, so that pruning the delivery removes it. Tests call it
+// when they end; `beachd` could run it as a repair check.
 func (s *DB) CheckInvariants() error {
 	return s.bolt.View(func(tx *bolt.Tx) error {
 		dels := tx.Bucket(bDeliveries)
@@ -92,6 +94,26 @@ func (s *DB) CheckInvariants() error {
 		if m != n {
 			return fmt.Errorf("%d by-state entries for %d deliveries", m, n)
 		}
-		return nil
+		lists := tx.Bucket(bDeliveryPIDs)
+		if err := tx.Bucket(bProviderIDs).ForEach(func(k, v []byte) error {
+			i := bytes.IndexByte(k, 0)
+			switch {
+			case i < 0:
+				return fmt.Errorf("provider-id entry %q has no channel", k)
+			case dels.Get(v) == nil:
+				return fmt.Errorf("provider-id entry %q for missing delivery %s", k, v)
+			case lists.Get(deliveryPIDKey(string(v), string(k[i+1:]))) == nil:
+				return fmt.Errorf("provider-id entry %q is not listed under its delivery %s", k, v)
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		return lists.ForEach(func(k, _ []byte) error {
+			if i := bytes.IndexByte(k, 0); i < 0 || dels.Get(k[:i]) == nil {
+				return fmt.Errorf("provider id %q listed under a missing delivery", k)
+			}
+			return nil
+		})
 	})
 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/base32"
 	"encoding/binary"
@@ -10,6 +11,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -18,7 +20,7 @@ import (
 
 // SchemaVersion is the layout this beachd writes. Bump it with a migration
 // in migrate().
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // Bucket names. Every bucket is created at Open.
 var (
@@ -33,12 +35,17 @@ var (
 	bIdempotency    = []byte("idempotency")     // key → idemRecord
 	bProviderIDs    = []byte("provider_ids")    // channel + 0 + provider id → delivery id
 	bKV             = []byte("kv")              // small named values (cursors, windows), see kv.go
+
+	// bDeliveryPIDs lists every provider id a delivery was given (one per
+	// attempt that reached the provider, one per part of a split SMS), so
+	// that pruning the delivery removes all of its bProviderIDs entries.
+	bDeliveryPIDs = []byte("delivery_provider_ids") // delivery id + 0 + provider id → nil
 )
 
 // allBuckets lists every top-level bucket. A package file that adds a bucket
 // adds it here so that Open creates it.
 var allBuckets = [][]byte{bMeta, bEnvelopes, bEnvelopeBodies, bDeliveries, bAttempts, bDue, bLeases, bByState,
-	bIdempotency, bProviderIDs, bKV,
+	bIdempotency, bProviderIDs, bDeliveryPIDs, bKV,
 	bTwilioSeen,
 	bApprovals, bApprovalTokens, bApprovalAudit, bInjections, bInjectionDue, bInbound, bApprovalExpiry, bApprovalLimits,
 	bSchedules, bScheduleRuns}
@@ -71,6 +78,11 @@ type DB struct {
 	path string
 	// group is the hot path's shared writer, see group.go.
 	group group
+	// pruneNext is the envelope key the next Prune walks on from (nil: the
+	// first), see retention.go. In memory only: after a restart the walk
+	// starts at the beginning again.
+	pruneMu   sync.Mutex
+	pruneNext []byte
 }
 
 // Open opens or creates the database at path.
@@ -172,7 +184,12 @@ func migrate(tx *bolt.Tx, from uint64, now time.Time) error {
 	case 0, SchemaVersion:
 		return nil
 	case 1:
-		return migrate1to2(tx, now)
+		if err := migrate1to2(tx, now); err != nil {
+			return err
+		}
+		fallthrough
+	case 2:
+		return migrate2to3(tx)
 	}
 	return fmt.Errorf("no migration from schema %d", from)
 }
@@ -218,6 +235,32 @@ func migrate1to2(tx *bolt.Tx, now time.Time) error {
 		d.UpdatedAt = now
 		if err := putDeliveryTx(tx, &d, StateSending); err != nil {
 			return fmt.Errorf("migrate to schema 2: %w", err)
+		}
+	}
+	return nil
+}
+
+// migrate2to3: schema 3 lists each delivery's provider ids (bDeliveryPIDs)
+// so that retention removes them all; schema 2 removed only the latest, and
+// left the ids of earlier attempts pointing at deliveries long pruned. Those
+// are removed now, and every other entry is listed under its delivery.
+func migrate2to3(tx *bolt.Tx) error {
+	pids, dels, lists := tx.Bucket(bProviderIDs), tx.Bucket(bDeliveries), tx.Bucket(bDeliveryPIDs)
+	var orphans [][]byte
+	err := pids.ForEach(func(k, v []byte) error {
+		i := bytes.IndexByte(k, 0)
+		if i < 0 || dels.Get(v) == nil {
+			orphans = append(orphans, append([]byte(nil), k...))
+			return nil
+		}
+		return lists.Put(deliveryPIDKey(string(v), string(k[i+1:])), nil)
+	})
+	if err != nil {
+		return fmt.Errorf("migrate to schema 3: %w", err)
+	}
+	for _, k := range orphans {
+		if err := pids.Delete(k); err != nil {
+			return fmt.Errorf("migrate to schema 3: %w", err)
 		}
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -440,16 +441,20 @@ type Outcome struct {
 	NextAttemptAt time.Time
 	Error         string
 	DeadReason    string
-	ProviderID    string
-	MaybeSent     bool
-	Attempt       Attempt
+	// ProviderID is the provider's id for what this attempt sent (or may
+	// have sent); it replaces the delivery's ProviderID, but the ids of
+	// earlier attempts stay findable (DeliveryByProviderID).
+	ProviderID string
+	MaybeSent  bool
+	Attempt    Attempt
 }
 
 // Record stores the outcome of an attempt on a job this worker claimed
 // (lease held until leaseUntil). If the job's lease has meanwhile been
 // re-claimed by someone else, it returns ErrLeaseLost and changes nothing.
 // Concurrent Records share a commit with each other and with ingests and
-// claims.
+// claims. The outcome's ProviderID, and the ids its receipt lists in meta
+// "parts", find the delivery until it is pruned.
 func (s *DB) Record(ctx context.Context, id string, leaseUntil time.Time, o Outcome) (*Delivery, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -463,6 +468,7 @@ func (s *DB) Record(ctx context.Context, id string, leaseUntil time.Time, o Outc
 	case len(o.ProviderID) > maxStoredKey:
 		return nil, fmt.Errorf("record %s: provider id of %d bytes; at most %d", id, len(o.ProviderID), maxStoredKey)
 	}
+	pids := attemptPIDs(&o) // decoded outside the shared transaction
 	now := s.now()
 	var out *Delivery
 	err := s.write(func(tx *bolt.Tx) error {
@@ -480,7 +486,9 @@ func (s *DB) Record(ctx context.Context, id string, leaseUntil time.Time, o Outc
 		d.MaybeSent = o.MaybeSent
 		if o.ProviderID != "" {
 			d.ProviderID = o.ProviderID
-			if err := tx.Bucket(bProviderIDs).Put(providerKey(d.Channel, o.ProviderID), []byte(d.ID)); err != nil {
+		}
+		for _, pid := range pids {
+			if err := putProviderIDTx(tx, &d, pid); err != nil {
 				return err
 			}
 		}
@@ -533,7 +541,69 @@ func (s *DB) Release(ctx context.Context, id string, leaseUntil, at time.Time) e
 
 func providerKey(channel, pid string) []byte { return []byte(channel + "\x00" + pid) }
 
-// DeliveryByProviderID finds the delivery that a provider id belongs to.
+func deliveryPIDKey(id, pid string) []byte { return []byte(id + "\x00" + pid) }
+
+// attemptPIDs are the provider ids an outcome gives its delivery: its
+// ProviderID, and the ids its receipt lists in meta "parts" (an SMS sent as
+// several messages, each of which gets its own status callbacks). A part id
+// too long to be a key is left out: it only helps find the delivery.
+func attemptPIDs(o *Outcome) []string {
+	var out []string
+	if o.ProviderID != "" {
+		out = append(out, o.ProviderID)
+	}
+	if !bytes.Contains(o.Attempt.Receipt, []byte(`"parts"`)) {
+		return out
+	}
+	var r struct {
+		Meta struct {
+			Parts []string `json:"parts"`
+		} `json:"meta"`
+	}
+	if json.Unmarshal(o.Attempt.Receipt, &r) != nil {
+		return out // not a receipt with a list of ids: nothing more to find it by
+	}
+	for _, pid := range r.Meta.Parts {
+		if pid != "" && len(pid) <= maxStoredKey && !slices.Contains(out, pid) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// putProviderIDTx makes pid find d, and lists it under d so that pruning d
+// removes the entry (deleteProviderIDsTx). An id a provider reuses (an SMTP
+// queue id) finds its latest delivery.
+func putProviderIDTx(tx *bolt.Tx, d *Delivery, pid string) error {
+	if err := tx.Bucket(bProviderIDs).Put(providerKey(d.Channel, pid), []byte(d.ID)); err != nil {
+		return err
+	}
+	return tx.Bucket(bDeliveryPIDs).Put(deliveryPIDKey(d.ID, pid), nil)
+}
+
+// deleteProviderIDsTx removes every provider id listed under d, and its
+// entry unless a later delivery has taken the id over.
+func deleteProviderIDsTx(tx *bolt.Tx, d *Delivery) error {
+	pids := tx.Bucket(bProviderIDs)
+	prefix := deliveryPIDKey(d.ID, "")
+	c := tx.Bucket(bDeliveryPIDs).Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Seek(prefix) {
+		pk := providerKey(d.Channel, string(k[len(prefix):]))
+		if bytes.Equal(pids.Get(pk), []byte(d.ID)) {
+			if err := pids.Delete(pk); err != nil {
+				return err
+			}
+		}
+		if err := c.Delete(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DeliveryByProviderID finds the delivery that a provider id belongs to: the
+// id of any of its attempts or message parts, until the delivery is pruned
+// (a status callback about an earlier attempt's message may come late).
 func (s *DB) DeliveryByProviderID(ctx context.Context, channel, pid string) (*Delivery, error) {
 	var d Delivery
 	err := s.bolt.View(func(tx *bolt.Tx) error {

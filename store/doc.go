@@ -19,8 +19,12 @@
 //     retrying job has exactly one due entry or one lease; CheckInvariants
 //     verifies this. A lease found at start-up means the send may have
 //     reached its peer: RequeueExpired makes the job due, maybe-sent.
-//   - Delivery records are binary (codec.go) since schema 2; schema-1 files
+//   - Delivery records are binary (codec.go) since schema 2; older files
 //     are migrated at open.
+//   - Every provider id a delivery was given (each attempt's, each part's of
+//     a split SMS) finds it until retention prunes the delivery, and goes
+//     with it (since schema 3). Prune walks on from where it stopped, so
+//     old unfinished envelopes cannot hide finished ones from it.
 //   - Open refuses a file with a newer schema version or one bbolt cannot
 //     read, and never rewrites it.
 package store

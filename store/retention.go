@@ -16,18 +16,69 @@ import (
 // retrying is kept whatever its age. Each call removes at most max
 // envelopes in one transaction; call it until it returns 0. PruneRecords
 // does the rest.
+//
+// The kept envelopes may be many (a long retry lifetime, a backlog), and
+// they are the oldest, so Prune walks the envelopes on from where its
+// previous call stopped, wrapping round at the newest one older than
+// before, and reads at most pruneScan*max of them per transaction. A call
+// returns when it has removed some, or with 0 once its walk has gone round
+// every envelope older than before. When ctx ends between transactions it
+// returns 0 and no error: the next call walks on from there.
 func (s *DB) Prune(ctx context.Context, before time.Time, max int) (int, error) {
 	if max <= 0 {
 		max = 1000
 	}
-	n := 0
-	err := s.bolt.Update(func(tx *bolt.Tx) error {
-		n = 0
-		envs := tx.Bucket(bEnvelopes)
+	s.pruneMu.Lock()
+	defer s.pruneMu.Unlock()
+	start := s.pruneNext
+	from, wrapped := start, start == nil
+	for ctx.Err() == nil {
+		var stop []byte
+		if wrapped {
+			stop = start // round to where this call began
+		}
+		n, next, err := s.pruneWindow(from, stop, before, max)
+		if err != nil {
+			return 0, fmt.Errorf("prune: %w", err)
+		}
+		s.pruneNext = next
+		if n > 0 {
+			return n, nil
+		}
+		if next == nil {
+			if wrapped {
+				return 0, nil
+			}
+			wrapped = true
+		}
+		from = next
+	}
+	return 0, nil
+}
+
+// pruneScan bounds the envelopes one prune transaction reads, per envelope
+// it may remove.
+const pruneScan = 20
+
+// pruneWindow removes up to max finished envelopes older than before,
+// reading in id order from the key from (nil: the first) at most
+// pruneScan*max envelopes, and none at or after the key stop (when set).
+// next is the first envelope it did not read, nil when it reached the end
+// of the old ones or stop.
+func (s *DB) pruneWindow(from, stop []byte, before time.Time, max int) (n int, next []byte, err error) {
+	err = s.bolt.Update(func(tx *bolt.Tx) error {
+		n, next = 0, nil
 		var doomed []EnvelopeRecord
-		c := envs.Cursor()
-		scanned := 0
-		for k, v := c.First(); k != nil && len(doomed) < max && scanned < 20*max; k, v = c.Next() {
+		c := tx.Bucket(bEnvelopes).Cursor()
+		k, v := c.First()
+		if from != nil {
+			k, v = c.Seek(from)
+		}
+		for scanned := 0; k != nil && (stop == nil || bytes.Compare(k, stop) < 0); k, v = c.Next() {
+			if len(doomed) == max || scanned == pruneScan*max {
+				next = append([]byte(nil), k...)
+				break
+			}
 			scanned++
 			var rec EnvelopeRecord
 			if err := json.Unmarshal(v, &rec); err != nil {
@@ -48,10 +99,7 @@ func (s *DB) Prune(ctx context.Context, before time.Time, max int) (int, error) 
 		}
 		return nil
 	})
-	if err != nil {
-		return 0, fmt.Errorf("prune: %w", err)
-	}
-	return n, nil
+	return n, next, err
 }
 
 // PruneRecords removes the records older than before that only guard
@@ -135,10 +183,8 @@ func deleteEnvelopeTx(tx *bolt.Tx, rec *EnvelopeRecord) error {
 			if err := tx.Bucket(bByState).Delete(stateKey(d.State, d.ID)); err != nil {
 				return err
 			}
-			if d.ProviderID != "" {
-				if err := tx.Bucket(bProviderIDs).Delete(providerKey(d.Channel, d.ProviderID)); err != nil {
-					return err
-				}
+			if err := deleteProviderIDsTx(tx, &d); err != nil {
+				return err
 			}
 			if err := tx.Bucket(bDeliveries).Delete([]byte(id)); err != nil {
 				return err

@@ -1,10 +1,16 @@
 package store
 
 import (
+	"encoding/binary"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 func TestPruneRemovesOnlyOldFinishedWork(t *testing.T) {
@@ -109,5 +115,249 @@ func TestReplayAfterItsEnvelopeWasPruned(t *testing.T) {
 	again, err := db.Ingest(ctx, in)
 	if err != nil || again.Replayed || again.EnvelopeID == first.EnvelopeID {
 		t.Fatalf("replay after the envelope was pruned: %+v, %v", again, err)
+	}
+}
+
+// ingestAt ingests an envelope with one webhook delivery to `to`, first due
+// at notBefore, a millisecond after the previous one: ids sort by creation
+// time only to the millisecond.
+func ingestAt(t *testing.T, db *DB, c *clock, to string, notBefore time.Time) *IngestResult {
+	t.Helper()
+	c.Add(time.Millisecond)
+	res, err := db.Ingest(ctx, Ingest{Envelope: []byte(`{}`), Deliveries: []NewDelivery{{Channel: "webhook", To: to}}, NotBefore: notBefore})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// pruneUntilZero calls Prune as beachd's retention loop does, until it
+// returns 0, and returns how many envelopes it removed.
+func pruneUntilZero(t *testing.T, db *DB, before time.Time, max int) int {
+	t.Helper()
+	total := 0
+	for calls := 1; ; calls++ {
+		n, err := db.Prune(ctx, before, max)
+		if err != nil {
+			t.Fatalf("prune call %d: %v", calls, err)
+		}
+		if n == 0 {
+			return total
+		}
+		total += n
+		if calls == 20 {
+			t.Fatalf("prune still removing envelopes after %d calls", calls)
+		}
+	}
+}
+
+// The envelopes kept for their unfinished deliveries are the oldest ones:
+// however many there are, Prune reaches the finished envelopes behind them,
+// and an envelope that finishes later, behind where Prune's walk stands, is
+// reached in the next retention cycle.
+func TestPruneReachesFinishedWorkBehindUnfinished(t *testing.T) {
+	c := newClock()
+	db := openTest(t, filepath.Join(t.TempDir(), "b.db"), c)
+	const max = 2 // a prune transaction reads at most 20*max = 40 envelopes
+	later := c.Now().Add(24 * time.Hour)
+	var stuck []*IngestResult
+	for i := range 100 {
+		stuck = append(stuck, ingestAt(t, db, c, fmt.Sprintf("ep%d", i), later))
+	}
+	done := []*IngestResult{ingestAt(t, db, c, "done0", time.Time{}), ingestAt(t, db, c, "done1", time.Time{})}
+	for i := range 5 {
+		stuck = append(stuck, ingestAt(t, db, c, fmt.Sprintf("tail%d", i), later))
+	}
+	jobs, err := db.Claim(ctx, 10, time.Minute, nil)
+	if err != nil || len(jobs) != 2 {
+		t.Fatalf("claimed %d jobs, %v; want the 2 due ones", len(jobs), err)
+	}
+	for _, j := range jobs {
+		if _, err := db.Record(ctx, j.ID, j.LeaseUntil, Outcome{State: StateSent}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Add(8 * 24 * time.Hour)
+	before := c.Now().Add(-7 * 24 * time.Hour)
+
+	if n, err := db.Prune(ctx, before, max); err != nil || n != 2 {
+		t.Fatalf("prune removed %d, %v; want the 2 finished envelopes behind 100 unfinished ones", n, err)
+	}
+	for _, r := range done {
+		if _, err := db.Envelope(ctx, r.EnvelopeID); !errors.Is(err, ErrNotFound) {
+			t.Errorf("finished envelope %s behind unfinished ones not pruned: %v", r.EnvelopeID, err)
+		}
+	}
+
+	// The oldest job finishes now, behind where the walk stopped.
+	first := stuck[0].Deliveries[0].ID
+	jobs, err = db.Claim(ctx, 1, time.Minute, func(d *Delivery) bool { return d.ID == first })
+	if err != nil || len(jobs) != 1 {
+		t.Fatalf("claim %s: %d jobs, %v", first, len(jobs), err)
+	}
+	if _, err := db.Record(ctx, first, jobs[0].LeaseUntil, Outcome{State: StateSent}); err != nil {
+		t.Fatal(err)
+	}
+	if n := pruneUntilZero(t, db, before, max); n != 1 {
+		t.Fatalf("retention cycle removed %d envelopes; want the 1 that finished behind the walk", n)
+	}
+	if _, err := db.Envelope(ctx, stuck[0].EnvelopeID); !errors.Is(err, ErrNotFound) {
+		t.Errorf("envelope finished behind the walk not pruned in the next cycle: %v", err)
+	}
+	for _, r := range stuck[1:] {
+		if _, err := db.Envelope(ctx, r.EnvelopeID); err != nil {
+			t.Fatalf("unfinished envelope %s removed: %v", r.EnvelopeID, err)
+		}
+	}
+}
+
+// countKeys is the number of entries in a bucket.
+func countKeys(t *testing.T, db *DB, bucket []byte) int {
+	t.Helper()
+	n := 0
+	if err := db.bolt.View(func(tx *bolt.Tx) error { n = tx.Bucket(bucket).Stats().KeyN; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// Every provider id a delivery was given finds it until it is pruned: a
+// status callback may still come for an earlier attempt's message, or for
+// the second part of a split SMS. Pruning the delivery removes them all.
+func TestProviderIDsLastAsLongAsTheirDelivery(t *testing.T) {
+	c := newClock()
+	db := openTest(t, filepath.Join(t.TempDir(), "b.db"), c)
+	res, err := db.Ingest(ctx, Ingest{Envelope: []byte(`{}`), Deliveries: []NewDelivery{{Channel: "sms", To: "+447700900001"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := res.Deliveries[0].ID
+	jobs, _ := db.Claim(ctx, 1, time.Minute, nil)
+	// The first attempt reached Twilio, then timed out.
+	if _, err := db.Record(ctx, id, jobs[0].LeaseUntil, Outcome{State: StateRetrying, NextAttemptAt: c.Now(),
+		ProviderID: "SMfirst", MaybeSent: true, Attempt: Attempt{Outcome: "retry"}}); err != nil {
+		t.Fatal(err)
+	}
+	jobs, _ = db.Claim(ctx, 1, time.Minute, nil)
+	receipt := `{"data":{"sid":"SMsecond"},"meta":{"source":"twilio","sid":"SMsecond","parts":["SMsecond","SMthird"]}}`
+	if _, err := db.Record(ctx, id, jobs[0].LeaseUntil, Outcome{State: StateSent, ProviderID: "SMsecond",
+		Attempt: Attempt{Outcome: "sent", Receipt: json.RawMessage(receipt)}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, sid := range []string{"SMfirst", "SMsecond", "SMthird"} {
+		if d, err := db.DeliveryByProviderID(ctx, "sms", sid); err != nil || d.ID != id {
+			t.Errorf("provider id %s finds %v, %v; want delivery %s", sid, d, err, id)
+		}
+	}
+	c.Add(8 * 24 * time.Hour)
+	if n, err := db.Prune(ctx, c.Now().Add(-7*24*time.Hour), 100); err != nil || n != 1 {
+		t.Fatalf("pruned %d, %v", n, err)
+	}
+	if n := countKeys(t, db, bProviderIDs); n != 0 {
+		t.Errorf("%d provider-id entries outlived their pruned delivery", n)
+	}
+}
+
+// A provider id can recur (SMTP queue ids do): it finds its latest delivery,
+// and pruning an older delivery that had it leaves the newer one findable.
+func TestPruneKeepsAProviderIDTakenOverByALaterDelivery(t *testing.T) {
+	c := newClock()
+	db := openTest(t, filepath.Join(t.TempDir(), "b.db"), c)
+	send := func() string {
+		t.Helper()
+		res := ingestOne(t, db, 1)
+		jobs, _ := db.Claim(ctx, 1, time.Minute, nil)
+		if _, err := db.Record(ctx, jobs[0].ID, jobs[0].LeaseUntil, Outcome{State: StateSent, ProviderID: "4Xq1kT0Bz"}); err != nil {
+			t.Fatal(err)
+		}
+		return res.Deliveries[0].ID
+	}
+	send()
+	c.Add(8 * 24 * time.Hour)
+	newer := send()
+	if n, err := db.Prune(ctx, c.Now().Add(-7*24*time.Hour), 100); err != nil || n != 1 {
+		t.Fatalf("pruned %d, %v", n, err)
+	}
+	if d, err := db.DeliveryByProviderID(ctx, "webhook", "4Xq1kT0Bz"); err != nil || d.ID != newer {
+		t.Errorf("reused provider id finds %v, %v after the older delivery was pruned; want %s", d, err, newer)
+	}
+}
+
+// Schema 2 left the provider ids of earlier attempts behind when it pruned
+// their deliveries. Opening such a file removes them, and lists the others
+// under their deliveries, so that pruning those removes them too.
+func TestMigrateSchema2ProviderIDs(t *testing.T) {
+	c := newClock()
+	path := filepath.Join(t.TempDir(), "v2.db")
+	db := openTest(t, path, c)
+	res := ingestOne(t, db, 1)
+	jobs, _ := db.Claim(ctx, 1, time.Minute, nil)
+	if _, err := db.Record(ctx, jobs[0].ID, jobs[0].LeaseUntil, Outcome{State: StateSent, ProviderID: "SMkept"}); err != nil {
+		t.Fatal(err)
+	}
+	err := db.bolt.Update(func(tx *bolt.Tx) error {
+		if err := tx.DeleteBucket(bDeliveryPIDs); err != nil {
+			return err
+		}
+		if _, err := tx.CreateBucket(bDeliveryPIDs); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bProviderIDs).Put(providerKey("sms", "SMstale"), []byte("dlv_prunedlongago")); err != nil {
+			return err
+		}
+		var v [8]byte
+		binary.BigEndian.PutUint64(v[:], 2)
+		return tx.Bucket(bMeta).Put(keySchema, v[:])
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	db = openTest(t, path, c)
+	if n := countKeys(t, db, bProviderIDs); n != 1 {
+		t.Errorf("%d provider-id entries after migration; want the 1 of a stored delivery", n)
+	}
+	if d, err := db.DeliveryByProviderID(ctx, "webhook", "SMkept"); err != nil || d.ID != res.Deliveries[0].ID {
+		t.Fatalf("migrated provider id finds %v, %v", d, err)
+	}
+	c.Add(8 * 24 * time.Hour)
+	if n, err := db.Prune(ctx, c.Now().Add(-7*24*time.Hour), 100); err != nil || n != 1 {
+		t.Fatalf("pruned %d, %v", n, err)
+	}
+	if n, m := countKeys(t, db, bProviderIDs), countKeys(t, db, bDeliveryPIDs); n != 0 || m != 0 {
+		t.Errorf("%d provider-id entries and %d listed ids outlived their pruned delivery", n, m)
+	}
+}
+
+// CheckInvariants names a provider-id entry that pruning would leave
+// behind.
+func TestCheckInvariantsFindsStrayProviderIDs(t *testing.T) {
+	for name, tc := range map[string]struct {
+		key, val []byte
+		bucket   []byte
+		want     string
+	}{
+		"entry of a missing delivery": {bucket: bProviderIDs, key: providerKey("sms", "SMx"), val: []byte("dlv_gone"), want: "missing delivery dlv_gone"},
+		"entry not listed":            {bucket: bProviderIDs, key: providerKey("webhook", "SMx"), want: "not listed"},
+		"id listed under a missing":   {bucket: bDeliveryPIDs, key: deliveryPIDKey("dlv_gone", "SMx"), want: "missing delivery"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := newClock()
+			db := openTest(t, filepath.Join(t.TempDir(), "b.db"), c)
+			res := ingestOne(t, db, 1)
+			val := tc.val
+			if val == nil {
+				val = []byte(res.Deliveries[0].ID)
+			}
+			if err := db.bolt.Update(func(tx *bolt.Tx) error { return tx.Bucket(tc.bucket).Put(tc.key, val) }); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.CheckInvariants(); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("CheckInvariants = %v; want it to say %q", err, tc.want)
+			}
+			// Take the stray entry out, so that the closing check passes.
+			db.bolt.Update(func(tx *bolt.Tx) error { return tx.Bucket(tc.bucket).Delete(tc.key) })
+		})
 	}
 }
