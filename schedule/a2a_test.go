@@ -5,7 +5,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -72,11 +71,6 @@ func TestFiresAgainstA2AAgent(t *testing.T) {
 
 	t0 := utc("2026-03-02T08:00:01Z")
 	c := &clock{t: t0}
-	db, err := store.Open(filepath.Join(t.TempDir(), "b.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
 	ctx := context.Background()
 	brief := def("brief", "0 8 * * *")
 	brief.Message = "brief"
@@ -84,22 +78,11 @@ func TestFiresAgainstA2AAgent(t *testing.T) {
 	fail.Message, fail.ErrorNotice = "fail", true
 	hang := def("hang", "0 8 * * *")
 	hang.Message, hang.Timeout = "hang", 300*time.Millisecond
-	for _, n := range []string{"brief", "fail", "hang"} {
-		if _, err := db.InitScheduleState(ctx, n, t0.Add(-time.Hour)); err != nil {
-			t.Fatal(err)
-		}
-	}
 	enq := &fakeEnqueuer{reg: envelope.NewRegistry()}
-	s, err := New(Config{Schedules: []Definition{brief, fail, hang}, Agents: map[string]bool{"travel": true},
-		Now: c.Now, DefaultZone: time.UTC, Poll: 20 * time.Millisecond}, db, client, enq)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- s.Run(rctx) }()
-
-	finished := func() bool {
+	s, db := newScheduler(t, Config{Schedules: []Definition{brief, fail, hang}, Agents: map[string]bool{"travel": true},
+		Now: c.Now, DefaultZone: time.UTC, Poll: 20 * time.Millisecond}, client, enq, t0.Add(-time.Hour))
+	stop := running(t, s)
+	eventually(t, 10*time.Second, "every run finished", func() bool {
 		for _, n := range []string{"brief", "fail", "hang"} {
 			runs, _ := db.ScheduleRuns(ctx, n, 1)
 			if len(runs) == 0 || !runs[0].Finished() {
@@ -107,18 +90,8 @@ func TestFiresAgainstA2AAgent(t *testing.T) {
 			}
 		}
 		return true
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for !finished() && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("Run = %v", err)
-	}
-	if !finished() {
-		t.Fatal("runs did not finish within 10s")
-	}
+	})
+	stop()
 
 	runs, _ := db.ScheduleRuns(ctx, "brief", 0)
 	if len(runs) != 1 || runs[0].State != store.RunSucceeded || runs[0].TaskID == "" {

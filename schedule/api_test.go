@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -16,7 +15,6 @@ import (
 	"github.com/cool-ai/beachd/api"
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/schedule"
-	"github.com/cool-ai/beachd/store"
 )
 
 // slowAgents holds every turn until release is closed.
@@ -49,17 +47,9 @@ func (e *countingEnqueuer) Enqueue(ctx context.Context, env *envelope.Envelope, 
 }
 
 func TestScheduleRoutes(t *testing.T) {
-	db, err := store.Open(filepath.Join(t.TempDir(), "b.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
 	agents := slowAgents{release: make(chan struct{})}
-	s, err := schedule.New(schedule.Config{Schedules: []schedule.Definition{{Name: "brief", Cron: "CRON_TZ=Europe/London 0 8 * * *",
-		Agent: "travel", Message: "hi", To: []envelope.Recipient{{Channel: "webhook", Endpoint: "ops"}}}}}, db, agents, &countingEnqueuer{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, _ := schedule.NewScheduler(t, schedule.Config{Schedules: []schedule.Definition{{Name: "brief", Cron: "CRON_TZ=Europe/London 0 8 * * *",
+		Agent: "travel", Message: "hi", To: []envelope.Recipient{{Channel: "webhook", Endpoint: "ops"}}}}}, agents, &countingEnqueuer{}, time.Time{})
 	mux := http.NewServeMux()
 	for _, r := range api.ScheduleRoutes(s, slog.New(slog.NewTextHandler(io.Discard, nil))) {
 		if !r.Auth {
@@ -83,14 +73,8 @@ func TestScheduleRoutes(t *testing.T) {
 	if code, _ := do("POST", "/v1/schedules/brief/run"); code != http.StatusServiceUnavailable {
 		t.Fatalf("run before Run: %d", code)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	defer func() {
-		close(agents.release)
-		cancel()
-		<-done
-	}()
+	schedule.Running(t, s)
+	defer close(agents.release)
 	// Run is active once RunNow stops answering 503.
 	var code int
 	var body map[string]any

@@ -34,7 +34,13 @@
 // run (all its retries included) is going is, by `overlap`: skip (default)
 // recorded as skipped; queue — claimed as queued and started when the
 // running one ends. At most one slot waits; further slots are skipped. So a
-// hung agent costs one run and its timeout, never a pile-up.
+// hung agent costs one run and its timeout, never a pile-up. A manual run
+// counts as a run: RunNow is refused (ErrBusy) from the moment another run
+// is being claimed until it ends, so of simultaneous calls one starts.
+//
+// The scheduler's lock is never held across a store write or an agent
+// call: List, Active and RunNow answer while a claim or a run record waits
+// for the disk.
 //
 // # Downtime and catch-up
 //

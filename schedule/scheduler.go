@@ -26,6 +26,21 @@ type Agents interface {
 
 var _ Agents = (*agent.Client)(nil)
 
+// runStore is the part of *store.DB the scheduler uses. It is an interface
+// only so that the tests can put the scheduler on a disk that stalls or
+// fails at a chosen write.
+type runStore interface {
+	InterruptScheduleRuns(ctx context.Context, now time.Time, reason string) ([]store.ScheduleRun, error)
+	InitScheduleState(ctx context.Context, name string, now time.Time) (store.ScheduleState, error)
+	RewindScheduleCursor(ctx context.Context, name string, to time.Time) (store.ScheduleState, error)
+	ClaimScheduleSlot(ctx context.Context, run store.ScheduleRun) (store.ScheduleState, error)
+	UpdateScheduleRun(ctx context.Context, run store.ScheduleRun) error
+	ScheduleState(ctx context.Context, name string) (store.ScheduleState, bool, error)
+	ScheduleRuns(ctx context.Context, name string, limit int) ([]store.ScheduleRun, error)
+}
+
+var _ runStore = (*store.DB)(nil)
+
 // Enqueuer stores a result envelope and its deliveries (api.Ingester does).
 // It returns the envelope id.
 type Enqueuer interface {
@@ -63,10 +78,19 @@ type Config struct {
 }
 
 // Scheduler fires the configured schedules. Build it with New, run it with
-// Run; List and RunNow may be called from any goroutine.
+// Run; List, RunNow and Active may be called from any goroutine.
+//
+// No store write, agent call or other I/O is made while mu is held: List,
+// Active and RunNow take it, and an API read must never wait for a disk
+// flush. A change that needs a write is therefore made in three steps:
+// decide and reserve under mu, write without it, then apply the outcome
+// under mu. What keeps the steps safe is ownership: a schedule has at most
+// one owner (job.running) — the goroutine claiming its run, running it or
+// starting the slot queued behind it — and only the owner gives it up, so a
+// second run can never start while the first one's claim is being written.
 type Scheduler struct {
 	cfg    Config
-	db     *store.DB
+	db     runStore
 	agents Agents
 	enq    Enqueuer
 	log    *slog.Logger
@@ -74,14 +98,18 @@ type Scheduler struct {
 	jobs   []*job
 	byName map[string]*job
 	wake   chan struct{}
-	wg     sync.WaitGroup
+	// wg counts the owners of schedules. It is added to only under mu, by
+	// Run's goroutine or while accepting, so that end's Wait sees them all.
+	wg sync.WaitGroup
 
-	mu   sync.Mutex
-	base context.Context // Run's context while Run is active
+	mu        sync.Mutex
+	base      context.Context // Run's context, from begin until end returns
+	accepting bool            // RunNow works: from after recovery until shutdown begins
 }
 
 // job is one schedule's live state. Fields below def/spec are guarded by
-// Scheduler.mu.
+// Scheduler.mu. loaded, cursor and retryAt are written only by the goroutine
+// that ticks (Run's), so it may hold a copy across a store write.
 type job struct {
 	def  Definition
 	spec *Spec
@@ -89,9 +117,13 @@ type job struct {
 	loaded  bool
 	cursor  time.Time // mirror of the stored cursor
 	retryAt time.Time // after a store error, do not look before this
+	// running: the schedule has an owner, which runs current (or is
+	// claiming it). Only the owner clears it.
 	running bool
 	current store.ScheduleRun
-	queued  *store.ScheduleRun
+	// queued is a claimed slot waiting for the owner's run (overlap: queue);
+	// the owner starts it when its run ends.
+	queued *store.ScheduleRun
 }
 
 // New checks the definitions and builds a Scheduler. It starts nothing.
@@ -182,14 +214,15 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	}
 }
 
-// Active reports whether Run has begun (RunNow works) and not ended.
+// Active reports whether RunNow works: Run has begun, has recovered the runs
+// a previous process left, and is not shutting down.
 func (s *Scheduler) Active() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.base != nil
+	return s.accepting && s.base.Err() == nil
 }
 
-// begin makes the scheduler active: RunNow works from here on.
+// begin makes the scheduler active: RunNow works once it returns nil.
 func (s *Scheduler) begin(ctx context.Context) error {
 	s.mu.Lock()
 	if s.base != nil {
@@ -198,6 +231,8 @@ func (s *Scheduler) begin(ctx context.Context) error {
 	}
 	s.base = ctx
 	s.mu.Unlock()
+	// Before RunNow works: a manual run claimed now would be taken for one
+	// a previous process left.
 	now := s.cfg.Now()
 	runs, err := s.db.InterruptScheduleRuns(ctx, now, "interrupted: beachd stopped before the run finished")
 	if err != nil {
@@ -210,11 +245,18 @@ func (s *Scheduler) begin(ctx context.Context) error {
 		s.log.Warn("schedule run interrupted by a restart", "schedule", r.Schedule, "run_id", r.ID(), "slot", r.Slot)
 		s.m.runs.WithLabelValues(r.Schedule, store.RunFailed).Inc()
 	}
+	s.mu.Lock()
+	s.accepting = true
+	s.mu.Unlock()
 	return nil
 }
 
-// end waits for runs in progress (bounded) and makes the scheduler inactive.
+// end stops RunNow, waits for runs in progress and claims being written
+// (bounded) and makes the scheduler inactive.
 func (s *Scheduler) end() {
+	s.mu.Lock()
+	s.accepting = false
+	s.mu.Unlock()
 	done := make(chan struct{})
 	go func() {
 		s.wg.Wait()
@@ -254,22 +296,25 @@ func (s *Scheduler) tick() time.Time {
 const storeRetry = 5 * time.Second
 
 func (s *Scheduler) tickJob(j *job, now time.Time) time.Time {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	name := j.def.Name
-	if now.Before(j.retryAt) {
-		return j.retryAt
+	s.mu.Lock()
+	loaded, cursor, retryAt := j.loaded, j.cursor, j.retryAt
+	s.mu.Unlock()
+	if now.Before(retryAt) {
+		return retryAt
 	}
-	if !j.loaded {
+	if !loaded {
 		st, err := s.db.InitScheduleState(context.Background(), name, now)
 		if err != nil {
 			s.log.Error("load schedule state", "schedule", name, "err", err)
-			j.retryAt = now.Add(storeRetry)
-			return j.retryAt
+			return s.retryLater(j, now)
 		}
-		j.cursor, j.loaded = st.Cursor, true
+		cursor = st.Cursor
+		s.mu.Lock()
+		j.cursor, j.loaded = cursor, true
+		s.mu.Unlock()
 	}
-	if j.cursor.After(now.Add(s.cfg.Grace)) {
+	if cursor.After(now.Add(s.cfg.Grace)) {
 		// The wall clock went back past the cursor. Rewind it to now, so that
 		// a bogus step forward cannot silence the schedule until the clock
 		// catches up; slots with a record (every slot that ran, was skipped
@@ -277,13 +322,13 @@ func (s *Scheduler) tickJob(j *job, now time.Time) time.Time {
 		st, err := s.db.RewindScheduleCursor(context.Background(), name, now)
 		if err != nil {
 			s.log.Error("rewind schedule cursor", "schedule", name, "err", err)
-			j.retryAt = now.Add(storeRetry)
-			return j.retryAt
+			return s.retryLater(j, now)
 		}
-		s.log.Warn("the clock went back; schedule cursor rewound", "schedule", name, "from", j.cursor, "to", st.Cursor)
-		j.cursor = st.Cursor
+		s.log.Warn("the clock went back; schedule cursor rewound", "schedule", name, "from", cursor, "to", st.Cursor)
+		cursor = st.Cursor
+		s.setCursor(j, cursor)
 	}
-	first := j.spec.Next(j.cursor)
+	first := j.spec.Next(cursor)
 	if first.IsZero() {
 		return time.Time{}
 	}
@@ -291,7 +336,7 @@ func (s *Scheduler) tickJob(j *job, now time.Time) time.Time {
 		s.m.nextRun.WithLabelValues(name).Set(float64(first.Unix()))
 		return first
 	}
-	latest := j.spec.Latest(j.cursor, now)
+	latest := j.spec.Latest(cursor, now)
 	if latest.IsZero() {
 		latest = first
 	}
@@ -320,25 +365,49 @@ func (s *Scheduler) tickJob(j *job, now time.Time) time.Time {
 	return s.nextAfterCursor(j, now)
 }
 
+func (s *Scheduler) setCursor(j *job, cursor time.Time) {
+	s.mu.Lock()
+	j.cursor = cursor
+	s.mu.Unlock()
+}
+
+// retryLater holds j off after a store error and returns when to look again.
+func (s *Scheduler) retryLater(j *job, now time.Time) time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j.retryAt = now.Add(storeRetry)
+	return j.retryAt
+}
+
 func (s *Scheduler) nextAfterCursor(j *job, now time.Time) time.Time {
-	if now.Before(j.retryAt) {
-		return j.retryAt
+	s.mu.Lock()
+	cursor, retryAt := j.cursor, j.retryAt
+	s.mu.Unlock()
+	if now.Before(retryAt) {
+		return retryAt
 	}
-	n := j.spec.Next(j.cursor)
+	n := j.spec.Next(cursor)
 	if !n.IsZero() {
 		s.m.nextRun.WithLabelValues(j.def.Name).Set(float64(n.Unix()))
 	}
 	return n
 }
 
-// fire applies the overlap policy to a due slot and claims it. Called with
-// s.mu held.
+// fire applies the overlap policy to a due slot, claims it, and then starts,
+// queues or skips it. A slot that finds the schedule without an owner makes
+// its claimer the owner before the claim is written, so that no RunNow can
+// start meanwhile.
 func (s *Scheduler) fire(j *job, run store.ScheduleRun, now time.Time) {
+	s.mu.Lock()
+	owner := !j.running
 	switch {
-	case !j.running:
+	case owner:
 		run.State = store.RunRunning
 		run.StartedAt = now
+		s.own(j, run)
 	case j.def.Overlap == OverlapQueue && j.queued == nil:
+		// Only this goroutine queues, so the place stays free during the
+		// claim.
 		run.State = store.RunQueued
 		run.Reason = fmt.Sprintf("waiting for the run %s (overlap: queue)", j.current.ID())
 	case j.def.Overlap == OverlapQueue:
@@ -350,16 +419,20 @@ func (s *Scheduler) fire(j *job, run store.ScheduleRun, now time.Time) {
 		run.FinishedAt = now
 		run.Reason = fmt.Sprintf("overlap: the run %s is still in progress (overlap: skip)", j.current.ID())
 	}
+	ctx := s.base
+	s.mu.Unlock()
 	if !s.claim(j, run, now) {
+		if owner {
+			s.disown(ctx, j)
+		}
 		return
 	}
 	switch run.State {
 	case store.RunRunning:
-		s.launch(s.base, j, run)
+		go s.execute(ctx, j, &run)
 	case store.RunQueued:
-		q := run
-		j.queued = &q
 		s.log.Info("schedule slot queued behind the running one", "schedule", run.Schedule, "slot", run.Slot)
+		s.enqueue(ctx, j, run)
 	case store.RunSkipped:
 		s.log.Warn("schedule slot skipped", "schedule", run.Schedule, "slot", run.Slot, "reason", run.Reason)
 		s.m.runs.WithLabelValues(run.Schedule, store.RunSkipped).Inc()
@@ -367,70 +440,116 @@ func (s *Scheduler) fire(j *job, run store.ScheduleRun, now time.Time) {
 }
 
 // claim records run durably, moving the cursor; false when the slot was
-// taken (then the cursor is re-read) or the store failed. Called with s.mu
-// held.
+// taken (then the cursor is re-read) or the store failed. Called by the
+// ticking goroutine, without s.mu.
 func (s *Scheduler) claim(j *job, run store.ScheduleRun, now time.Time) bool {
 	st, err := s.db.ClaimScheduleSlot(context.Background(), run)
 	switch {
 	case err == nil:
-		j.cursor = st.Cursor
+		s.setCursor(j, st.Cursor)
 		return true
 	case errors.Is(err, store.ErrSlotTaken):
 		// Someone (an earlier life of this process) had it. Never fire it.
 		s.log.Warn("schedule slot already claimed; not firing it again", "schedule", run.Schedule, "slot", run.Slot)
-		if stored, ok, err := s.db.ScheduleState(context.Background(), run.Schedule); err == nil && ok && stored.Cursor.After(j.cursor) {
-			j.cursor = stored.Cursor
+		s.mu.Lock()
+		cursor := j.cursor
+		s.mu.Unlock()
+		if stored, ok, err := s.db.ScheduleState(context.Background(), run.Schedule); err == nil && ok && stored.Cursor.After(cursor) {
+			cursor = stored.Cursor
 		}
-		if !j.cursor.After(run.Slot) {
-			j.cursor = run.Slot
+		if !cursor.After(run.Slot) {
+			cursor = run.Slot
 		}
+		s.setCursor(j, cursor)
 		return false
 	default:
 		s.log.Error("claim schedule slot", "schedule", run.Schedule, "slot", run.Slot, "err", err)
-		j.retryAt = now.Add(storeRetry)
+		s.retryLater(j, now)
 		return false
 	}
 }
 
-// launch starts run in its own goroutine. Called with s.mu held.
-func (s *Scheduler) launch(ctx context.Context, j *job, run store.ScheduleRun) {
+// own makes the caller j's owner, running run. Called with s.mu held, by
+// Run's goroutine or while accepting (see wg).
+func (s *Scheduler) own(j *job, run store.ScheduleRun) {
 	j.running = true
 	j.current = run
-	s.m.running.WithLabelValues(run.Schedule).Set(1)
+	s.m.running.WithLabelValues(j.def.Name).Set(1)
 	s.wg.Add(1)
-	go s.execute(ctx, j, run)
 }
 
-func (s *Scheduler) execute(ctx context.Context, j *job, run store.ScheduleRun) {
+// disown gives j up after the owner's claim failed: a slot queued behind
+// the run that never started goes ahead instead, else the schedule is free.
+func (s *Scheduler) disown(ctx context.Context, j *job) {
+	s.mu.Lock()
+	if j.queued != nil {
+		s.mu.Unlock()
+		go s.execute(ctx, j, nil)
+		return
+	}
+	s.free(j)
+	s.mu.Unlock()
+	s.wg.Done()
+}
+
+// enqueue puts a claimed slot behind j's run. When that run ended while the
+// slot was being claimed, the schedule has no owner and the slot starts now.
+func (s *Scheduler) enqueue(ctx context.Context, j *job, run store.ScheduleRun) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q := run
+	j.queued = &q
+	if !j.running {
+		s.own(j, run)
+		go s.execute(ctx, j, nil)
+	}
+}
+
+// free ends j's ownership. Called with s.mu held.
+func (s *Scheduler) free(j *job) {
+	j.running = false
+	s.m.running.WithLabelValues(j.def.Name).Set(0)
+}
+
+// execute is j's owner: it performs run (nil: the queued slot), then each
+// slot queued behind it, and frees the schedule. After shutdown has begun
+// it starts no turn: each run left is recorded as interrupted.
+func (s *Scheduler) execute(ctx context.Context, j *job, run *store.ScheduleRun) {
 	defer s.wg.Done()
-	s.perform(ctx, j.def, run)
-	s.finish(ctx, j)
+	if run == nil {
+		run = s.handOff(j)
+	}
+	for ; run != nil; run = s.handOff(j) {
+		if ctx.Err() != nil {
+			r := *run
+			r.State, r.FinishedAt = store.RunFailed, s.cfg.Now()
+			r.Reason = "interrupted: beachd stopped before the run started"
+			s.record(r)
+			s.log.Warn("schedule run interrupted before it started", "schedule", r.Schedule, "run_id", r.ID())
+			s.m.runs.WithLabelValues(r.Schedule, store.RunFailed).Inc()
+			continue
+		}
+		if run.State == store.RunQueued {
+			run.State, run.StartedAt, run.Reason = store.RunRunning, s.cfg.Now(), ""
+			s.record(*run)
+		}
+		s.perform(ctx, j.def, *run)
+	}
 }
 
-// finish ends a run: the queued slot, if any, starts now.
-func (s *Scheduler) finish(ctx context.Context, j *job) {
+// handOff ends the owner's run: the slot queued behind it, if any, becomes
+// the owner's run and is returned; otherwise the schedule is freed.
+func (s *Scheduler) handOff(j *job) *store.ScheduleRun {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	q := j.queued
 	j.queued = nil
 	if q == nil {
-		j.running = false
-		s.m.running.WithLabelValues(j.def.Name).Set(0)
-		return
+		s.free(j)
+		return nil
 	}
-	now := s.cfg.Now()
-	if ctx.Err() != nil {
-		q.State, q.FinishedAt = store.RunFailed, now
-		q.Reason = "interrupted: beachd stopped before the run started"
-		s.record(*q)
-		s.m.runs.WithLabelValues(q.Schedule, store.RunFailed).Inc()
-		j.running = false
-		s.m.running.WithLabelValues(j.def.Name).Set(0)
-		return
-	}
-	q.State, q.StartedAt, q.Reason = store.RunRunning, now, ""
-	s.record(*q)
-	s.launch(ctx, j, *q)
+	j.current = *q
+	return q
 }
 
 // record rewrites a run, logging a store failure (the run goes on).
@@ -442,31 +561,38 @@ func (s *Scheduler) record(run store.ScheduleRun) {
 
 // RunNow fires the schedule at once (a manual run, which takes no cron
 // slot) and returns the claimed run; the turn goes on in the background.
-// It fails with ErrBusy while the schedule has a run in progress.
+// It fails with ErrBusy while the schedule has a run in progress or being
+// claimed, so that of simultaneous calls exactly one starts a run.
 func (s *Scheduler) RunNow(ctx context.Context, name string) (store.ScheduleRun, error) {
 	j, ok := s.byName[name]
 	if !ok {
 		return store.ScheduleRun{}, fmt.Errorf("%q: %w", name, ErrUnknownSchedule)
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.base == nil || s.base.Err() != nil {
+	if !s.accepting || s.base.Err() != nil {
+		s.mu.Unlock()
 		return store.ScheduleRun{}, ErrNotRunning
 	}
 	if j.running {
-		return store.ScheduleRun{}, fmt.Errorf("%q: %w (%s)", name, ErrBusy, j.current.ID())
+		id := j.current.ID()
+		s.mu.Unlock()
+		return store.ScheduleRun{}, fmt.Errorf("%q: %w (%s)", name, ErrBusy, id)
 	}
 	now := s.cfg.Now()
 	run := store.ScheduleRun{Schedule: name, Slot: now, Trigger: store.TriggerManual, State: store.RunRunning,
 		ClaimedAt: now, StartedAt: now}
+	s.own(j, run)
+	base := s.base
+	s.mu.Unlock()
 	if _, err := s.db.ClaimScheduleSlot(ctx, run); err != nil {
+		s.disown(base, j)
 		if errors.Is(err, store.ErrSlotTaken) {
 			return store.ScheduleRun{}, fmt.Errorf("%q: %w (a manual run started at this instant)", name, ErrBusy)
 		}
 		return store.ScheduleRun{}, fmt.Errorf("run %s now: %w", name, err)
 	}
 	s.log.Info("schedule run started by hand", "schedule", name, "run_id", run.ID())
-	s.launch(s.base, j, run)
+	go s.execute(base, j, &run)
 	return run, nil
 }
 

@@ -18,14 +18,25 @@ import (
 	"github.com/cool-ai/beachd/store"
 )
 
-// clock is an injected clock.
+// clock is an injected clock. With a step, every reading moves it on by
+// the step, as a real clock does between two calls.
 type clock struct {
-	mu sync.Mutex
-	t  time.Time
+	mu   sync.Mutex
+	t    time.Time
+	step time.Duration
 }
 
-func (c *clock) Now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := c.t
+	c.t = c.t.Add(c.step)
+	return t
+}
+
 func (c *clock) Set(t time.Time) { c.mu.Lock(); c.t = t; c.mu.Unlock() }
+
+func (c *clock) Step(d time.Duration) { c.mu.Lock(); c.step = d; c.mu.Unlock() }
 
 type call struct{ Agent, Text, ContextID string }
 
@@ -113,6 +124,7 @@ type harness struct {
 	t      *testing.T
 	path   string
 	db     *store.DB
+	disk   *stallingStore // what the scheduler writes through
 	clock  *clock
 	agents *fakeAgents
 	enq    *fakeEnqueuer
@@ -146,6 +158,8 @@ func (h *harness) open(defs ...Definition) {
 	if err != nil {
 		h.t.Fatal(err)
 	}
+	h.disk = &stallingStore{DB: db}
+	h.s.db = h.disk
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	if err := h.s.begin(h.ctx); err != nil {
 		h.t.Fatal(err)
@@ -173,20 +187,22 @@ func (h *harness) at(t time.Time) time.Time {
 // idle waits until no schedule has a run in progress.
 func (h *harness) idle() {
 	h.t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		busy := false
+	eventually(h.t, 5*time.Second, "runs still in progress", func() bool {
 		h.s.mu.Lock()
+		defer h.s.mu.Unlock()
 		for _, j := range h.s.jobs {
-			busy = busy || j.running
+			if j.running {
+				return false
+			}
 		}
-		h.s.mu.Unlock()
-		if !busy {
-			return
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-	h.t.Fatal("runs still in progress after 5s")
+		return true
+	})
+}
+
+// turns waits until n turns have been started.
+func (h *harness) turns(n int) {
+	h.t.Helper()
+	eventually(h.t, 5*time.Second, fmt.Sprintf("%d turns started", n), func() bool { return len(h.agents.Calls()) >= n })
 }
 
 func (h *harness) runs(name string) []store.ScheduleRun {
@@ -213,6 +229,60 @@ func (h *harness) seedCursor(name string, at time.Time) {
 	h.t.Helper()
 	if _, err := h.db.InitScheduleState(context.Background(), name, at); err != nil {
 		h.t.Fatal(err)
+	}
+}
+
+// newScheduler builds a scheduler over a store in a temporary directory in
+// which each of cfg's schedules was last seen at seen (zero: never, so a
+// schedule is first seen when Run looks at it). The store is closed when
+// the test ends.
+func newScheduler(t *testing.T, cfg Config, agents Agents, enq Enqueuer, seen time.Time) (*Scheduler, *store.DB) {
+	t.Helper()
+	db, err := store.Open(filepath.Join(t.TempDir(), "beachd.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if !seen.IsZero() {
+		for _, d := range cfg.Schedules {
+			if _, err := db.InitScheduleState(context.Background(), d.Name, seen); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	s, err := New(cfg, db, agents, enq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, db
+}
+
+// running runs s.Run (the real loop, not the harness's begin) until stop is
+// called or the test ends, and checks that Run then returns nil.
+func running(t *testing.T, s *Scheduler) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("Run = %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// eventually polls cond until it holds, failing the test after d.
+func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(d); !cond(); time.Sleep(2 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s", what, d)
+		}
 	}
 }
 
@@ -395,6 +465,7 @@ func TestQueuedRunLostToShutdownIsRecorded(t *testing.T) {
 	h.at(t0)
 	h.at(utc("2026-03-02T08:00:00Z"))
 	h.at(utc("2026-03-02T08:01:00Z"))
+	h.turns(1) // 08:00 is in progress, 08:01 waits
 	h.close()
 	h.open(d)
 	if got := h.states("minutely"); got != "03-02T08:00:failed 03-02T08:01:failed" {
@@ -695,6 +766,7 @@ func TestShutdownInterruptsRunningTurn(t *testing.T) {
 	blockingAgents(h)
 	h.at(t0)
 	h.at(utc("2026-03-02T08:00:00Z"))
+	h.turns(1) // the turn is in progress
 	h.close()
 	h.open(d)
 	runs := h.runs("brief")
@@ -707,30 +779,12 @@ func TestRunLoop(t *testing.T) {
 	// Run itself: a slot due at start fires, and Run returns nil when ctx ends.
 	t0 := utc("2026-03-02T08:00:01Z")
 	c := &clock{t: t0}
-	db, err := store.Open(filepath.Join(t.TempDir(), "b.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.InitScheduleState(context.Background(), "brief", t0.Add(-time.Hour)); err != nil {
-		t.Fatal(err)
-	}
-	agents, enq := &fakeAgents{}, &fakeEnqueuer{reg: envelope.NewRegistry()}
-	s, err := New(Config{Schedules: []Definition{def("brief", "0 8 * * *")}, Now: c.Now, DefaultZone: time.UTC}, db, agents, enq)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	deadline := time.Now().Add(5 * time.Second)
-	for len(enq.Got()) == 0 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("Run = %v", err)
-	}
+	enq := &fakeEnqueuer{reg: envelope.NewRegistry()}
+	s, _ := newScheduler(t, Config{Schedules: []Definition{def("brief", "0 8 * * *")}, Now: c.Now, DefaultZone: time.UTC},
+		&fakeAgents{}, enq, t0.Add(-time.Hour))
+	stop := running(t, s)
+	eventually(t, 5*time.Second, "the due slot's result enqueued", func() bool { return len(enq.Got()) > 0 })
+	stop()
 	if len(enq.Got()) != 1 {
 		t.Fatalf("enqueued %d", len(enq.Got()))
 	}
