@@ -155,6 +155,10 @@ func (h *Handler) process(ctx context.Context, form url.Values) (int, string) {
 	return h.inbound(ctx, inboundFromForm(form, h.cfg.Now()))
 }
 
+// failedStatus are the statuses of a message that did not reach the
+// recipient.
+var failedStatus = map[string]bool{"undelivered": true, "failed": true, "canceled": true}
+
 // statusRank orders Twilio's message statuses so that a late "sent" does
 // not overwrite "delivered".
 var statusRank = map[string]int{
@@ -196,10 +200,6 @@ func (h *Handler) statusCallback(ctx context.Context, sid, status, errCode strin
 		h.log.Info("duplicate twilio status callback; no effect", "delivery_id", d.ID, "status", status)
 		return http.StatusOK, ""
 	}
-	if statusRank[status] < statusRank[d.ProviderStatus] {
-		h.log.Info("stale twilio status callback; kept the later status", "delivery_id", d.ID, "status", status, "current", d.ProviderStatus)
-		return http.StatusOK, ""
-	}
 	detail := ""
 	if errCode != "" && errCode != "0" {
 		n, _ := strconv.Atoi(errCode)
@@ -214,6 +214,24 @@ func (h *Handler) statusCallback(ctx context.Context, sid, status, errCode strin
 				return http.StatusInternalServerError, err.Error()
 			}
 		}
+	}
+	// A delivery may be several messages: the parts of a long SMS, or an
+	// earlier attempt's message. Its status follows its first message (its
+	// ProviderID), except that a failure of any of them stands: a success
+	// never overwrites it, and another message's success is not news.
+	switch {
+	case failedStatus[d.ProviderStatus] && !failedStatus[status]:
+		h.log.Info("twilio status callback after a failure; kept the failure", "delivery_id", d.ID, "status", status, "current", d.ProviderStatus)
+		return http.StatusOK, ""
+	case sid != d.ProviderID && !failedStatus[status]:
+		h.log.Info("twilio status of another message of the delivery; no effect", "delivery_id", d.ID, "status", status)
+		return http.StatusOK, ""
+	case sid == d.ProviderID && statusRank[status] < statusRank[d.ProviderStatus]:
+		h.log.Info("stale twilio status callback; kept the later status", "delivery_id", d.ID, "status", status, "current", d.ProviderStatus)
+		return http.StatusOK, ""
+	}
+	if sid != d.ProviderID {
+		detail = strings.TrimSpace(detail + " (message " + sid + " of this delivery)")
 	}
 	if _, err := h.store.SetProviderStatus(ctx, d.ID, status, detail); err != nil {
 		h.store.ForgetSeen(context.WithoutCancel(ctx), key)

@@ -358,3 +358,53 @@ func TestStatusCallbackUndeliveredRecordsTheReason(t *testing.T) {
 		t.Errorf("delivery = %q %q", d.ProviderStatus, d.LastError)
 	}
 }
+
+// TestStatusOfAMessageInParts: an SMS sent as two messages has one status.
+// It follows the first message; the second's success is not news, and a
+// failure of either stands, whatever comes after it.
+func TestStatusOfAMessageInParts(t *testing.T) {
+	e := newHook(t)
+	ctx := context.Background()
+	res, err := e.db.Ingest(ctx, store.Ingest{Envelope: []byte(`{}`), Deliveries: []store.NewDelivery{{Channel: "sms", To: alice}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := res.Deliveries[0].ID
+	claimed, err := e.db.Claim(ctx, 1, time.Minute, nil)
+	if err != nil || len(claimed) != 1 {
+		t.Fatal(err)
+	}
+	first, second := "SMb7c0a2ce80504485a6f653a7110836f5", "SMc8d1b3df91615596b7a764b8221947a6"
+	receipt := []byte(`{"data":{"status":"queued"},"meta":{"source":"twilio","sid":"` + first + `","parts":["` + first + `","` + second + `"]}}`)
+	if _, err := e.db.Record(ctx, id, claimed[0].LeaseUntil, store.Outcome{State: store.StateSent, ProviderID: first,
+		Attempt: store.Attempt{N: 1, Outcome: "sent", Receipt: receipt}}); err != nil {
+		t.Fatal(err)
+	}
+	cb := func(sid, st, code string) *store.Delivery {
+		t.Helper()
+		v := url.Values{"MessageSid": {sid}, "SmsSid": {sid}, "MessageStatus": {st}, "SmsStatus": {st}, "To": {alice}, "From": {ourSMS}, "AccountSid": {testAccount}, "ApiVersion": {"2010-04-01"}}
+		if code != "" {
+			v.Set("ErrorCode", code)
+		}
+		if c := e.post(v.Encode(), "").Code; c != 200 {
+			t.Fatalf("%s %s: HTTP %d", sid, st, c)
+		}
+		d, err := e.db.Delivery(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	if d := cb(second, "delivered", ""); d.ProviderStatus != "" {
+		t.Fatalf("the second part's success set the status: %q", d.ProviderStatus)
+	}
+	if d := cb(first, "sent", ""); d.ProviderStatus != "sent" {
+		t.Fatalf("first part sent: %q", d.ProviderStatus)
+	}
+	if d := cb(second, "undelivered", "30006"); d.ProviderStatus != "undelivered" || !strings.Contains(d.LastError, "30006") || !strings.Contains(d.LastError, second) {
+		t.Fatalf("second part undelivered: %q %q", d.ProviderStatus, d.LastError)
+	}
+	if d := cb(first, "delivered", ""); d.ProviderStatus != "undelivered" {
+		t.Fatalf("the first part's success overwrote the second's failure: %q", d.ProviderStatus)
+	}
+}
