@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/cool-ai/beachd/channels"
 	"github.com/cool-ai/beachd/envelope"
@@ -110,11 +112,15 @@ func addrOf(s string) string {
 }
 
 // fetchArtifacts downloads the artifacts that have a URI and no inline
-// bytes, each bounded by MaxArtifactBytes and ArtifactTimeout. An artifact
-// that is too big, too slow, unreachable or of another type than declared
-// becomes a Note (the renderer then links it).
+// bytes, each bounded by MaxArtifactBytes and ArtifactTimeout, up to
+// artifactFetchers at a time. An artifact that is too big, too slow,
+// unreachable or of another type than declared becomes a Note (the
+// renderer then links it). Together the fetches get at most half the time
+// left for the attempt, so that the SMTP transaction keeps the rest; and
+// the attachments together stay within twice MaxArtifactBytes.
 func (s *Sender) fetchArtifacts(ctx context.Context, env *envelope.Envelope) []render.FetchedArtifact {
 	var out []render.FetchedArtifact
+	var uris []string
 	for _, p := range env.PartsOf("artifact") {
 		var a envelope.Artifact
 		if err := p.DecodeData(&a); err != nil || a.ArtifactID == "" || len(a.Bytes) > 0 {
@@ -127,30 +133,67 @@ func (s *Sender) fetchArtifacts(ctx context.Context, env *envelope.Envelope) []r
 		f := render.FetchedArtifact{ArtifactID: a.ArtifactID, MimeType: a.MimeType, Name: a.Name}
 		if a.SizeBytes > s.cfg.MaxArtifactBytes {
 			f.Note = fmt.Sprintf("too large to attach (%d bytes)", a.SizeBytes)
-			out = append(out, f)
-			continue
-		}
-		b, mt, err := s.fetch(ctx, a.URI)
-		switch {
-		case errors.Is(err, errArtifactTooLarge):
-			f.Note = "too large to attach"
-		case errors.Is(err, context.DeadlineExceeded):
-			f.Note = "could not be fetched in time"
-		case err != nil:
-			f.Note = "could not be fetched"
-			s.log.Warn("artifact fetch failed", "artifact_id", a.ArtifactID, "error", err)
-		case a.MimeType != "" && mt != "" && !sameType(a.MimeType, mt):
-			f.Note = "the server sent another type than declared"
-		default:
-			f.Bytes = b
-			if f.MimeType == "" {
-				f.MimeType = mt
-			}
+			a.URI = "" // not fetched
 		}
 		out = append(out, f)
+		uris = append(uris, a.URI)
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Until(dl)/2)
+		defer cancel()
+	}
+	sem := make(chan struct{}, artifactFetchers)
+	var wg sync.WaitGroup
+	for i := range out {
+		if uris[i] == "" {
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(f *render.FetchedArtifact, uri string) {
+			defer func() { <-sem; wg.Done() }()
+			b, mt, err := s.fetch(ctx, uri)
+			switch {
+			case errors.Is(err, errArtifactTooLarge):
+				f.Note = "too large to attach"
+			case errors.Is(err, context.DeadlineExceeded):
+				f.Note = "could not be fetched in time"
+			case err != nil:
+				f.Note = "could not be fetched"
+				s.log.Warn("artifact fetch failed", "artifact_id", f.ArtifactID, "error", err)
+			case f.MimeType != "" && mt != "" && !sameType(f.MimeType, mt):
+				f.Note = "the server sent another type than declared"
+			default:
+				f.Bytes = b
+				if f.MimeType == "" {
+					f.MimeType = mt
+				}
+			}
+		}(&out[i], uris[i])
+	}
+	wg.Wait()
+	total := int64(0)
+	for i := range out {
+		n := int64(len(out[i].Bytes))
+		if n == 0 {
+			continue
+		}
+		if total+n > 2*s.cfg.MaxArtifactBytes {
+			out[i].Bytes = nil
+			out[i].Note = "too large to attach with the other files"
+			continue
+		}
+		total += n
 	}
 	return out
 }
+
+// artifactFetchers bounds the artifact fetches of one message in flight.
+const artifactFetchers = 4
 
 var errArtifactTooLarge = errors.New("artifact too large")
 

@@ -67,8 +67,10 @@ type SenderConfig struct {
 	// DKIM signs every message when Domain is set.
 	DKIM DKIMConfig
 
-	// MaxArtifactBytes caps one fetched artifact (bigger: a link); default
-	// 10 MiB. ArtifactTimeout bounds one fetch; default 20 s.
+	// MaxArtifactBytes caps one fetched artifact (bigger: a link), and
+	// twice it all of a message's attachments; default 10 MiB.
+	// ArtifactTimeout bounds one fetch; default 20 s. All the fetches of an
+	// attempt share at most half of its remaining time.
 	MaxArtifactBytes int64
 	ArtifactTimeout  time.Duration
 

@@ -501,3 +501,59 @@ func TestSenderRedialsAStalePooledConnection(t *testing.T) {
 		t.Fatalf("%d accepted over %d sessions", n, sess)
 	}
 }
+
+// TestArtifactsLeaveTheSMTPTimeItsShare: slow artifact servers cost at most
+// half of what is left of the attempt (fetched side by side, not one after
+// another), so the message still goes out in time, linking them; and the
+// attachments together stay within twice MaxArtifactBytes.
+func TestArtifactsLeaveTheSMTPTimeItsShare(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/slow") {
+			<-r.Context().Done()
+			return
+		}
+		w.Header().Set("Content-Type", "application/pdf")
+		w.Write([]byte(strings.Repeat("x", 600)))
+	}))
+	defer srv.Close()
+	be := &sink{}
+	port, _ := startSink(t, be, TLSNone)
+	// Each fetch alone may take 10 s: six one after another would outlast
+	// the attempt three times over.
+	s := newTestSender(t, port, func(c *SenderConfig) { c.MaxArtifactBytes = 1024; c.ArtifactTimeout = 10 * time.Second }, true)
+	parts := []envelope.Part{}
+	for i := range 4 {
+		parts = append(parts, dataPart(t, "artifact", envelope.Artifact{ArtifactID: fmt.Sprintf("ok%d", i), MimeType: "application/pdf",
+			Name: fmt.Sprintf("ok%d.pdf", i), URI: srv.URL + fmt.Sprintf("/ok%d.pdf", i)}))
+	}
+	for i := range 6 {
+		parts = append(parts, dataPart(t, "artifact", envelope.Artifact{ArtifactID: fmt.Sprintf("slow%d", i), MimeType: "application/pdf",
+			Name: fmt.Sprintf("slow%d.pdf", i), URI: srv.URL + fmt.Sprintf("/slow%d.pdf", i)}))
+	}
+	env := textEnvelope("Your documents.", parts...)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+	defer cancel()
+	got := s.fetchArtifacts(ctx, env)
+	if _, ok := ctx.Deadline(); !ok || ctx.Err() != nil {
+		t.Fatalf("the fetches used the whole attempt: %v", ctx.Err())
+	}
+	attached := 0
+	for _, f := range got {
+		switch {
+		case strings.HasPrefix(f.ArtifactID, "slow") && f.Note != "could not be fetched in time":
+			t.Errorf("%s: note %q", f.ArtifactID, f.Note)
+		case strings.HasPrefix(f.ArtifactID, "ok") && len(f.Bytes) > 0:
+			attached++
+		case strings.HasPrefix(f.ArtifactID, "ok") && f.Note != "too large to attach with the other files":
+			t.Errorf("%s: note %q", f.ArtifactID, f.Note)
+		}
+	}
+	if attached != 3 { // 3 × 600 bytes ≤ 2 × 1024 < 4 × 600
+		t.Errorf("%d attached, want 3", attached)
+	}
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 4*time.Second)
+	defer cancel2()
+	if _, err := s.Deliver(ctx2, job("dlv41", "k@example.com", env)); err != nil {
+		t.Fatalf("the message did not go out within the attempt: %v", err)
+	}
+}
