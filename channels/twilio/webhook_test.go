@@ -293,19 +293,8 @@ func TestStopAndStartWords(t *testing.T) {
 func TestStatusCallbacks(t *testing.T) {
 	e := newHook(t)
 	ctx := context.Background()
-	res, err := e.db.Ingest(ctx, store.Ingest{Envelope: []byte(`{}`), Deliveries: []store.NewDelivery{{Channel: "sms", To: alice}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := res.Deliveries[0].ID
-	claimed, err := e.db.Claim(ctx, 1, time.Minute, nil)
-	if err != nil || len(claimed) != 1 {
-		t.Fatal(err)
-	}
 	sid := "SMb7c0a2ce80504485a6f653a7110836f5"
-	if _, err := e.db.Record(ctx, id, claimed[0].LeaseUntil, store.Outcome{State: store.StateSent, ProviderID: sid, Attempt: store.Attempt{N: 1, Outcome: "sent"}}); err != nil {
-		t.Fatal(err)
-	}
+	id := e.sentSMS(t, sid, nil)
 	status := func() *store.Delivery {
 		d, err := e.db.Delivery(ctx, id)
 		if err != nil {
@@ -347,23 +336,20 @@ func TestStatusCallbacks(t *testing.T) {
 func TestStatusCallbackUndeliveredRecordsTheReason(t *testing.T) {
 	e := newHook(t)
 	ctx := context.Background()
-	res, _ := e.db.Ingest(ctx, store.Ingest{Envelope: []byte(`{}`), Deliveries: []store.NewDelivery{{Channel: "sms", To: alice}}})
-	claimed, _ := e.db.Claim(ctx, 1, time.Minute, nil)
-	e.db.Record(ctx, res.Deliveries[0].ID, claimed[0].LeaseUntil, store.Outcome{State: store.StateSent, ProviderID: "SMb7c0a2ce80504485a6f653a7110836f5", Attempt: store.Attempt{N: 1, Outcome: "sent"}})
+	id := e.sentSMS(t, "SMb7c0a2ce80504485a6f653a7110836f5", nil)
 	if w := e.post(readTestdata(t, "status_undelivered.form"), ""); w.Code != 200 {
 		t.Fatalf("status %d", w.Code)
 	}
-	d, _ := e.db.Delivery(ctx, res.Deliveries[0].ID)
+	d, _ := e.db.Delivery(ctx, id)
 	if d.ProviderStatus != "undelivered" || !strings.Contains(d.LastError, "30006") {
 		t.Errorf("delivery = %q %q", d.ProviderStatus, d.LastError)
 	}
 }
 
-// TestStatusOfAMessageInParts: an SMS sent as two messages has one status.
-// It follows the first message; the second's success is not news, and a
-// failure of either stands, whatever comes after it.
-func TestStatusOfAMessageInParts(t *testing.T) {
-	e := newHook(t)
+// sentSMS stores an SMS to alice as sent with sid (and receipt), as the
+// dispatcher would, and returns its delivery id.
+func (e *hookEnv) sentSMS(t testing.TB, sid string, receipt []byte) string {
+	t.Helper()
 	ctx := context.Background()
 	res, err := e.db.Ingest(ctx, store.Ingest{Envelope: []byte(`{}`), Deliveries: []store.NewDelivery{{Channel: "sms", To: alice}}})
 	if err != nil {
@@ -374,12 +360,21 @@ func TestStatusOfAMessageInParts(t *testing.T) {
 	if err != nil || len(claimed) != 1 {
 		t.Fatal(err)
 	}
-	first, second := "SMb7c0a2ce80504485a6f653a7110836f5", "SMc8d1b3df91615596b7a764b8221947a6"
-	receipt := []byte(`{"data":{"status":"queued"},"meta":{"source":"twilio","sid":"` + first + `","parts":["` + first + `","` + second + `"]}}`)
-	if _, err := e.db.Record(ctx, id, claimed[0].LeaseUntil, store.Outcome{State: store.StateSent, ProviderID: first,
+	if _, err := e.db.Record(ctx, id, claimed[0].LeaseUntil, store.Outcome{State: store.StateSent, ProviderID: sid,
 		Attempt: store.Attempt{N: 1, Outcome: "sent", Receipt: receipt}}); err != nil {
 		t.Fatal(err)
 	}
+	return id
+}
+
+// TestStatusOfAMessageInParts: an SMS sent as two messages has one status.
+// It follows the first message; the second's success is not news, and a
+// failure of either stands, whatever comes after it.
+func TestStatusOfAMessageInParts(t *testing.T) {
+	e := newHook(t)
+	ctx := context.Background()
+	first, second := "SMb7c0a2ce80504485a6f653a7110836f5", "SMc8d1b3df91615596b7a764b8221947a6"
+	id := e.sentSMS(t, first, []byte(`{"data":{"status":"queued"},"meta":{"source":"twilio","sid":"`+first+`","parts":["`+first+`","`+second+`"]}}`))
 	cb := func(sid, st, code string) *store.Delivery {
 		t.Helper()
 		v := url.Values{"MessageSid": {sid}, "SmsSid": {sid}, "MessageStatus": {st}, "SmsStatus": {st}, "To": {alice}, "From": {ourSMS}, "AccountSid": {testAccount}, "ApiVersion": {"2010-04-01"}}

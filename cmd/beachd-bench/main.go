@@ -281,17 +281,7 @@ func bench(n, c int, bin string, workers int) (*result, error) {
 	rawCPU := cpuSeconds(os.Getpid())
 	for run := 0; run < 3; run++ {
 		rawStart := time.Now()
-		if err := drive(n, c, func(i int) error {
-			req, _ := http.NewRequest("POST", sinkURL, bytes.NewReader(rawBody))
-			req.Header.Set("Content-Type", "application/json")
-			resp, err := hc.Do(req)
-			if err != nil {
-				return err
-			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			return nil
-		}); err != nil {
+		if err := postLoop(n, c, hc, sinkURL, rawBody, 0); err != nil {
 			return nil, fmt.Errorf("raw loop: %w", err)
 		}
 		r := float64(n) / time.Since(rawStart).Seconds()
@@ -412,6 +402,25 @@ webhooks:
 	r.IngestRatio = r.IngestRate / rawRate
 	r.DeliverRatio = r.DeliveryRate / rawRate
 	return r, nil
+}
+
+// postLoop POSTs body to url n times from c clients; want, when not 0, is
+// the status every answer must have.
+func postLoop(n, c int, hc *http.Client, url string, body []byte, want int) error {
+	return drive(n, c, func(int) error {
+		req, _ := http.NewRequest("POST", url, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := hc.Do(req)
+		if err != nil {
+			return err
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if want != 0 && resp.StatusCode != want {
+			return fmt.Errorf("HTTP %d", resp.StatusCode)
+		}
+		return nil
+	})
 }
 
 func drive(n, c int, f func(i int) error) error {

@@ -142,21 +142,8 @@ func relayRun(mode string, n, c int, hc *http.Client, s *sink, sinkURL string, b
 	for run := 0; run < 3; run++ {
 		s.expect(n)
 		start := time.Now()
-		if err := drive(n, c, func(i int) error {
-			req, _ := http.NewRequest("POST", url, bytes.NewReader(body))
-			req.Header.Set("Content-Type", "application/json")
-			resp, err := hc.Do(req)
-			if err != nil {
-				return err
-			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusAccepted {
-				return fmt.Errorf("relay: HTTP %d", resp.StatusCode)
-			}
-			return nil
-		}); err != nil {
-			return nil, err
+		if err := postLoop(n, c, hc, url, body, http.StatusAccepted); err != nil {
+			return nil, fmt.Errorf("%s relay: %w", mode, err)
 		}
 		acked := time.Since(start)
 		select {
