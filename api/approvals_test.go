@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -118,3 +119,48 @@ func keyID(k string) string {
 }
 
 func mustMarshal(v any) string { b, _ := json.Marshal(v); return string(b) }
+
+// TestPreparerRefusalIsA400: a request the approvals configuration cannot
+// honour (two approvals in one mail with approvals.email_links off) is a
+// 400 naming the recipient, and nothing is stored.
+func TestPreparerRefusalIsA400(t *testing.T) {
+	db, err := store.Open(filepath.Join(t.TempDir(), "b.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	svc, err := approvals.New(approvals.Config{Secret: []byte(strings.Repeat("s", 32)), PublicURL: "http://x", NoEmailLinks: true}, db, nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ing := api.NewIngester(api.IngestConfig{Registry: envelope.NewRegistry(), Channels: map[string]bool{"email": true}, Agents: map[string]bool{"travel": true}}, db, svc, nil, nil)
+	srv, err := api.New(api.Config{APIKeys: []string{"k1"}}, db, ing, nil, nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	ask := func(id string) string {
+		return `{"data":{"approvalId":"` + id + `","toolName":"book","toolCallId":"c` + id + `","args":{},"handler":"h","turn":"t1","session":"s1"},"metadata":{"partType":"approval-request"}}`
+	}
+	body := `{"envelope":{"role":"agent","parts":[{"text":"May I?","metadata":{"partType":"response"}},` + ask("a1") + `,` + ask("a2") + `],
+	"meta":{"sessionId":"s1","turnId":"t1","producedAt":"2026-11-21T20:00:00Z","finalizedBy":"suspended"}},
+	"to":[{"channel":"email","address":"alice@example.org"}],"agent":"travel"}`
+	req, _ := http.NewRequest("POST", hs.URL+"/v1/deliveries", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer k1")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 400 || !strings.Contains(string(b), `"to[0]"`) || !strings.Contains(string(b), "one envelope per approval") {
+		t.Fatalf("HTTP %d: %s", res.StatusCode, b)
+	}
+	if as, err := db.ListApprovals(context.Background(), "", "", 10); err != nil || len(as) != 0 {
+		t.Fatalf("approvals stored: %d, %v", len(as), err)
+	}
+	if n, err := db.CountByState(context.Background()); err != nil || len(n) != 0 && n[store.StateQueued] != 0 {
+		t.Fatalf("deliveries stored: %v, %v", n, err)
+	}
+}

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/mail"
 	"regexp"
@@ -178,7 +179,10 @@ func (in *Ingester) ingest(ctx context.Context, env *envelope.Envelope, raw json
 	var per [][]string
 	if hasApprovals && in.preparer != nil {
 		ing.Approvals, per, err = in.preparer.Prepare(ctx, env, to, agent)
-		if err != nil {
+		var ve *envelope.ValidationError
+		if errors.As(err, &ve) {
+			return nil, ve // a request this configuration cannot honour: 400, nothing stored
+		} else if err != nil {
 			return nil, fmt.Errorf("prepare approvals: %w", err)
 		}
 	}

@@ -1,6 +1,7 @@
 package approvals
 
 import (
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -76,4 +77,24 @@ func TestNoEmailLinks(t *testing.T) {
 		t.Fatalf("reply: %+v", r)
 	}
 	checkReceived(t, h, env, "appr-nolinks", "granted", alice)
+}
+
+// TestNoEmailLinksOneApprovalAMail: without links, a mail is answered by
+// replying, and a reply answers the one approval its subject names; an
+// envelope asking two approvals of a mail recipient is refused before
+// anything is stored, naming the recipient. Other channels may still ask
+// several.
+func TestNoEmailLinksOneApprovalAMail(t *testing.T) {
+	h := newHarness(t, harnessOpt{cfg: func(c *Config) { c.NoEmailLinks = true }})
+	env := h.suspend("appr-one")
+	second := h.suspend("appr-two")
+	env.Parts = append(env.Parts, second.PartsOf("approval-request")...)
+	_, _, err := h.svc.Prepare(h.ctx, env, []envelope.Recipient{sms(bob), email(alice)}, "travel")
+	var ve *envelope.ValidationError
+	if !errors.As(err, &ve) || len(ve.Problems) != 1 || ve.Problems[0].Path != "to[1]" || !strings.Contains(ve.Problems[0].Reason, "one envelope per approval") {
+		t.Fatalf("two approvals to a mail recipient: %v", err)
+	}
+	if _, _, err := h.svc.Prepare(h.ctx, env, []envelope.Recipient{sms(bob)}, "travel"); err != nil {
+		t.Fatalf("two approvals by SMS: %v", err)
+	}
 }

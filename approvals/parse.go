@@ -7,6 +7,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"golang.org/x/text/unicode/norm"
+
 	"github.com/cool-ai/beachd/envelope"
 )
 
@@ -20,6 +22,10 @@ var (
 	optOutWords = map[string]bool{"stop": true, "stopall": true, "cancel": true,
 		"end": true, "quit": true, "unsubscribe": true, "optout": true, "opt-out": true,
 		"revoke": true, "arret": true}
+	// carrierWords are the carriers' opt-in and help keywords: not
+	// decisions in DESIGN.md's list, and never an operator's decision word
+	// (a "START" sent to resubscribe must not approve anything).
+	carrierWords = map[string]bool{"start": true, "unstop": true, "help": true, "info": true}
 )
 
 // Words are the decision keywords a Service understands: the English ones
@@ -50,15 +56,19 @@ func NewWords(grant, deny []string) (*Words, error) {
 	var errs []error
 	add := func(list string, words []string, into, other map[string]bool) {
 		for i, x := range words {
-			lw := strings.ToLower(strings.TrimSpace(x))
+			lw := strings.ToLower(norm.NFC.String(strings.TrimSpace(x)))
 			ws := splitWords(lw)
 			switch {
 			case lw == "" || len(ws) != 1 || ws[0].w != lw:
 				errs = append(errs, fmt.Errorf("approvals: words.%s[%d]: %q is not one word", list, i, x))
 			case len(lw) > 40:
 				errs = append(errs, fmt.Errorf("approvals: words.%s[%d]: %q is longer than 40 bytes", list, i, x))
+			case !strings.ContainsFunc(lw, unicode.IsLetter):
+				errs = append(errs, fmt.Errorf("approvals: words.%s[%d]: %q has no letter (an SMS code could read as it)", list, i, x))
 			case optOutWords[lw]:
 				errs = append(errs, fmt.Errorf("approvals: words.%s[%d]: %q is a carrier opt-out word, never a decision", list, i, x))
+			case carrierWords[lw]:
+				errs = append(errs, fmt.Errorf("approvals: words.%s[%d]: %q is a carrier keyword (opt-in or help), never a decision", list, i, x))
 			case other[lw]:
 				errs = append(errs, fmt.Errorf("approvals: words.%s[%d]: %q already means the opposite decision", list, i, x))
 			default:
@@ -76,6 +86,9 @@ func NewWords(grant, deny []string) (*Words, error) {
 
 // englishWords are the keywords of DESIGN.md §4 alone.
 var englishWords = &Words{grant: grantWords, deny: denyWords}
+
+// EnglishWords returns the keywords of DESIGN.md §4 alone.
+func EnglishWords() *Words { return englishWords }
 
 // maxDecisionLine bounds the line ParseDecision looks at; longer input is
 // truncated (a decision is a short answer).
@@ -165,7 +178,9 @@ func firstLine(text string) string {
 				line = line[:len(line)-1]
 			}
 		}
-		return line
+		// Composed form: "Ý" typed as Y and a combining accent is one
+		// letter, not a "y" (yes) followed by a mark.
+		return norm.NFC.String(line)
 	}
 	return ""
 }
@@ -180,7 +195,9 @@ type word struct {
 }
 
 func isWordRune(r rune) bool {
-	return unicode.IsLetter(r) || unicode.IsDigit(r) || r == '\'' || r == '-' || r == '_'
+	// Marks belong to the letter they follow (scripts such as Devanagari
+	// and Thai write vowels as marks, and a mark NFC cannot compose stays).
+	return unicode.IsLetter(r) || unicode.IsMark(r) || unicode.IsDigit(r) || r == '\'' || r == '-' || r == '_'
 }
 
 func splitWords(line string) []word {

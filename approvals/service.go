@@ -178,6 +178,21 @@ func (s *Service) Prepare(ctx context.Context, env *envelope.Envelope, to []enve
 	if err != nil {
 		return nil, nil, err
 	}
+	if s.cfg.NoEmailLinks && len(reqs) > 1 {
+		// A mail is answered by replying to it, and a reply answers one
+		// approval (the token in its subject); the others would have had
+		// only their links.
+		var probs []envelope.Problem
+		for i, r := range to {
+			if r.Channel == envelope.ChannelEmail {
+				probs = append(probs, envelope.Problem{Path: fmt.Sprintf("to[%d]", i),
+					Reason: fmt.Sprintf("the envelope asks %d approvals, and with approvals.email_links off a mail can ask one (it is answered by reply): send one envelope per approval", len(reqs))})
+			}
+		}
+		if len(probs) > 0 {
+			return nil, nil, &envelope.ValidationError{Problems: probs}
+		}
+	}
 	now := s.cfg.Now()
 	per := make([][]string, len(to))
 	var out []store.NewApproval

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/text/unicode/norm"
+
 	"github.com/cool-ai/beachd/envelope"
 )
 
@@ -68,4 +70,33 @@ func TestServiceUsesConfiguredWords(t *testing.T) {
 		t.Fatalf("result %+v", res)
 	}
 	checkReceived(t, h, env, "appr-ja", "granted", bob)
+}
+
+// TestDecomposedAccents: a reply typed with combining accents (NFD, as some
+// keyboards send it) reads as its letters, not as "y" or "n" followed by
+// a mark: "Ý tôi là không" ("I mean no") must not approve. An operator's
+// word matches however the reply composed it, and scripts that write
+// vowels as marks make words.
+func TestDecomposedAccents(t *testing.T) {
+	nfd := func(s string) string { return norm.NFD.String(s) }
+	for _, text := range []string{nfd("Ý tôi là không"), nfd("Ño, gracias"), "Y\u0301 yes"} {
+		if d, r, ok := ParseDecision(text); ok {
+			t.Errorf("ParseDecision(%q) = %q, %q: a decision", text, d, r)
+		}
+	}
+	w, err := NewWords([]string{"sí", "हाँ", nfd("oké")}, []string{"नहीं"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for text, want := range map[string]string{nfd("Sí, claro"): "granted", "हाँ ठीक है": "granted", "नहीं": "denied", "OKÉ": "granted"} {
+		if d, _, ok := w.Parse(text); !ok || d != want {
+			t.Errorf("Parse(%q) = %q, %v; want %q", text, d, ok, want)
+		}
+	}
+	_, err = NewWords([]string{"start", "1"}, []string{"help"})
+	for _, want := range []string{`words.granted[0]: "start" is a carrier keyword`, `words.granted[1]: "1" has no letter`, `words.denied[0]: "help" is a carrier keyword`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q: %v", want, err)
+		}
+	}
 }

@@ -184,6 +184,9 @@ func (c *Config) validate() (*envelope.Registry, error) {
 		c.Twilio.validate(v)
 	}
 	c.Approvals.validate(v)
+	if c.Approvals.EmailLinks != nil && !*c.Approvals.EmailLinks && c.Email != nil && c.Email.IMAP == nil {
+		v.errorf("approvals.email_links", "false leaves replies the only way to answer by mail, and email.imap is not set: nobody could decide an approval sent by email")
+	}
 	c.Render.validate(v)
 	seen := map[string]bool{}
 	for i := range c.Schedules {

@@ -111,3 +111,20 @@ approvals: {words: {granted: [ja, "nur ja"], denied: [yes, stop]}}
 		}
 	}
 }
+
+// Without links, replies are the only way to answer a mail: a mail
+// channel without IMAP cannot be answered at all.
+func TestEmailLinksOffNeedsIMAP(t *testing.T) {
+	raw := `
+api_keys: ["0123456789abcdef0123"]
+email: {from: "a@example.org", smtp: {host: 127.0.0.1, port: 2525, tls: none}}
+approvals: {email_links: false}
+`
+	cfg, err := parseConfig([]byte(raw), "test.yaml", func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cfg.validate(); err == nil || !strings.Contains(err.Error(), "approvals.email_links") || !strings.Contains(err.Error(), "email.imap") {
+		t.Fatalf("err = %v", err)
+	}
+}

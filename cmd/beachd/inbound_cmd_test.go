@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"testing"
 )
@@ -49,5 +50,30 @@ func TestInboundParseCommand(t *testing.T) {
 				t.Fatalf("ids missing: %+v", got)
 			}
 		})
+	}
+}
+
+// `inbound parse` shows the decision the daemon would take, with the
+// configured decision words.
+func TestInboundParseUsesConfiguredWords(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "beachd.yaml")
+	if err := os.WriteFile(conf, []byte("api_keys: [\"0123456789abcdef\"]\napprovals: {words: {granted: [ja]}}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	msg := filepath.Join(dir, "reply.eml")
+	if err := os.WriteFile(msg, []byte("From: alice@example.org\r\nTo: approvals@reply.beachd.test\r\nSubject: Re: [approval:abcdefghijklmnopqrstuvwxyz]\r\nMessage-ID: <r1@example.org>\r\n\r\nJa, gerne\r\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"--config", conf, "inbound", "parse", msg}, func(string) string { return "" }, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	var got inboundJSON
+	if err := json.Unmarshal(stdout.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Decision != "granted" || got.DecisionReason != "gerne" {
+		t.Fatalf("decision %q %q\n%s", got.Decision, got.DecisionReason, stdout.String())
 	}
 }
