@@ -584,7 +584,7 @@ func (s *Scheduler) RunNow(ctx context.Context, name string) (store.ScheduleRun,
 	s.own(j, run)
 	base := s.base
 	s.mu.Unlock()
-	if _, err := s.db.ClaimScheduleSlot(ctx, run); err != nil {
+	if _, err := s.claimManual(ctx, base, j, run); err != nil {
 		s.disown(base, j)
 		if errors.Is(err, store.ErrSlotTaken) {
 			return store.ScheduleRun{}, fmt.Errorf("%q: %w (a manual run started at this instant)", name, ErrBusy)
@@ -594,6 +594,19 @@ func (s *Scheduler) RunNow(ctx context.Context, name string) (store.ScheduleRun,
 	s.log.Info("schedule run started by hand", "schedule", name, "run_id", run.ID())
 	go s.execute(base, j, &run)
 	return run, nil
+}
+
+// claimManual writes a manual run's claim. A panic in the store (bbolt
+// panics on some damage) gives the schedule back before it goes on up: the
+// HTTP server recovers it, and the schedule must not stay owned for ever.
+func (s *Scheduler) claimManual(ctx, base context.Context, j *job, run store.ScheduleRun) (store.ScheduleState, error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.disown(base, j)
+			panic(r)
+		}
+	}()
+	return s.db.ClaimScheduleSlot(ctx, run)
 }
 
 // Status is what List says about a schedule.

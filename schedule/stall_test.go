@@ -3,6 +3,7 @@ package schedule
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -525,5 +526,81 @@ func TestRunNowClaimedDuringShutdown(t *testing.T) {
 	runs := h.runs("brief")
 	if len(runs) != 1 || runs[0].State != store.RunFailed || !strings.Contains(runs[0].Reason, "interrupted") {
 		t.Fatalf("runs = %+v", runs)
+	}
+}
+
+// TestRunNowRefusedDuringRecovery: until start-up recovery (marking runs a
+// killed process left running as interrupted) is written, the scheduler
+// is not active and refuses a manual run, which recovery would otherwise
+// mark interrupted while it runs.
+func TestRunNowRefusedDuringRecovery(t *testing.T) {
+	t0 := utc("2026-03-02T07:00:00Z")
+	db, err := store.Open(filepath.Join(t.TempDir(), "b.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	s, err := New(Config{Schedules: []Definition{def("brief", "0 8 * * *")}, Agents: map[string]bool{"travel": true},
+		DefaultZone: time.UTC, Now: func() time.Time { return t0 }}, db, &fakeAgents{}, &fakeEnqueuer{reg: envelope.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &stallingStore{DB: db}
+	st := &stall{op: "InterruptScheduleRuns", entered: make(chan struct{}), release: make(chan struct{})}
+	d.stalls = append(d.stalls, st)
+	s.db = d
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	begun := async(func() { s.begin(ctx) })
+	st.Reached(t)
+	if s.Active() {
+		t.Error("active during recovery")
+	}
+	if _, err := s.RunNow(context.Background(), "brief"); !errors.Is(err, ErrNotRunning) {
+		t.Errorf("RunNow during recovery = %v, want ErrNotRunning", err)
+	}
+	st.Release()
+	<-begun
+	if !s.Active() {
+		t.Error("not active after recovery")
+	}
+	s.end()
+}
+
+// panicStore panics in a manual run's claim, as bbolt does on some damage.
+type panicStore struct{ *stallingStore }
+
+func (p panicStore) ClaimScheduleSlot(ctx context.Context, run store.ScheduleRun) (store.ScheduleState, error) {
+	if run.Trigger == store.TriggerManual {
+		panic("bbolt: page already freed")
+	}
+	return p.stallingStore.ClaimScheduleSlot(ctx, run)
+}
+
+// TestPanicInRunNowClaimFreesSchedule: the HTTP server recovers a panic in
+// a handler; the schedule must not stay owned for ever (every later run
+// refused or skipped, shutdown waiting its full grace).
+func TestPanicInRunNowClaimFreesSchedule(t *testing.T) {
+	t0 := utc("2026-03-02T07:59:30Z")
+	h := newHarness(t, t0, def("minutely", "* * * * *"))
+	h.s.db = panicStore{h.disk}
+	h.at(t0)
+	runNow := func() (err error, panicked bool) {
+		defer func() { panicked = recover() != nil }() // as net/http does
+		_, err = h.s.RunNow(context.Background(), "minutely")
+		return err, false
+	}
+	if _, panicked := runNow(); !panicked {
+		t.Fatal("the store's panic did not reach RunNow's caller")
+	}
+	// Free again: the next manual run gets as far as its claim (and its
+	// panic) instead of ErrBusy.
+	if err, panicked := runNow(); !panicked {
+		t.Fatalf("schedule still owned after the panic: %v", err)
+	}
+	h.at(utc("2026-03-02T08:00:00Z"))
+	h.idle()
+	if got := h.states("minutely"); strings.Contains(got, "skipped") {
+		t.Fatalf("runs = %s", got)
 	}
 }
