@@ -32,6 +32,16 @@ type Admitter interface {
 	Done(d *store.Delivery)
 }
 
+// ChannelAdmitter is an Admitter whose refusals hold for its whole channel
+// (a sender's rate limit, a connection pool): once it refuses a job, a
+// claim passes over the channel's other due jobs without reading or
+// offering them, so a long backlog on the channel costs other channels
+// nothing.
+type ChannelAdmitter interface {
+	Admitter
+	RefusesChannel()
+}
+
 // Observer receives the dispatcher's events, for metrics. All methods must
 // be cheap and safe for concurrent use.
 type Observer interface {
@@ -185,16 +195,16 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		tried := want > 0 && (room >= max(1, cap(jobs)/2) || len(jobs) == 0)
 		if tried {
 			var admitted []*store.Delivery
-			admit := func(del *store.Delivery) bool {
-				if !d.admit(del) {
+			admit := func(del *store.Delivery) store.Admission {
+				if a := d.admit(del); a != store.Admit {
 					refused++
-					return false
+					return a
 				}
 				// del is the store's scratch value: keep a copy.
 				admitted = append(admitted, &store.Delivery{ID: del.ID, Channel: del.Channel, To: del.To})
-				return true
+				return store.Admit
 			}
-			claimed, err := d.db.Claim(ctx, want, d.lease, admit)
+			claimed, err := d.db.ClaimAdmitting(ctx, want, d.lease, admit)
 			if err != nil {
 				// The claim did not commit: give back what Admit reserved.
 				for _, del := range admitted {
@@ -279,11 +289,20 @@ func (d *Dispatcher) done(del *store.Delivery) {
 	}
 }
 
-func (d *Dispatcher) admit(del *store.Delivery) bool {
-	if a, ok := d.deliverers[del.Channel].(Admitter); ok {
-		return a.Admit(del)
+func (d *Dispatcher) admit(del *store.Delivery) store.Admission {
+	a, ok := d.deliverers[del.Channel].(Admitter)
+	switch {
+	case !ok || a.Admit(del):
+		return store.Admit
+	case isChannelAdmitter(a):
+		return store.RefuseChannel
 	}
-	return true
+	return store.RefuseRecipient
+}
+
+func isChannelAdmitter(a Admitter) bool {
+	_, ok := a.(ChannelAdmitter)
+	return ok
 }
 
 // work runs one attempt. It never panics: a panicking Deliverer costs a

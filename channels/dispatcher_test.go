@@ -73,7 +73,7 @@ func setup(t *testing.T, d Deliverer, policy Policy) (*store.DB, *Dispatcher, *f
 // step claims and works every due job once, synchronously.
 func step(t *testing.T, db *store.DB, d *Dispatcher) int {
 	t.Helper()
-	jobs, err := db.Claim(context.Background(), 10, d.lease, d.admit)
+	jobs, err := db.ClaimAdmitting(context.Background(), 10, d.lease, d.admit)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
@@ -19,7 +20,11 @@ func (s *DB) CheckInvariants() error {
 		dels := tx.Bucket(bDeliveries)
 		due := map[string]int{}
 		if err := tx.Bucket(bDue).ForEach(func(k, _ []byte) error {
-			due[string(k[8:])]++
+			_, _, id, ok := splitDueKey(k)
+			if !ok {
+				return fmt.Errorf("due entry %q is not channel, time and id", k)
+			}
+			due[string(id)]++
 			return nil
 		}); err != nil {
 			return err
@@ -51,8 +56,8 @@ func (s *DB) CheckInvariants() error {
 				if due[id] != 1 {
 					return fmt.Errorf("delivery %s is %s with %d due entries", id, d.State, due[id])
 				}
-				if tx.Bucket(bDue).Get(timeKey(d.NextAttemptAt, id)) == nil {
-					return fmt.Errorf("delivery %s: due entry not at NextAttemptAt", id)
+				if tx.Bucket(bDue).Get(dueKey(d.Channel, d.NextAttemptAt, id)) == nil {
+					return fmt.Errorf("delivery %s: due entry not at its channel and NextAttemptAt", id)
 				}
 			case StateSending:
 				return fmt.Errorf("delivery %s is stored as sending (a job in flight keeps its stored state and holds a lease)", id)
@@ -109,9 +114,19 @@ func (s *DB) CheckInvariants() error {
 		}); err != nil {
 			return err
 		}
-		return lists.ForEach(func(k, _ []byte) error {
+		if err := lists.ForEach(func(k, _ []byte) error {
 			if i := bytes.IndexByte(k, 0); i < 0 || dels.Get(k[:i]) == nil {
 				return fmt.Errorf("provider id %q listed under a missing delivery", k)
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		// Envelope records retention passes over when they do not decode.
+		return tx.Bucket(bEnvelopes).ForEach(func(k, v []byte) error {
+			var rec EnvelopeRecord
+			if err := json.Unmarshal(v, &rec); err != nil {
+				return fmt.Errorf("envelope %s: %w", k, err)
 			}
 			return nil
 		})

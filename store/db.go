@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -20,7 +21,7 @@ import (
 
 // SchemaVersion is the layout this beachd writes. Bump it with a migration
 // in migrate().
-const SchemaVersion = 3
+const SchemaVersion = 4
 
 // Bucket names. Every bucket is created at Open.
 var (
@@ -29,7 +30,7 @@ var (
 	bEnvelopeBodies = []byte("envelope_bodies") // envelope id → the envelope's JSON as accepted
 	bDeliveries     = []byte("deliveries")      // delivery id → Delivery (codec.go)
 	bAttempts       = []byte("attempts")        // delivery id + be32(n) → Attempt
-	bDue            = []byte("due")             // be64(next attempt ns) + delivery id → channel + 0 + recipient
+	bDue            = []byte("due")             // channel + 0 + be64(next attempt ns) + delivery id → channel + 0 + recipient
 	bLeases         = []byte("leases")          // delivery id → be64(lease until ns), for jobs in flight
 	bByState        = []byte("by_state")        // state + 0 + delivery id → nil
 	bIdempotency    = []byte("idempotency")     // key → idemRecord
@@ -189,7 +190,12 @@ func migrate(tx *bolt.Tx, from uint64, now time.Time) error {
 		}
 		fallthrough
 	case 2:
-		return migrate2to3(tx)
+		if err := migrate2to3(tx); err != nil {
+			return err
+		}
+		fallthrough
+	case 3:
+		return migrate3to4(tx)
 	}
 	return fmt.Errorf("no migration from schema %d", from)
 }
@@ -246,14 +252,15 @@ func migrate1to2(tx *bolt.Tx, now time.Time) error {
 // are removed now, and every other entry is listed under its delivery.
 func migrate2to3(tx *bolt.Tx) error {
 	pids, dels, lists := tx.Bucket(bProviderIDs), tx.Bucket(bDeliveries), tx.Bucket(bDeliveryPIDs)
-	var orphans [][]byte
+	var orphans, listed [][]byte
 	err := pids.ForEach(func(k, v []byte) error {
 		i := bytes.IndexByte(k, 0)
 		if i < 0 || dels.Get(v) == nil {
 			orphans = append(orphans, append([]byte(nil), k...))
 			return nil
 		}
-		return lists.Put(deliveryPIDKey(string(v), string(k[i+1:])), nil)
+		listed = append(listed, deliveryPIDKey(string(v), string(k[i+1:])))
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("migrate to schema 3: %w", err)
@@ -261,6 +268,67 @@ func migrate2to3(tx *bolt.Tx) error {
 	for _, k := range orphans {
 		if err := pids.Delete(k); err != nil {
 			return fmt.Errorf("migrate to schema 3: %w", err)
+		}
+	}
+	// In key order: bbolt splits nodes only at commit, so keys put at
+	// random places of a growing node cost time by the square of their
+	// number (a million took minutes); in order they are appended.
+	slices.SortFunc(listed, bytes.Compare)
+	for _, k := range listed {
+		if err := lists.Put(k, nil); err != nil {
+			return fmt.Errorf("migrate to schema 3: %w", err)
+		}
+	}
+	return nil
+}
+
+// migrate3to4: schema 4 keys the due index by channel first (dueKey), so
+// that a claim can pass over a channel that admits nothing now (a paced
+// SMS sender, a busy mail server) without walking its backlog. Entries
+// migrate1to2 wrote in this same transaction already have the new form.
+func migrate3to4(tx *bolt.Tx) error {
+	type entry struct{ k, v []byte }
+	var all []entry
+	dels := tx.Bucket(bDeliveries)
+	err := tx.Bucket(bDue).ForEach(func(k, v []byte) error {
+		if _, _, _, ok := splitDueKey(k); ok {
+			all = append(all, entry{append([]byte(nil), k...), append([]byte(nil), v...)})
+			return nil
+		}
+		if len(k) < 9 {
+			return nil // not a due entry of any schema: dropped
+		}
+		// The job's channel and recipient: from the entry, or (schema 1
+		// wrote none) from its record. An entry whose job is gone, or
+		// unreadable, is dropped, as Claim would drop or pass it over.
+		val := append([]byte(nil), v...)
+		ch, _, _ := bytes.Cut(v, []byte{0})
+		if len(ch) == 0 {
+			var d Delivery
+			if err := getDelivery(dels, k[8:], &d); err != nil {
+				return nil
+			}
+			ch, val = []byte(d.Channel), dueValue(&d)
+		}
+		nk := make([]byte, 0, len(ch)+1+len(k))
+		nk = append(append(append(nk, ch...), 0), k...)
+		all = append(all, entry{nk, val})
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("migrate to schema 4: %w", err)
+	}
+	if err := tx.DeleteBucket(bDue); err != nil {
+		return fmt.Errorf("migrate to schema 4: %w", err)
+	}
+	due, err := tx.CreateBucket(bDue)
+	if err != nil {
+		return fmt.Errorf("migrate to schema 4: %w", err)
+	}
+	slices.SortFunc(all, func(a, b entry) int { return bytes.Compare(a.k, b.k) })
+	for _, e := range all {
+		if err := due.Put(e.k, e.v); err != nil {
+			return fmt.Errorf("migrate to schema 4: %w", err)
 		}
 	}
 	return nil

@@ -147,6 +147,13 @@ func (s *DB) Ingest(ctx context.Context, in Ingest) (*IngestResult, error) {
 	if len(in.IdempotencyKey) > maxStoredKey {
 		return nil, fmt.Errorf("ingest: idempotency key of %d bytes; at most %d", len(in.IdempotencyKey), maxStoredKey)
 	}
+	for _, d := range in.Deliveries {
+		// Checked here, before the shared commit: a failure after writing
+		// would abort every other caller's work in it too.
+		if !validChannelName(d.Channel) {
+			return nil, fmt.Errorf("ingest: %w: channel %q is not a channel name", ErrBadState, d.Channel)
+		}
+	}
 	now := s.now()
 	envID := s.NewID("env_")
 	ids := make([]string, len(in.Deliveries))
@@ -260,10 +267,13 @@ func putDeliveryTx(tx *bolt.Tx, d *Delivery, old State) error {
 	if d.State == StateSending || !d.State.Valid() {
 		return fmt.Errorf("%w: cannot store a delivery in state %q", ErrBadState, d.State)
 	}
+	if !validChannelName(d.Channel) {
+		return fmt.Errorf("%w: channel %q is not a channel name", ErrBadState, d.Channel)
+	}
 	byState := tx.Bucket(bByState)
 	switch d.State {
 	case StateQueued, StateRetrying:
-		if err := tx.Bucket(bDue).Put(timeKey(d.NextAttemptAt, d.ID), dueValue(d)); err != nil {
+		if err := tx.Bucket(bDue).Put(dueKey(d.Channel, d.NextAttemptAt, d.ID), dueValue(d)); err != nil {
 			return err
 		}
 	default:
@@ -286,6 +296,56 @@ func putDeliveryTx(tx *bolt.Tx, d *Delivery, old State) error {
 // channel and recipient, so that Claim can ask admit about a job without
 // decoding it.
 func dueValue(d *Delivery) []byte { return []byte(d.Channel + "\x00" + d.To) }
+
+// dueKey is a job's due-index key: its channel, a 0, when it is due, its
+// id. Each channel's jobs are one run in time order, so a claim can take
+// the earliest of every channel and pass over a channel that admits
+// nothing now without walking its backlog.
+func dueKey(channel string, t time.Time, id string) []byte {
+	k := make([]byte, 0, len(channel)+9+len(id))
+	k = append(append(k, channel...), 0)
+	k = append(k, be64(t)...)
+	return append(k, id...)
+}
+
+// splitDueKey reads a dueKey; ok is false for anything else, such as
+// schema 3's keys, which began with the time (whose first byte stays below
+// 0x20, the least a channel name starts with, until 2043).
+func splitDueKey(k []byte) (channel []byte, at time.Time, id []byte, ok bool) {
+	i := bytes.IndexByte(k, 0)
+	if i < 1 || len(k) < i+9 || !validChannelName(k[:i]) {
+		return nil, time.Time{}, nil, false
+	}
+	return k[:i], unbe64(k[i+1 : i+9]), k[i+9:], true
+}
+
+// validChannelName: printable ASCII without spaces, as every channel's name
+// is; the due index depends on it.
+func validChannelName[T ~string | ~[]byte](ch T) bool {
+	if len(ch) == 0 || len(ch) > 64 {
+		return false
+	}
+	for i := 0; i < len(ch); i++ {
+		if ch[i] < 0x21 || ch[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// Admission is admit's answer about one job in a claim.
+type Admission int
+
+const (
+	// Admit: the job is taken.
+	Admit Admission = iota
+	// RefuseRecipient: the job stays due, and so do its recipient's other
+	// jobs in this claim (an endpoint at its concurrency limit).
+	RefuseRecipient
+	// RefuseChannel: the job stays due, and so does every other job of its
+	// channel in this claim (a paced sender, a full connection pool).
+	RefuseChannel
+)
 
 // leaseValue is a lease entry's value: when the lease ends.
 func leaseValue(until time.Time) []byte { return be64(until) }
@@ -312,23 +372,40 @@ func overlayLease(tx *bolt.Tx, d *Delivery) {
 const maxStoredKey = 1024
 
 // maxRefusedRun bounds the run of due entries of refused recipients that one
-// claim walks past.
+// claim walks past in one channel.
 const maxRefusedRun = 1024
 
 // Claim takes up to max due jobs (next attempt ≤ now), leases them until
 // now+lease, and returns them in state sending. admit, when set, is asked
-// for each candidate inside the transaction and must be fast and free of I/O
-// (per-endpoint concurrency limits); it sees only the job's ID, Channel and
-// To, in a value it must not keep. It is asked only about jobs Claim then
-// returns or refused ones. A job it refuses stays due, and so do the
+// for each candidate inside the transaction and must be fast and free of
+// I/O (per-endpoint concurrency limits); it sees only the job's ID, Channel
+// and To, in a value it must not keep. It is asked only about jobs Claim
+// then returns or refused ones. A job it refuses stays due, and so do the
 // other due jobs for the same channel and recipient in this claim.
+func (s *DB) Claim(ctx context.Context, max int, lease time.Duration, admit func(*Delivery) bool) ([]*Delivery, error) {
+	var a func(*Delivery) Admission
+	if admit != nil {
+		a = func(d *Delivery) Admission {
+			if admit(d) {
+				return Admit
+			}
+			return RefuseRecipient
+		}
+	}
+	return s.ClaimAdmitting(ctx, max, lease, a)
+}
+
+// ClaimAdmitting is Claim with an admit that may also refuse a job's whole
+// channel for this claim (RefuseChannel): the channel's other due jobs are
+// then passed over without being read. Jobs are taken in due order across
+// channels.
 //
 // A claim replaces each job's due entry by a lease entry and writes nothing
 // else: the job's record and by-state entry stay as they are until Record
 // rewrites them once. The lease is durable before the send starts, so a job
 // found leased after a crash is known to have maybe reached its peer
 // (RequeueExpired makes it due again).
-func (s *DB) Claim(ctx context.Context, max int, lease time.Duration, admit func(*Delivery) bool) ([]*Delivery, error) {
+func (s *DB) ClaimAdmitting(ctx context.Context, max int, lease time.Duration, admit func(*Delivery) Admission) ([]*Delivery, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -344,34 +421,82 @@ func (s *DB) Claim(ctx context.Context, max int, lease time.Duration, admit func
 		dels := tx.Bucket(bDeliveries)
 		leases := tx.Bucket(bLeases)
 		var taken [][]byte
-		limit := be64(now)
-		c := due.Cursor()
-		scanned := 0
+		// One cursor a channel, each at its earliest entry due by now.
+		type lane struct {
+			c       *bolt.Cursor
+			k, v    []byte
+			at      time.Time
+			prefix  []byte
+			skipped int // consecutive entries of refused recipients
+			scanned int
+		}
+		var lanes []*lane
+		next := func(l *lane, k, v []byte) bool {
+			if k == nil || !bytes.HasPrefix(k, l.prefix) {
+				return false
+			}
+			_, at, _, ok := splitDueKey(k)
+			if !ok || at.After(now) {
+				return false
+			}
+			l.k, l.v, l.at = k, v, at
+			return true
+		}
+		probe := due.Cursor()
+		for k, _ := probe.First(); k != nil; {
+			ch, _, _, ok := splitDueKey(k)
+			if !ok {
+				k, _ = probe.Next() // CheckInvariants names it
+				continue
+			}
+			prefix := append(append([]byte(nil), ch...), 0)
+			l := &lane{c: due.Cursor(), prefix: prefix}
+			if k, v := l.c.Seek(prefix); next(l, k, v) {
+				lanes = append(lanes, l)
+			}
+			k, _ = probe.Seek(append(append([]byte(nil), ch...), 1))
+		}
 		// Within one claim a refused recipient stays refused: its further
 		// entries are skipped without asking again.
 		refused := map[string]bool{}
-		skipped := 0
 		var orphans [][]byte
 		// First choose, reading only, then write.
-		for k, v := c.First(); k != nil && bytes.Compare(k[:8], limit) <= 0 && len(out) < max; k, v = c.Next() {
-			scanned++
-			if scanned > 64*max+4096 {
-				break // do not walk a huge backlog of refused jobs in one transaction
-			}
-			// v is the job's recipient (dueValue); schema-1 entries may
-			// lack it, and are checked once decoded.
-			if admit != nil && len(v) > 0 && refused[string(v)] {
-				// A long run of refused recipients' jobs (one busy
-				// endpoint's backlog) ends the claim: scanning on costs
-				// every claim as much again. Other recipients behind it
-				// wait for it to drain below the run's length.
-				if skipped++; skipped > maxRefusedRun {
-					break
+		for len(lanes) > 0 && len(out) < max {
+			li := 0
+			for i, l := range lanes {
+				if l.at.Before(lanes[li].at) {
+					li = i
 				}
+			}
+			l := lanes[li]
+			drop := func() { lanes = slices.Delete(lanes, li, li+1) }
+			if l.scanned++; l.scanned > 64*max+4096 {
+				// Do not walk a huge backlog of refused jobs in one
+				// transaction; other channels go on.
+				drop()
 				continue
 			}
-			skipped = 0
-			id := k[8:]
+			k, v := l.k, l.v
+			advance := func() {
+				if k, v := l.c.Next(); !next(l, k, v) {
+					drop()
+				}
+			}
+			if admit != nil && refused[string(v)] {
+				// A long run of refused recipients' jobs (one busy
+				// endpoint's backlog) ends the channel's part of the claim:
+				// scanning on costs every claim as much again. Other
+				// recipients behind it wait for it to drain below the
+				// run's length; other channels do not wait.
+				if l.skipped++; l.skipped > maxRefusedRun {
+					drop()
+					continue
+				}
+				advance()
+				continue
+			}
+			l.skipped = 0
+			_, _, id, _ := splitDueKey(k)
 			d := &Delivery{}
 			if err := getDelivery(dels, id, d); err != nil {
 				// A due entry without its record is removed; a record
@@ -380,19 +505,26 @@ func (s *DB) Claim(ctx context.Context, max int, lease time.Duration, admit func
 				if errors.Is(err, ErrNotFound) {
 					orphans = append(orphans, append([]byte(nil), k...))
 				}
+				advance()
 				continue
 			}
 			if admit != nil {
 				rcpt := string(dueValue(d))
 				probe := Delivery{ID: d.ID, Channel: d.Channel, To: d.To}
-				if refused[rcpt] || !admit(&probe) {
+				switch admit(&probe) {
+				case RefuseChannel:
+					drop()
+					continue
+				case RefuseRecipient:
 					refused[rcpt] = true
+					advance()
 					continue
 				}
 			}
 			d.State, d.LeaseUntil = StateSending, until
 			out = append(out, d)
 			taken = append(taken, append([]byte(nil), k...))
+			advance()
 		}
 		for _, k := range orphans {
 			if err := due.Delete(k); err != nil {
@@ -694,8 +826,26 @@ func (s *DB) RequeueExpired(ctx context.Context, before time.Time) (int, error) 
 	return n, nil
 }
 
-// NextDue is the time of the earliest due job, if any.
-func (s *DB) NextDue() (time.Time, bool) { return s.firstTime(bDue) }
+// NextDue is the time of the earliest due job, if any: the earliest of
+// each channel's first entry.
+func (s *DB) NextDue() (t time.Time, ok bool) {
+	_ = s.bolt.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bDue).Cursor()
+		for k, _ := c.First(); k != nil; {
+			ch, at, _, valid := splitDueKey(k)
+			if !valid {
+				k, _ = c.Next()
+				continue
+			}
+			if !ok || at.Before(t) {
+				t, ok = at, true
+			}
+			k, _ = c.Seek(append(append([]byte(nil), ch...), 1))
+		}
+		return nil
+	})
+	return t, ok
+}
 
 // Envelope returns an envelope record.
 func (s *DB) Envelope(ctx context.Context, id string) (*EnvelopeRecord, error) {

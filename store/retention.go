@@ -65,10 +65,14 @@ const pruneScan = 20
 // pruneScan*max envelopes, and none at or after the key stop (when set).
 // next is the first envelope it did not read, nil when it reached the end
 // of the old ones or stop.
+//
+// It looks in a read transaction, so that a window with nothing to remove
+// holds up no writer, and removes in a write transaction what is still
+// finished then. An envelope record that does not decode is passed over
+// (CheckInvariants names it): one damaged record must not stop retention.
 func (s *DB) pruneWindow(from, stop []byte, before time.Time, max int) (n int, next []byte, err error) {
-	err = s.bolt.Update(func(tx *bolt.Tx) error {
-		n, next = 0, nil
-		var doomed []EnvelopeRecord
+	var doomed [][]byte
+	err = s.bolt.View(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bEnvelopes).Cursor()
 		k, v := c.First()
 		if from != nil {
@@ -81,17 +85,30 @@ func (s *DB) pruneWindow(from, stop []byte, before time.Time, max int) (n int, n
 			}
 			scanned++
 			var rec EnvelopeRecord
-			if err := json.Unmarshal(v, &rec); err != nil {
-				return fmt.Errorf("envelope %s: %w", k, err)
+			if json.Unmarshal(v, &rec) != nil {
+				continue
 			}
 			if !rec.CreatedAt.Before(before) {
 				break // ids sort by creation time
 			}
 			if finished(tx, rec.DeliveryIDs) {
-				doomed = append(doomed, rec)
+				doomed = append(doomed, append([]byte(nil), k...))
 			}
 		}
-		for _, rec := range doomed {
+		return nil
+	})
+	if err != nil || len(doomed) == 0 {
+		return 0, next, err
+	}
+	err = s.bolt.Update(func(tx *bolt.Tx) error {
+		n = 0
+		envs := tx.Bucket(bEnvelopes)
+		for _, k := range doomed {
+			var rec EnvelopeRecord
+			v := envs.Get(k)
+			if v == nil || json.Unmarshal(v, &rec) != nil || !finished(tx, rec.DeliveryIDs) {
+				continue // gone, or retried by an operator since
+			}
 			if err := deleteEnvelopeTx(tx, &rec); err != nil {
 				return err
 			}

@@ -361,3 +361,46 @@ func TestCheckInvariantsFindsStrayProviderIDs(t *testing.T) {
 		})
 	}
 }
+
+// TestPrunePassesOverADamagedEnvelope: one envelope record that does not
+// decode is passed over (and named by CheckInvariants); retention of the
+// finished envelopes around it goes on.
+func TestPrunePassesOverADamagedEnvelope(t *testing.T) {
+	c := newClock()
+	db := openTest(t, filepath.Join(t.TempDir(), "b.db"), c)
+	var envs []string
+	for range 3 {
+		res := ingestOne(t, db, 1)
+		envs = append(envs, res.EnvelopeID)
+		jobs, err := db.Claim(ctx, 1, time.Minute, nil)
+		if err != nil || len(jobs) != 1 {
+			t.Fatal(err)
+		}
+		if _, err := db.Record(ctx, jobs[0].ID, jobs[0].LeaseUntil, Outcome{State: StateSent}); err != nil {
+			t.Fatal(err)
+		}
+		c.Add(time.Millisecond)
+	}
+	if err := db.bolt.Update(func(tx *bolt.Tx) error { return tx.Bucket(bEnvelopes).Put([]byte(envs[1]), []byte("{not json")) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.CheckInvariants(); err == nil || !strings.Contains(err.Error(), envs[1]) {
+		t.Fatalf("CheckInvariants = %v; want it to name %s", err, envs[1])
+	}
+	c.Add(8 * 24 * time.Hour)
+	total := 0
+	for range 5 {
+		n, err := db.Prune(ctx, c.Now().Add(-7*24*time.Hour), 100)
+		if err != nil {
+			t.Fatalf("prune: %v", err)
+		}
+		if total += n; n == 0 {
+			break
+		}
+	}
+	if total != 2 {
+		t.Fatalf("pruned %d; want the 2 sound envelopes", total)
+	}
+	// Take the damaged one out, so that the closing check passes.
+	db.bolt.Update(func(tx *bolt.Tx) error { return tx.Bucket(bEnvelopes).Delete([]byte(envs[1])) })
+}

@@ -346,8 +346,9 @@ func TestClaimPassesOverBrokenEntries(t *testing.T) {
 	var orphanDue, corruptDue bool
 	db.bolt.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(bDue).ForEach(func(k, _ []byte) error {
-			orphanDue = orphanDue || string(k[8:]) == orphan
-			corruptDue = corruptDue || string(k[8:]) == corrupt
+			_, _, id, _ := splitDueKey(k)
+			orphanDue = orphanDue || string(id) == orphan
+			corruptDue = corruptDue || string(id) == corrupt
 			return nil
 		})
 	})
@@ -363,7 +364,7 @@ func TestClaimPassesOverBrokenEntries(t *testing.T) {
 		tx.Bucket(bByState).Delete(stateKey(StateQueued, corrupt))
 		c := tx.Bucket(bDue).Cursor()
 		for k, _ := c.First(); k != nil; k, _ = c.Next() {
-			if string(k[8:]) == corrupt {
+			if _, _, id, _ := splitDueKey(k); string(id) == corrupt {
 				return c.Delete()
 			}
 		}

@@ -187,8 +187,8 @@ type Sender struct {
 }
 
 var (
-	_ channels.Deliverer = (*Sender)(nil)
-	_ channels.Admitter  = (*Sender)(nil)
+	_ channels.Deliverer       = (*Sender)(nil)
+	_ channels.ChannelAdmitter = (*Sender)(nil)
 )
 
 // Admit lets the dispatcher hand this sender at most twice PoolSize jobs
@@ -206,6 +206,10 @@ func (s *Sender) Admit(*store.Delivery) bool {
 
 // Done gives back the place Admit gave.
 func (s *Sender) Done(*store.Delivery) { s.admitted.Add(-1) }
+
+// RefusesChannel: a refusal is about the connection pool, not the
+// recipient (channels.ChannelAdmitter).
+func (s *Sender) RefusesChannel() {}
 
 // NewSender builds a Sender. renderer may be nil: the message is then the
 // plain text of the envelope's response parts (fallbackEmail). httpClient

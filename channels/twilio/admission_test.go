@@ -2,6 +2,8 @@ package twilio
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -73,5 +75,58 @@ func TestAdmitReservesRateLimitSlots(t *testing.T) {
 	}
 	if n := f.postCount(); n != 1 {
 		t.Fatalf("%d messages sent, want 1", n)
+	}
+}
+
+// otherChannel stands for any channel queued behind the SMS: it notes when
+// its first job arrived.
+type otherChannel struct{ got chan struct{} }
+
+func (o *otherChannel) Deliver(ctx context.Context, job *channels.Job) (*channels.Result, error) {
+	select {
+	case o.got <- struct{}{}:
+	default:
+	}
+	return &channels.Result{Receipt: channels.Receipt{Data: map[string]any{}, Meta: map[string]any{"source": "test"}}}, nil
+}
+
+// TestSMSBroadcastDoesNotHoldUpOtherChannels: 7,000 SMS to distinct numbers
+// paced at one a second are due before a webhook. The SMS sender refuses
+// for its whole channel, so each claim passes over the SMS backlog at once
+// and the webhook goes out, instead of waiting until fewer than a claim's
+// scan limit (about 6,000 entries) of SMS are left: hours at this pace.
+func TestSMSBroadcastDoesNotHoldUpOtherChannels(t *testing.T) {
+	db := openStore(t)
+	f := newFakeTwilio(t)
+	sms, err := NewSMS(testConfig(), Deps{Client: newTestClient(t, f.srv.URL, 5*time.Second), Store: db, Limiter: NewLimiter(LimiterConfig{PerSecond: 1, Burst: 1})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, _ := json.Marshal(textEnvelope("Your parcel is on its way."))
+	var ins []store.Ingest
+	for i := range 7000 {
+		ins = append(ins, store.Ingest{Envelope: env, Deliveries: []store.NewDelivery{{Channel: "sms", To: fmt.Sprintf("+4477009%05d", i)}}})
+	}
+	ctx := context.Background()
+	if _, err := db.IngestBulk(ctx, ins); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Millisecond) // due after every SMS
+	if _, err := db.Ingest(ctx, store.Ingest{Envelope: env, Deliveries: []store.NewDelivery{{Channel: "webhook", To: "ops"}}}); err != nil {
+		t.Fatal(err)
+	}
+	other := &otherChannel{got: make(chan struct{}, 1)}
+	d, err := channels.NewDispatcher(channels.DispatcherConfig{}, db, map[string]channels.Deliverer{"sms": sms, "webhook": other}, nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- d.Run(runCtx) }()
+	defer func() { stop(); <-done }()
+	select {
+	case <-other.got:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the webhook behind 7,000 paced SMS did not go out within 10 s")
 	}
 }

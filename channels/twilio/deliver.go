@@ -182,10 +182,10 @@ type SMS struct{ s *sender }
 type WhatsApp struct{ s *sender }
 
 var (
-	_ channels.Deliverer = (*SMS)(nil)
-	_ channels.Deliverer = (*WhatsApp)(nil)
-	_ channels.Admitter  = (*SMS)(nil)
-	_ channels.Admitter  = (*WhatsApp)(nil)
+	_ channels.Deliverer       = (*SMS)(nil)
+	_ channels.Deliverer       = (*WhatsApp)(nil)
+	_ channels.ChannelAdmitter = (*SMS)(nil)
+	_ channels.ChannelAdmitter = (*WhatsApp)(nil)
 )
 
 // NewSMS builds the SMS deliverer.
@@ -247,8 +247,16 @@ func (d *SMS) Admit(del *store.Delivery) bool { return d.s.Admit(del) }
 // Done gives back a slot Admit reserved that no message used.
 func (d *SMS) Done(del *store.Delivery) { d.s.Done(del) }
 
+// RefusesChannel: a refusal is about the sender's rate limit, which every
+// SMS job shares (channels.ChannelAdmitter).
+func (d *SMS) RefusesChannel() {}
+
 // Admit reserves the job a slot of the sender's rate limit (see admitAhead).
 func (d *WhatsApp) Admit(del *store.Delivery) bool { return d.s.Admit(del) }
+
+// RefusesChannel: a refusal is about the sender's rate limit, which every
+// WhatsApp job shares (channels.ChannelAdmitter).
+func (d *WhatsApp) RefusesChannel() {}
 
 // Done gives back a slot Admit reserved that no message used.
 func (d *WhatsApp) Done(del *store.Delivery) { d.s.Done(del) }
