@@ -758,25 +758,48 @@ func (s *DB) DeliveryByProviderID(ctx context.Context, channel, pid string) (*De
 // SetProviderStatus records a status the provider reported after sending
 // (Twilio status callbacks). It does not change the delivery's state.
 func (s *DB) SetProviderStatus(ctx context.Context, id, status, detail string) (*Delivery, error) {
+	d, _, err := s.UpdateProviderStatus(ctx, id, func(*Delivery) (string, string, bool) { return status, detail, true })
+	return d, err
+}
+
+// UpdateProviderStatus is SetProviderStatus decided inside the write
+// transaction: decide sees the stored delivery and returns the status and
+// detail to record, or ok false to leave it. Two callbacks about one
+// delivery (the parts of a long SMS) then cannot both read the old status
+// and the later overwrite the earlier's verdict. decide may be called more
+// than once and must not have side effects.
+func (s *DB) UpdateProviderStatus(ctx context.Context, id string, decide func(d *Delivery) (status, detail string, ok bool)) (*Delivery, bool, error) {
 	var out *Delivery
+	var changed bool
 	err := s.bolt.Batch(func(tx *bolt.Tx) error {
+		out, changed = nil, false
 		var d Delivery
 		if err := getDelivery(tx.Bucket(bDeliveries), []byte(id), &d); err != nil {
 			return err
 		}
-		d.ProviderStatus = status
-		if detail != "" {
-			d.LastError = detail
+		overlayLease(tx, &d)
+		status, detail, ok := decide(&d)
+		if !ok {
+			out = &d
+			return nil
 		}
-		d.UpdatedAt = s.now()
-		if err := tx.Bucket(bDeliveries).Put([]byte(id), encodeDelivery(&d)); err != nil {
+		var stored Delivery
+		if err := getDelivery(tx.Bucket(bDeliveries), []byte(id), &stored); err != nil {
 			return err
 		}
-		overlayLease(tx, &d)
-		out = &d
+		stored.ProviderStatus = status
+		if detail != "" {
+			stored.LastError = detail
+		}
+		stored.UpdatedAt = s.now()
+		if err := tx.Bucket(bDeliveries).Put([]byte(id), encodeDelivery(&stored)); err != nil {
+			return err
+		}
+		overlayLease(tx, &stored)
+		out, changed = &stored, true
 		return nil
 	})
-	return out, err
+	return out, changed, err
 }
 
 // RequeueExpired ends every lease that ran out at or before `before`: the

@@ -27,7 +27,7 @@ type decider interface {
 type WebhookStore interface {
 	Store
 	DeliveryByProviderID(ctx context.Context, channel, pid string) (*store.Delivery, error)
-	SetProviderStatus(ctx context.Context, id, status, detail string) (*store.Delivery, error)
+	UpdateProviderStatus(ctx context.Context, id string, decide func(d *store.Delivery) (status, detail string, ok bool)) (*store.Delivery, bool, error)
 	MarkSeen(ctx context.Context, key string) (bool, error)
 	ForgetSeen(ctx context.Context, key string) error
 }
@@ -215,30 +215,45 @@ func (h *Handler) statusCallback(ctx context.Context, sid, status, errCode strin
 			}
 		}
 	}
-	// A delivery may be several messages: the parts of a long SMS, or an
-	// earlier attempt's message. Its status follows its first message (its
-	// ProviderID), except that a failure of any of them stands: a success
-	// never overwrites it, and another message's success is not news.
-	switch {
-	case failedStatus[d.ProviderStatus] && !failedStatus[status]:
-		h.log.Info("twilio status callback after a failure; kept the failure", "delivery_id", d.ID, "status", status, "current", d.ProviderStatus)
-		return http.StatusOK, ""
-	case sid != d.ProviderID && !failedStatus[status]:
-		h.log.Info("twilio status of another message of the delivery; no effect", "delivery_id", d.ID, "status", status)
-		return http.StatusOK, ""
-	case sid == d.ProviderID && statusRank[status] < statusRank[d.ProviderStatus]:
-		h.log.Info("stale twilio status callback; kept the later status", "delivery_id", d.ID, "status", status, "current", d.ProviderStatus)
-		return http.StatusOK, ""
-	}
-	if sid != d.ProviderID {
-		detail = strings.TrimSpace(detail + " (message " + sid + " of this delivery)")
-	}
-	if _, err := h.store.SetProviderStatus(ctx, d.ID, status, detail); err != nil {
+	// Decided against the stored status inside the write, so that two
+	// parts' callbacks arriving together cannot both read the old status.
+	var kept string
+	_, changed, err := h.store.UpdateProviderStatus(ctx, d.ID, func(cur *store.Delivery) (string, string, bool) {
+		st, det, why := nextStatus(cur, sid, status, detail)
+		kept = why
+		return st, det, why == ""
+	})
+	if err != nil {
 		h.store.ForgetSeen(context.WithoutCancel(ctx), key)
 		return http.StatusInternalServerError, "record status: " + err.Error()
 	}
+	if !changed {
+		h.log.Info("twilio status callback; "+kept, "delivery_id", d.ID, "status", status)
+		return http.StatusOK, ""
+	}
 	h.log.Info("twilio status recorded", "delivery_id", d.ID, "channel", d.Channel, "status", status)
 	return http.StatusOK, ""
+}
+
+// nextStatus decides what a status callback about message sid makes of the
+// delivery cur: the status and detail to record, or why it records
+// nothing. A delivery may be several messages (the parts of a long SMS, or
+// an earlier attempt's message). Its status follows its first message (its
+// ProviderID), except that a failure of any of them stands: a success never
+// overwrites it, and another message's success is not news.
+func nextStatus(cur *store.Delivery, sid, status, detail string) (string, string, string) {
+	switch {
+	case failedStatus[cur.ProviderStatus] && !failedStatus[status]:
+		return "", "", "kept the failure (" + cur.ProviderStatus + ")"
+	case sid != cur.ProviderID && !failedStatus[status]:
+		return "", "", "status of another message of the delivery; no effect"
+	case sid == cur.ProviderID && statusRank[status] < statusRank[cur.ProviderStatus]:
+		return "", "", "stale; kept the later status (" + cur.ProviderStatus + ")"
+	}
+	if sid != cur.ProviderID {
+		detail = strings.TrimSpace(detail + " (message " + sid + " of this delivery)")
+	}
+	return status, detail, ""
 }
 
 // inboundFromForm turns Twilio's inbound message parameters into the

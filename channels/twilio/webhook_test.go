@@ -403,3 +403,66 @@ func TestStatusOfAMessageInParts(t *testing.T) {
 		t.Fatalf("the first part's success overwrote the second's failure: %q", d.ProviderStatus)
 	}
 }
+
+// heldStore holds the UpdateProviderStatus of the request whose context
+// carries sid until released, as a slow request would be.
+type heldStore struct {
+	*store.DB
+	sid     string
+	reached chan struct{}
+	release chan struct{}
+}
+
+func (h *heldStore) UpdateProviderStatus(ctx context.Context, id string, decide func(*store.Delivery) (string, string, bool)) (*store.Delivery, bool, error) {
+	if ctx.Value(sidKey{}) == h.sid { // only the held request carries it
+		close(h.reached)
+		<-h.release
+	}
+	return h.DB.UpdateProviderStatus(ctx, id, decide)
+}
+
+type sidKey struct{}
+
+// TestConcurrentPartCallbacksKeepTheFailure: the first part's "delivered"
+// is held after its handler looked the delivery up, while the second
+// part's "undelivered" is recorded; the first then finds the failure and
+// keeps it, because the decision is taken against the stored status inside
+// the write, not against what the handler read before.
+func TestConcurrentPartCallbacksKeepTheFailure(t *testing.T) {
+	e := newHook(t)
+	ctx := context.Background()
+	first, second := "SMb7c0a2ce80504485a6f653a7110836f5", "SMc8d1b3df91615596b7a764b8221947a6"
+	id := e.sentSMS(t, first, []byte(`{"data":{"status":"queued"},"meta":{"source":"twilio","sid":"`+first+`","parts":["`+first+`","`+second+`"]}}`))
+	held := &heldStore{DB: e.db, sid: first, reached: make(chan struct{}), release: make(chan struct{})}
+	h, err := NewHandler(HandlerConfig{AuthToken: testToken, URL: hookURL, Now: func() time.Time { return e.now }}, held, e.dec, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	form := func(sid, st, code string) url.Values {
+		v := url.Values{"MessageSid": {sid}, "SmsSid": {sid}, "MessageStatus": {st}, "SmsStatus": {st}, "To": {alice}, "From": {ourSMS}, "AccountSid": {testAccount}, "ApiVersion": {"2010-04-01"}}
+		if code != "" {
+			v.Set("ErrorCode", code)
+		}
+		return v
+	}
+	done := make(chan int, 1)
+	go func() {
+		code, _ := h.statusCallback(context.WithValue(ctx, sidKey{}, first), first, "delivered", "", form(first, "delivered", ""))
+		done <- code
+	}()
+	<-held.reached
+	if code, msg := h.statusCallback(ctx, second, "undelivered", "30006", form(second, "undelivered", "30006")); code != 200 {
+		t.Fatalf("second part: %d %s", code, msg)
+	}
+	close(held.release)
+	if code := <-done; code != 200 {
+		t.Fatalf("first part: %d", code)
+	}
+	d, err := e.db.Delivery(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.ProviderStatus != "undelivered" || !strings.Contains(d.LastError, "30006") {
+		t.Fatalf("status %q (%q); want the second part's failure kept", d.ProviderStatus, d.LastError)
+	}
+}
