@@ -10,7 +10,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cool-ai/beachd/channels"
@@ -116,11 +116,22 @@ func addrOf(s string) string {
 // artifactFetchers at a time. An artifact that is too big, too slow,
 // unreachable or of another type than declared becomes a Note (the
 // renderer then links it). Together the fetches get at most half the time
-// left for the attempt, so that the SMTP transaction keeps the rest; and
-// the attachments together stay within twice MaxArtifactBytes.
+// left for the attempt, so that the SMTP transaction keeps the rest.
+//
+// The attachments together stay within twice MaxArtifactBytes (the
+// budget), given out in envelope order: an artifact is attached when it
+// fits in what the earlier attachments left, whatever order the fetches
+// finish in. The budget also bounds the downloads: a fetch starts only
+// while the artifacts before it may still leave room (a declared
+// SizeBytes is reserved), one that starts with nothing before it in
+// flight reads no more than what is left, and none starts once the
+// budget is spent ("too large to attach with the other files"). In all,
+// the bodies read for one message stay within the budget plus one
+// artifact's worth per fetcher (see fetchAll).
 func (s *Sender) fetchArtifacts(ctx context.Context, env *envelope.Envelope) []render.FetchedArtifact {
 	var out []render.FetchedArtifact
 	var uris []string
+	var sizes []int64
 	for _, p := range env.PartsOf("artifact") {
 		var a envelope.Artifact
 		if err := p.DecodeData(&a); err != nil || a.ArtifactID == "" || len(a.Bytes) > 0 {
@@ -137,99 +148,265 @@ func (s *Sender) fetchArtifacts(ctx context.Context, env *envelope.Envelope) []r
 		}
 		out = append(out, f)
 		uris = append(uris, a.URI)
+		sizes = append(sizes, max(a.SizeBytes, 0))
 	}
 	if len(out) == 0 {
 		return nil
+	}
+	var jobs []*artifactFetch
+	for i := range out {
+		if uris[i] != "" {
+			jobs = append(jobs, &artifactFetch{f: &out[i], uri: uris[i], declared: sizes[i]})
+		}
 	}
 	if dl, ok := ctx.Deadline(); ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, time.Until(dl)/2)
 		defer cancel()
 	}
-	sem := make(chan struct{}, artifactFetchers)
-	var wg sync.WaitGroup
-	for i := range out {
-		if uris[i] == "" {
-			continue
-		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func(f *render.FetchedArtifact, uri string) {
-			defer func() { <-sem; wg.Done() }()
-			b, mt, err := s.fetch(ctx, uri)
-			switch {
-			case errors.Is(err, errArtifactTooLarge):
-				f.Note = "too large to attach"
-			case errors.Is(err, context.DeadlineExceeded):
-				f.Note = "could not be fetched in time"
-			case err != nil:
-				f.Note = "could not be fetched"
-				s.log.Warn("artifact fetch failed", "artifact_id", f.ArtifactID, "error", err)
-			case f.MimeType != "" && mt != "" && !sameType(f.MimeType, mt):
-				f.Note = "the server sent another type than declared"
-			default:
-				f.Bytes = b
-				if f.MimeType == "" {
-					f.MimeType = mt
-				}
-			}
-		}(&out[i], uris[i])
-	}
-	wg.Wait()
-	total := int64(0)
-	for i := range out {
-		n := int64(len(out[i].Bytes))
-		if n == 0 {
-			continue
-		}
-		if total+n > 2*s.cfg.MaxArtifactBytes {
-			out[i].Bytes = nil
-			out[i].Note = "too large to attach with the other files"
-			continue
-		}
-		total += n
-	}
+	s.fetchAll(ctx, jobs)
 	return out
 }
 
 // artifactFetchers bounds the artifact fetches of one message in flight.
 const artifactFetchers = 4
 
-var errArtifactTooLarge = errors.New("artifact too large")
+// noteNoRoom: the artifact does not fit in what the attachments before it
+// left of the budget.
+const noteNoRoom = "too large to attach with the other files"
 
-func (s *Sender) fetch(ctx context.Context, uri string) ([]byte, string, error) {
+// artifactFetch is one artifact to download. fetchAll alone touches it,
+// but for res (written by the fetch before it reports on the channel)
+// and live.
+type artifactFetch struct {
+	f        *render.FetchedArtifact
+	uri      string
+	declared int64 // SizeBytes, 0 when not given
+
+	limit    int64 // body bytes the fetch may read
+	finished bool
+	res      fetchResult
+	live     fetchProgress
+}
+
+// fetchProgress is what a fetch in flight has learnt so far.
+type fetchProgress struct {
+	read     atomic.Int64 // body bytes read
+	expected atomic.Int64 // the Content-Length, once the headers are in
+}
+
+// weight is what an unsettled artifact may take of the budget, as far as
+// is known yet.
+func (j *artifactFetch) weight() int64 {
+	if !j.finished {
+		return max(j.live.read.Load(), j.live.expected.Load(), j.declared)
+	}
+	if j.res.err != nil {
+		return 0
+	}
+	return max(int64(len(j.res.b)), j.declared)
+}
+
+// fetchAll runs the fetches, artifactFetchers at a time, and settles them
+// in envelope order. The budget (twice MaxArtifactBytes) is what the
+// attachments may take together: an artifact is attached when its size,
+// or its declared size if that is larger, fits in what the ones before it
+// left. So the outcome does not depend on which fetch finishes first, and
+// a fetch is started in one of two ways:
+//
+//   - nothing before it is unsettled: what is left is known. If it is
+//     spent, or smaller than the declared size, the artifact is not
+//     fetched at all; otherwise the fetch reads at most what is left (a
+//     body that does not fit is linked, noteNoRoom, as it would have been
+//     had it been read in full);
+//   - otherwise, while it would still fit after the attachments so far
+//     and the artifacts fetched or being fetched before it (declared
+//     sizes reserved, the others counted by their Content-Length or what
+//     they have read), taking its declared size or, without one, up to
+//     MaxArtifactBytes: it reads at most MaxArtifactBytes+1 and is
+//     settled when its turn comes. Else it waits for those to settle.
+//
+// Besides, the body bytes read for the message, failed and dropped
+// fetches included, stay within the budget plus MaxArtifactBytes+1 per
+// fetcher: a fetch starts only if its limit fits in that allowance. Only
+// a message whose fetches waste more than that (bodies dropped after
+// they were read) runs out of it; the rest is then linked, noteNoRoom.
+func (s *Sender) fetchAll(ctx context.Context, jobs []*artifactFetch) {
+	maxBytes := s.cfg.MaxArtifactBytes
+	budget := 2 * maxBytes
+	allowance := budget + artifactFetchers*(maxBytes+1)
+	var committed, downloaded, reserved int64
+	done := make(chan *artifactFetch)
+	start := func(j *artifactFetch, limit int64) {
+		j.limit = limit
+		reserved += limit
+		uri, mt := j.uri, j.f.MimeType
+		go func() {
+			j.res = s.fetch(ctx, uri, mt, limit, &j.live)
+			done <- j
+		}()
+	}
+	next, settled, inflight := 0, 0, 0
+	for {
+		for settled < next && jobs[settled].finished {
+			committed += s.settle(jobs[settled], budget-committed)
+			settled++
+		}
+		if settled == len(jobs) {
+			return
+		}
+		if next < len(jobs) && inflight < artifactFetchers {
+			j := jobs[next]
+			if next == settled { // nothing in flight: what is left is known
+				left := budget - committed
+				limit := min(maxBytes, left) + 1
+				next++
+				if left <= 0 || j.declared > left || downloaded+limit > allowance {
+					j.f.Note = noteNoRoom
+					settled++
+					continue
+				}
+				start(j, limit)
+				inflight++
+				continue
+			}
+			pending := committed
+			for _, k := range jobs[settled:next] {
+				pending += k.weight()
+			}
+			room := budget - pending
+			fits := room > maxBytes // whatever its size, as far as is known yet
+			if j.declared > 0 {
+				fits = j.declared <= room
+			}
+			if fits && downloaded+reserved+maxBytes+1 <= allowance {
+				next++
+				start(j, maxBytes+1)
+				inflight++
+				continue
+			}
+		}
+		// Wait for a fetch: the first unsettled artifact is in flight.
+		j := <-done
+		j.finished = true
+		inflight--
+		reserved -= j.limit
+		downloaded += j.live.read.Load()
+	}
+}
+
+// settle gives a fetched artifact its bytes or its note; left is what the
+// artifacts before it left of the budget. It returns the bytes attached.
+func (s *Sender) settle(j *artifactFetch, left int64) int64 {
+	f, r := j.f, j.res
+	switch {
+	case left <= 0 || j.declared > left:
+		// Not fetched at all had nothing been in flight when its turn came.
+		f.Note = noteNoRoom
+	case errors.Is(r.err, errArtifactTooLarge) && r.readPast && left < s.cfg.MaxArtifactBytes:
+		// Read past MaxArtifactBytes without a Content-Length: fetched
+		// with nothing in flight, it would have been cut at left.
+		f.Note = noteNoRoom
+	case errors.Is(r.err, errArtifactTooLarge):
+		f.Note = "too large to attach"
+	case errors.Is(r.err, errNoRoom):
+		f.Note = noteNoRoom
+	case errors.Is(r.err, context.DeadlineExceeded):
+		f.Note = "could not be fetched in time"
+	case errors.Is(r.err, errOtherType):
+		f.Note = "the server sent another type than declared"
+	case r.err != nil:
+		f.Note = "could not be fetched"
+		s.log.Warn("artifact fetch failed", "artifact_id", f.ArtifactID, "error", r.err)
+	case int64(len(r.b)) > left:
+		f.Note = noteNoRoom
+	default:
+		f.Bytes = r.b
+		if f.MimeType == "" {
+			f.MimeType = r.mt
+		}
+		return int64(len(r.b))
+	}
+	return 0
+}
+
+var (
+	errArtifactTooLarge = errors.New("artifact too large")
+	// errNoRoom: the body is larger than what the fetch was allowed to
+	// read, which is what is left of the budget.
+	errNoRoom    = errors.New("artifact larger than what is left of the budget")
+	errOtherType = errors.New("the server sent another type than declared")
+)
+
+// fetchResult is what one fetch got: the body and its type, or why not.
+type fetchResult struct {
+	b        []byte
+	mt       string
+	err      error
+	readPast bool // errArtifactTooLarge found by reading, without a Content-Length
+}
+
+// fetch downloads uri, reading at most limit bytes of the body (counted in
+// live as they come, as is the Content-Length): a longer body is errArtifactTooLarge when limit is
+// past MaxArtifactBytes, else errNoRoom. A Content-Length says so without
+// reading, and a type other than declaredType (when given) is refused
+// before the body is read.
+func (s *Sender) fetch(ctx context.Context, uri, declaredType string, limit int64, live *fetchProgress) fetchResult {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.ArtifactTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, uri, nil)
 	if err != nil {
-		return nil, "", err
+		return fetchResult{err: err}
 	}
 	resp, err := s.http.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, "", ctx.Err()
+			return fetchResult{err: ctx.Err()}
 		}
-		return nil, "", err
+		return fetchResult{err: err}
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, "", fmt.Errorf("status %d", resp.StatusCode)
+		return fetchResult{err: fmt.Errorf("status %d", resp.StatusCode)}
+	}
+	tooLong := errNoRoom
+	if limit > s.cfg.MaxArtifactBytes {
+		tooLong = errArtifactTooLarge
 	}
 	if resp.ContentLength > s.cfg.MaxArtifactBytes {
-		return nil, "", errArtifactTooLarge
+		return fetchResult{err: errArtifactTooLarge}
 	}
-	b, err := io.ReadAll(io.LimitReader(resp.Body, s.cfg.MaxArtifactBytes+1))
+	live.expected.Store(resp.ContentLength)
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if declaredType != "" && mt != "" && !sameType(declaredType, mt) {
+		return fetchResult{err: errOtherType}
+	}
+	if resp.ContentLength >= limit {
+		return fetchResult{err: tooLong}
+	}
+	b, err := io.ReadAll(io.LimitReader(countingReader{resp.Body, &live.read}, limit))
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, "", ctx.Err()
+			return fetchResult{err: ctx.Err()}
 		}
-		return nil, "", err
+		return fetchResult{err: err}
 	}
-	if int64(len(b)) > s.cfg.MaxArtifactBytes {
-		return nil, "", errArtifactTooLarge
+	if int64(len(b)) >= limit {
+		return fetchResult{err: tooLong, readPast: tooLong == errArtifactTooLarge}
 	}
-	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	return b, mt, nil
+	return fetchResult{b: b, mt: mt}
+}
+
+// countingReader adds the bytes read to n.
+type countingReader struct {
+	r io.Reader
+	n *atomic.Int64
+}
+
+func (c countingReader) Read(p []byte) (int, error) {
+	k, err := c.r.Read(p)
+	c.n.Add(int64(k))
+	return k, err
 }
 
 var genericTypeRe = regexp.MustCompile(`^(application/octet-stream|binary/octet-stream)$`)
