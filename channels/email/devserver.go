@@ -12,6 +12,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/emersion/go-imap/v2"
@@ -155,7 +156,7 @@ func (d *DevServer) Run(ctx context.Context) error {
 	ss.WriteTimeout = time.Minute
 	is := imapserver.New(&imapserver.Options{
 		NewSession: func(*imapserver.Conn) (imapserver.Session, *imapserver.GreetingData, error) {
-			return d.imapMem.NewSession(), nil, nil
+			return IdleFlushing(d.imapMem.NewSession()), nil, nil
 		},
 		Caps:         imap.CapSet{imap.CapIMAP4rev1: {}, imap.CapIMAP4rev2: {}, imap.CapIdle: {}, imap.CapMove: {}, imap.CapUIDPlus: {}},
 		InsecureAuth: true,
@@ -245,3 +246,53 @@ func (s *devSession) Data(r io.Reader) error {
 
 func (s *devSession) Reset()        { s.rcpt = nil }
 func (s *devSession) Logout() error { return nil }
+
+// IdleFlushing makes a session of go-imap's in-memory server report, during
+// IDLE, the changes made before IDLE began. Its own IDLE waits for the next
+// change, so a message delivered between a client's last command and its
+// IDLE went unannounced until the client ended the IDLE (our intake: its
+// idle_refresh). This one sends what is queued when IDLE begins and again
+// every second, as a real server reports such changes when IDLE begins.
+// It keeps the session's IMAP4rev2 methods (MOVE, NAMESPACE), which the
+// server looks for by type.
+func IdleFlushing(sess imapserver.Session) imapserver.Session {
+	if s, ok := sess.(imapserver.SessionIMAP4rev2); ok {
+		return idleFlushing{s}
+	}
+	return sess
+}
+
+type idleFlushing struct{ imapserver.SessionIMAP4rev2 }
+
+func (s idleFlushing) Idle(w *imapserver.UpdateWriter, stop <-chan struct{}) error {
+	for {
+		if err := s.Poll(w, true); err != nil {
+			return err
+		}
+		inner := make(chan struct{})
+		var once sync.Once
+		var ended atomic.Bool
+		end := func() { once.Do(func() { ended.Store(true); close(inner) }) }
+		t := time.AfterFunc(time.Second, end)
+		go func() {
+			select {
+			case <-stop:
+				end()
+			case <-inner:
+			}
+		}()
+		err := s.SessionIMAP4rev2.Idle(w, inner)
+		t.Stop()
+		stopped := ended.Load() // before end() below: did the wait end by our hand?
+		end()
+		select {
+		case <-stop:
+			return err
+		default:
+		}
+		if err != nil || !stopped {
+			return err // ended by itself (no mailbox selected), as without the wrapper
+		}
+	}
+}
+

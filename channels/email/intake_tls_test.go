@@ -23,7 +23,9 @@ func startMemIMAP(t *testing.T, caps imap.CapSet, mode string) (port int, client
 	mem.AddUser(u)
 	opts := &imapserver.Options{
 		NewSession: func(*imapserver.Conn) (imapserver.Session, *imapserver.GreetingData, error) {
-			return mem.NewSession(), nil, nil
+			// As the dev server does: go-imap's in-memory server does not
+			// report at IDLE the changes made just before it (IdleFlushing).
+			return IdleFlushing(mem.NewSession()), nil, nil
 		},
 		Caps: caps, InsecureAuth: mode == TLSNone, Logger: slogLogger{testLogger(t)},
 	}
