@@ -79,6 +79,7 @@ type app struct {
 	server     *api.Server
 	listener   net.Listener
 	ready      atomic.Bool
+	stopping   atomic.Bool
 	// onListen runs once the listener is bound (dev mode prints its banner).
 	onListen []func(addr string)
 	// devAgent is `beachd dev`'s agent (nil otherwise).
@@ -216,6 +217,9 @@ func (a *app) prune(ctx context.Context) error {
 }
 
 func (a *app) readyErr() error {
+	if a.stopping.Load() {
+		return errors.New("stopping")
+	}
 	if !a.ready.Load() {
 		return errors.New("starting")
 	}
@@ -249,6 +253,7 @@ func (a *app) run(ctx context.Context) error {
 	})
 	g.Go(func() error {
 		<-gctx.Done()
+		a.stopping.Store(true) // /readyz: 503 "stopping", not "starting: …" as workers end
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(gctx), 10*time.Second)
 		defer cancel()
 		return srv.Shutdown(sctx)

@@ -466,3 +466,23 @@ func postLinkForm(t *testing.T, link string, page []byte, decision string) {
 	}
 	t.Fatalf("no form with a %q button on the page:\n%s", decision, page)
 }
+
+// TestReadinessSaysStopping: once shutdown begins /readyz answers 503
+// "stopping" (a load balancer drains the daemon), not "starting: …" as the
+// workers end one by one.
+func TestReadinessSaysStopping(t *testing.T) {
+	d := startDev(t)
+	d.cancel()
+	select {
+	case err := <-d.done:
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.done <- nil // for the cleanup
+	case <-time.After(20 * time.Second):
+		t.Fatal("daemon did not stop")
+	}
+	if err := d.a.readyErr(); err == nil || err.Error() != "stopping" {
+		t.Fatalf("readyErr after shutdown = %v, want stopping", err)
+	}
+}
