@@ -389,9 +389,19 @@ func (s *sender) attempt(ctx context.Context, job *channels.Job) (*channels.Resu
 			e := channels.AsError(err)
 			if i > 0 {
 				// Parts already went out: the next attempt must look
-				// before it sends, so that they are not repeated.
+				// before it sends, so that they are not repeated; and
+				// their SIDs are recorded (receipt meta "parts") so that
+				// their status callbacks find the delivery even if it
+				// never sends again.
 				e.MaybeSent = true
 				e.ProviderID = sids[0]
+				if e.Receipt == nil {
+					e.Receipt = &channels.Receipt{Data: map[string]any{}, Meta: map[string]any{"source": "twilio"}}
+				}
+				if e.Receipt.Meta == nil {
+					e.Receipt.Meta = map[string]any{}
+				}
+				e.Receipt.Meta["parts"] = slices.Clone(sids)
 			}
 			return nil, e
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -417,6 +418,11 @@ func TestSplitSMSFailureMidwayDoesNotRepeatSentParts(t *testing.T) {
 	e := channels.AsError(err)
 	if err == nil || !e.MaybeSent || e.Permanent || e.ProviderID == "" {
 		t.Fatalf("err = %v maybeSent=%v providerID=%q", err, e.MaybeSent, e.ProviderID)
+	}
+	// The parts that went out are in the failed attempt's receipt, so that
+	// their status callbacks find the delivery whatever happens next.
+	if e.Receipt == nil || !slices.Equal(e.Receipt.Meta["parts"].([]string), []string{e.ProviderID}) {
+		t.Fatalf("failed attempt's receipt %+v; want parts [%s]", e.Receipt, e.ProviderID)
 	}
 	j.Delivery.MaybeSent, j.Delivery.ProviderID = true, e.ProviderID
 	res, err := d.Deliver(context.Background(), j)
