@@ -295,4 +295,3 @@ func (s idleFlushing) Idle(w *imapserver.UpdateWriter, stop <-chan struct{}) err
 		}
 	}
 }
-
