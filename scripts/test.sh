@@ -15,7 +15,13 @@ for s in scripts/peers/*.sh; do
 	bash "$s"
 done
 
-echo "== go vet"
+echo "== gofmt, go vet"
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.git/*'))
+if [ -n "$unformatted" ]; then
+	echo "gofmt would change:"
+	echo "$unformatted"
+	exit 1
+fi
 go vet ./...
 
 echo "== go test -race"
