@@ -172,6 +172,13 @@ func ParseAllow(entries []string) (*Policy, error) {
 	return p, nil
 }
 
+// CheckAllowEntry checks one allow-list entry, for a configuration check
+// that names the entry itself.
+func CheckAllowEntry(s string) error {
+	_, _, err := parseEntry(s)
+	return err
+}
+
 // parseEntry reads one allow-list entry: a host name, or a network.
 func parseEntry(s string) (host string, pfx netip.Prefix, err error) {
 	s = strings.TrimSpace(s)

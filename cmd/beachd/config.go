@@ -33,6 +33,7 @@ type Config struct {
 	Render    RenderConfig                `yaml:"render"`
 	Limits    LimitsConfig                `yaml:"limits"`
 	Dispatch  DispatchConfig              `yaml:"dispatch"`
+	Fetch     FetchConfig                 `yaml:"fetch"` // content-driven fetches (config_fetch.go)
 	// Retention: envelopes whose deliveries are all sent or dead are removed
 	// this long after acceptance, with their attempts; default 168h (7 days).
 	Retention time.Duration `yaml:"retention"`
@@ -188,6 +189,7 @@ func (c *Config) validate() (*envelope.Registry, error) {
 		v.errorf("approvals.email_links", "false leaves replies the only way to answer by mail, and email.imap is not set: nobody could decide an approval sent by email")
 	}
 	c.Render.validate(v)
+	c.Fetch.validate(v)
 	seen := map[string]bool{}
 	for i := range c.Schedules {
 		s := &c.Schedules[i]

@@ -36,7 +36,11 @@ func (a *app) wireEmail() error {
 	if d := c.SMTP.DKIM; d != nil {
 		sc.DKIM = email.DKIMConfig{Domain: d.Domain, Selector: d.Selector, PrivateKeyFile: d.PrivateKeyFile}
 	}
-	sender, err := email.NewSender(sc, a.renderer, a.registry, a.httpClient, log)
+	fetcher, err := a.cfg.Fetch.client() // artifact URLs come from content
+	if err != nil {
+		return err
+	}
+	sender, err := email.NewSender(sc, a.renderer, a.registry, fetcher, log)
 	if err != nil {
 		return fmt.Errorf("email sender: %w", err)
 	}
