@@ -3,7 +3,9 @@ package envelope
 import (
 	"encoding/json"
 	"fmt"
+	"mime"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -65,4 +67,24 @@ func artifactEnvelope(t *testing.T, mimeType string) *Envelope {
 		t.Fatal(err)
 	}
 	return env
+}
+
+// FuzzCheckMediaType: what passes is printable, parses, and is a
+// type/subtype pair.
+func FuzzCheckMediaType(f *testing.F) {
+	for _, s := range []string{"application/pdf", "text/plain; charset=utf-8", "text/html\r\nX: y", "pdf", "a/b/c", "image/svg+xml"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if checkMediaType(s) != "" {
+			return
+		}
+		if strings.ContainsAny(s, "\r\n\x00") {
+			t.Fatalf("%q passed with a control character", s)
+		}
+		mt, _, err := mime.ParseMediaType(s)
+		if err != nil || !ValidMediaType(mt) {
+			t.Fatalf("%q passed: %q, %v", s, mt, err)
+		}
+	})
 }

@@ -311,3 +311,24 @@ func TestAttachmentType(t *testing.T) {
 		}
 	}
 }
+
+// FuzzHeaderValues: whatever content gives, the attachment type is an RFC
+// 2045 media type and no header text keeps a control character.
+func FuzzHeaderValues(f *testing.F) {
+	for _, s := range []string{"application/pdf", "text/html\r\nContent-Disposition: inline", "text/plain; charset=\"a\r\nb\"",
+		"a\u2028b", "x\x00y", "Text/Plain; Charset=UTF-8"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		mt := attachmentType(s)
+		if strings.ContainsAny(mt, "\r\n") {
+			t.Fatalf("%q: type %q", s, mt)
+		}
+		if base, _, err := mime.ParseMediaType(mt); err != nil || !envelope.ValidMediaType(base) {
+			t.Fatalf("%q: type %q is not a media type", s, mt)
+		}
+		if h := headerText(s); strings.ContainsFunc(h, isCtl) {
+			t.Fatalf("%q: header text %q", s, h)
+		}
+	})
+}
