@@ -31,7 +31,7 @@ func (c *content) warnf(format string, args ...any) {
 }
 
 // build filters the envelope for channel and turns each part into view
-// material, following DESIGN.md §3.
+// material, following the part-type table of docs/envelope.md.
 func (r *Renderer) build(in *Input, channel string) (*content, error) {
 	if in.Envelope == nil {
 		return nil, ErrNoEnvelope

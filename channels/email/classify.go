@@ -35,7 +35,8 @@ var oooSubjectRe = regexp.MustCompile(`(?i)^\s*(out of (the )?office|auto(matic|
 
 var bounceSubjectRe = regexp.MustCompile(`(?i)^\s*(undeliverable|undelivered mail|delivery status notification \((failure|delay)\)|mail delivery (failed|failure|system)|returned mail|delivery failure|failure notice|unzustellbar|non remis|no se puede entregar|onbestelbaar)`)
 
-// classify applies DESIGN.md §4: auto-replies and bounces never decide.
+// classify tells auto-replies and bounces, which never decide an approval
+// (docs/security.md), from mail a person wrote.
 func classify(h message.Header, contentType, from, subject string, opts ParseOptions) classification {
 	local, _, _ := strings.Cut(from, "@")
 	switch {

@@ -14,7 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// Config is beachd's configuration file (DESIGN.md §7). Sections owned by a
+// Config is beachd's configuration file (docs/configuration.md). Sections owned by a
 // channel or feature live in config_<area>.go beside this file.
 type Config struct {
 	Listen    string    `yaml:"listen"`
@@ -45,7 +45,7 @@ type LogConfig struct {
 	Level  string `yaml:"level"`  // debug, info (default), warn, error
 }
 
-// LimitsConfig bounds inputs (DESIGN.md §8). Zero means the default.
+// LimitsConfig bounds inputs (docs/configuration.md). Zero means the default.
 type LimitsConfig struct {
 	MaxEnvelopeBytes int64 `yaml:"max_envelope_bytes"` // default 8 MiB
 	MaxParts         int   `yaml:"max_parts"`          // default 256

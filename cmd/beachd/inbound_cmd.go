@@ -32,7 +32,7 @@ type InboundParseCmd struct {
 	File            string `arg:"" optional:"" help:"Message file; '-' or absent reads stdin."`
 }
 
-// inboundJSON is the output of `beachd inbound parse` (DESIGN.md §1a), plus
+// inboundJSON is the output of `beachd inbound parse` (docs/operations.md), plus
 // the conflict, authentication and warning details.
 type inboundJSON struct {
 	From           string   `json:"from"`
