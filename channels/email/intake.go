@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/emersion/go-imap/v2"
@@ -131,6 +132,11 @@ func (c IntakeConfig) Validate() error {
 	}
 	if c.Processed != "" && c.Processed == c.Mailbox {
 		errs = append(errs, errors.New("imap processed: must differ from the watched mailbox"))
+	}
+	// Without a trusted authserv-id every reply would be quarantined; say
+	// so now rather than at the first reply.
+	if strings.TrimSpace(c.Parse.AuthServID) == "" && !c.Parse.TrustUnauthenticated {
+		errs = append(errs, errors.New("imap parse: an authserv-id to verify senders is required (or trust unauthenticated senders explicitly)"))
 	}
 	return errors.Join(errs...)
 }
