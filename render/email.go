@@ -70,7 +70,7 @@ func (r *Renderer) Email(in Input) (*Email, error) {
 	} else if in.ReplyTo != "" {
 		c.warnf("reply-to %q is not an address; left out", in.ReplyTo)
 	}
-	if len(c.view.Approvals) > 1 {
+	if len(c.view.Approvals) > 1 && !c.view.NoReplies {
 		c.warnf("%d approvals in one email: replies answer the first; the others by link", len(c.view.Approvals))
 	}
 	return &Email{
