@@ -1,0 +1,176 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+)
+
+// conn is one agent and the generation beachd speaks to it.
+//
+// With a fixed version it is JSON-RPC at the target URL. With auto, the
+// card at the URL's origin decides (Pick). When the card cannot be read,
+// or offers nothing beachd speaks, beachd probes: it tries 1.0 JSON-RPC at
+// the target URL, and switches generation when the agent answers that it
+// does not know the version or the method. A call that fails that way
+// re-reads the card (the agent may have moved to another generation since)
+// and is retried once with the new choice; the card error stays visible
+// in Status.
+type conn struct {
+	name string
+	t    Target
+	c    *caller
+	now  func() time.Time
+
+	mu       sync.Mutex
+	cur      *Interface // nil until first resolved
+	chosenBy string     // config, card or probe
+	cardAt   time.Time
+	cardErr  error
+}
+
+// call runs op against the current binding; on a version mismatch it
+// re-resolves and runs op once more.
+func (c *conn) call(ctx context.Context, op func(context.Context, binding) error) error {
+	cur := c.current(ctx)
+	err := c.run(ctx, cur, op)
+	if err == nil || c.t.Version != VersionAuto || !mismatch(err) {
+		return err
+	}
+	next := c.reresolve(ctx, cur)
+	if next == cur {
+		return err
+	}
+	return c.run(ctx, next, op)
+}
+
+func (c *conn) run(ctx context.Context, i Interface, op func(context.Context, binding) error) error {
+	ctx, cancel := context.WithTimeout(ctx, c.t.Timeout)
+	defer cancel()
+	return op(ctx, c.bindingFor(i))
+}
+
+// mismatch: the agent does not speak what we sent — 1.0 agents answer a
+// 0.3 request with VERSION_NOT_SUPPORTED; 0.3 agents answer SendMessage
+// with "method not found".
+func mismatch(err error) bool {
+	return errors.Is(err, ErrVersionNotSupported) || errors.Is(err, ErrMethodNotFound)
+}
+
+func (c *conn) bindingFor(i Interface) binding {
+	switch {
+	case i.Version == V03:
+		return rpc03{c: c.c, url: i.URL}
+	case i.Binding == BindingHTTPJSON:
+		return rest10{c: c.c, url: i.URL, tenant: i.Tenant}
+	}
+	return rpc10{c: c.c, url: i.URL, tenant: i.Tenant}
+}
+
+// current returns the interface in use, resolving it first when there is
+// none or (auto) the card read has aged past CardTTL.
+func (c *conn) current(ctx context.Context) Interface {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cur == nil || (c.t.Version == VersionAuto && c.now().Sub(c.cardAt) > c.t.CardTTL) {
+		c.resolveLocked(ctx)
+	}
+	return *c.cur
+}
+
+// reresolve reads the card again after the agent refused cur. When another
+// call already moved on, its choice is used. When the card is unreadable
+// or still names cur, the probe switches generation at the target URL.
+func (c *conn) reresolve(ctx context.Context, cur Interface) Interface {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cur != nil && *c.cur != cur {
+		return *c.cur
+	}
+	c.resolveLocked(ctx)
+	if *c.cur != cur {
+		return *c.cur
+	}
+	if c.chosenBy == "probe" || c.cardErr != nil {
+		other := Interface{URL: c.t.URL, Binding: BindingJSONRPC, Version: V03}
+		if cur.Version == V03 {
+			other.Version = V10
+		}
+		c.cur, c.chosenBy = &other, "probe"
+	}
+	return *c.cur
+}
+
+// resolveLocked sets c.cur from the configuration or the card.
+func (c *conn) resolveLocked(ctx context.Context) {
+	if c.t.Version != VersionAuto {
+		c.cur = &Interface{URL: c.t.URL, Binding: BindingJSONRPC, Version: c.t.Version}
+		c.chosenBy = "config"
+		return
+	}
+	c.cardAt = c.now()
+	cardURL, err := CardURL(c.t.URL)
+	var ifaces []Interface
+	if err == nil {
+		cctx, cancel := context.WithTimeout(ctx, c.t.CardTimeout)
+		ifaces, err = c.c.fetchCard(cctx, cardURL, c.t.MaxCardBytes)
+		cancel()
+	}
+	if err == nil {
+		if i, ok := Pick(ifaces); ok {
+			c.cur, c.chosenBy, c.cardErr = &i, "card", nil
+			return
+		}
+		err = errNoCommonVersion(ifaces)
+	}
+	c.cardErr = err
+	if c.cur == nil {
+		// Beach agents speak 1.0; the probe moves to 0.3 if the agent
+		// says otherwise.
+		c.cur = &Interface{URL: c.t.URL, Binding: BindingJSONRPC, Version: V10}
+		c.chosenBy = "probe"
+	}
+}
+
+func errNoCommonVersion(ifaces []Interface) error {
+	var offered []string
+	for _, i := range ifaces {
+		offered = append(offered, i.Version+" "+i.Binding)
+	}
+	return &noCommonVersion{offered: offered}
+}
+
+type noCommonVersion struct{ offered []string }
+
+func (e *noCommonVersion) Error() string {
+	return "agent card offers no interface beachd speaks (1.0 JSONRPC or HTTP+JSON, 0.3 JSONRPC); it offers " +
+		joinClip(e.offered)
+}
+
+func joinClip(s []string) string {
+	out := ""
+	for i, v := range s {
+		if i == 8 {
+			return out + ", …"
+		}
+		if i > 0 {
+			out += ", "
+		}
+		out += clip(v)
+	}
+	return out
+}
+
+func (c *conn) status() Status {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := Status{Name: c.name, URL: c.t.URL, Configured: c.t.Version, ChosenBy: c.chosenBy, CardReadAt: c.cardAt}
+	if c.cur != nil {
+		s.Generation, s.Binding, s.Endpoint = c.cur.Version, c.cur.Binding, c.cur.URL
+	}
+	if c.cardErr != nil {
+		s.CardError = c.cardErr.Error()
+	}
+	return s
+}
