@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"net/http"
 	"sync"
 	"time"
 )
@@ -53,9 +54,18 @@ func (c *conn) run(ctx context.Context, i Interface, op func(context.Context, bi
 
 // mismatch: the agent does not speak what we sent — 1.0 agents answer a
 // 0.3 request with VERSION_NOT_SUPPORTED; 0.3 agents answer SendMessage
-// with "method not found".
+// with "method not found" — or nothing is served there any more (HTTP 404
+// or 405 without an A2A error: the agent moved its endpoint).
 func mismatch(err error) bool {
-	return errors.Is(err, ErrVersionNotSupported) || errors.Is(err, ErrMethodNotFound)
+	if errors.Is(err, ErrVersionNotSupported) || errors.Is(err, ErrMethodNotFound) {
+		return true
+	}
+	var ae *Error
+	if errors.As(err, &ae) {
+		_, known := ae.kind()
+		return !known && (ae.Status == http.StatusNotFound || ae.Status == http.StatusMethodNotAllowed)
+	}
+	return false
 }
 
 func (c *conn) bindingFor(i Interface) binding {

@@ -147,4 +147,5 @@ const server = app.listen(port, '127.0.0.1', () => {
   app.get('/received', (_req, res) => res.json(received));
   process.stdout.write(JSON.stringify({ port: server.address().port }) + '\n');
 });
-process.on('SIGTERM', () => server.close(() => process.exit(0)));
+process.on('SIGINT', () => process.exit(0));
+process.on('SIGTERM', () => process.exit(0));
