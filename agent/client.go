@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/cool-ai/beachd/envelope"
@@ -287,11 +288,15 @@ func (c *Client) Statuses() []Status {
 // cards where the version is auto), so that operators see it before the
 // first turn. Errors are recorded in each agent's Status.
 func (c *Client) Resolve(ctx context.Context) {
+	var wg sync.WaitGroup
 	for _, t := range c.targets {
-		t.mu.Lock()
-		if t.cur == nil {
-			t.resolveLocked(ctx)
-		}
-		t.mu.Unlock()
+		wg.Go(func() {
+			t.mu.Lock()
+			defer t.mu.Unlock()
+			if t.cur == nil {
+				t.resolveLocked(ctx)
+			}
+		})
 	}
+	wg.Wait()
 }
