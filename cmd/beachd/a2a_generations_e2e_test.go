@@ -95,7 +95,9 @@ func TestA2AGenerationsEndToEnd(t *testing.T) {
 				t.Fatalf("run now: %d", code)
 			}
 			waitFor(t, 30*time.Second, "the scheduled turn's result at the sink", func() bool {
-				var sink struct{ Received []struct{ Envelope json.RawMessage } }
+				var sink struct {
+					Received []struct{ Envelope json.RawMessage }
+				}
 				d.do("GET", "/dev/sink", nil, "", &sink)
 				for _, r := range sink.Received {
 					if bytes.Contains(r.Envelope, []byte("Today's brief: Today's tasks")) {
