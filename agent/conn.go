@@ -31,6 +31,9 @@ type conn struct {
 	cardErr  error
 }
 
+// cardRetry is how soon a card that could not be read is read again.
+const cardRetry = time.Minute
+
 // call runs op against the current binding; on a version mismatch it
 // re-resolves and runs op once more.
 func (c *conn) call(ctx context.Context, op func(context.Context, binding) error) error {
@@ -83,7 +86,13 @@ func (c *conn) bindingFor(i Interface) binding {
 func (c *conn) current(ctx context.Context) Interface {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.cur == nil || (c.t.Version == VersionAuto && c.now().Sub(c.cardAt) > c.t.CardTTL) {
+	ttl := c.t.CardTTL
+	if c.cardErr != nil {
+		// An unreadable card is tried again sooner: the agent may have
+		// been down when it was read.
+		ttl = min(ttl, cardRetry)
+	}
+	if c.cur == nil || (c.t.Version == VersionAuto && c.now().Sub(c.cardAt) > ttl) {
 		c.resolveLocked(ctx)
 	}
 	return *c.cur

@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 )
@@ -29,6 +30,29 @@ type Server struct {
 	Port          int
 	cmd           *exec.Cmd
 	done          chan struct{}
+	stderr        lockedBuffer
+}
+
+// lockedBuffer keeps the last 64 KiB written to it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  []byte
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.b = append(l.b, p...)
+	if len(l.b) > 64<<10 {
+		l.b = l.b[len(l.b)-64<<10:]
+	}
+	return len(p), nil
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return string(l.b)
 }
 
 // Options of Start.
@@ -113,7 +137,12 @@ func Start(t testing.TB, opt Options) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(s.Close)
+	t.Cleanup(func() {
+		s.Close()
+		if t.Failed() {
+			t.Logf("JS agent stderr:\n%s", s.stderr.String())
+		}
+	})
 	return s
 }
 
@@ -126,7 +155,9 @@ func start(opt Options) (*Server, error) {
 		opt.Bindings = "jsonrpc"
 	}
 	cmd := exec.Command("node", filepath.Join(dir, "agent.mjs"), "--port", strconv.Itoa(opt.Port), "--bindings", opt.Bindings)
-	cmd.Stderr = os.Stderr
+	s := &Server{cmd: cmd, done: make(chan struct{})}
+	// The SDK logs every refused request; keep it for a failing test.
+	cmd.Stderr = &s.stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
@@ -134,7 +165,6 @@ func start(opt Options) (*Server, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start JS agent: %w", err)
 	}
-	s := &Server{cmd: cmd, done: make(chan struct{})}
 	ready := make(chan error, 1)
 	go func() {
 		sc := bufio.NewScanner(out)
