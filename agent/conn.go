@@ -3,7 +3,10 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"net/url"
+	"strings"
 	"sync"
 	"time"
 )
@@ -137,11 +140,24 @@ func (c *conn) resolveLocked(ctx context.Context) {
 		cancel()
 	}
 	if err == nil {
-		if i, ok := Pick(ifaces); ok {
+		// The configured headers (credentials, often) go wherever the
+		// card points, so the card may only point within the configured
+		// origin.
+		var same []Interface
+		for _, i := range ifaces {
+			if sameOrigin(i.URL, c.t.URL) {
+				same = append(same, i)
+			}
+		}
+		if i, ok := Pick(same); ok {
 			c.cur, c.chosenBy, c.cardErr = &i, "card", nil
 			return
 		}
-		err = errNoCommonVersion(ifaces)
+		if _, ok := Pick(ifaces); ok {
+			err = fmt.Errorf("agent card names endpoints only on other origins than a2a_url %s; beachd does not follow them (set a2a_url to the endpoint)", c.t.URL)
+		} else {
+			err = errNoCommonVersion(ifaces)
+		}
 	}
 	c.cardErr = err
 	if c.cur == nil {
@@ -150,6 +166,12 @@ func (c *conn) resolveLocked(ctx context.Context) {
 		c.cur = &Interface{URL: c.t.URL, Binding: BindingJSONRPC, Version: V10}
 		c.chosenBy = "probe"
 	}
+}
+
+func sameOrigin(a, b string) bool {
+	ua, err1 := url.Parse(a)
+	ub, err2 := url.Parse(b)
+	return err1 == nil && err2 == nil && strings.EqualFold(ua.Scheme, ub.Scheme) && strings.EqualFold(ua.Host, ub.Host)
 }
 
 func errNoCommonVersion(ifaces []Interface) error {

@@ -67,3 +67,35 @@ func TestUnreadableCardIsReadAgainSoon(t *testing.T) {
 		t.Fatalf("status %+v", st)
 	}
 }
+
+// TestCardStaysWithinOrigin: a card that points at another origin is not
+// followed — the configured headers would go there — and says so.
+func TestCardStaysWithinOrigin(t *testing.T) {
+	var leaked atomic.Bool
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		leaked.Store(r.Header.Get("Authorization") != "")
+		http.NotFound(w, r)
+	}))
+	defer other.Close()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == CardPath {
+			io.WriteString(w, `{"supportedInterfaces":[{"url":"`+other.URL+`/rpc","protocolBinding":"JSONRPC","protocolVersion":"1.0"}]}`)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		id := strings.SplitN(strings.SplitN(string(body), `"id":"`, 2)[1], `"`, 2)[0]
+		io.WriteString(w, `{"jsonrpc":"2.0","id":"`+id+`","result":{"message":{"messageId":"m","role":"ROLE_AGENT","parts":[{"text":"here"}]}}}`)
+	}))
+	defer srv.Close()
+	c, err := New(map[string]Target{"a": {URL: srv.URL + "/rpc", Headers: map[string]string{"Authorization": "Bearer secret"}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	turn, err := c.StartTurn(context.Background(), "a", "hi", "")
+	if err != nil || *turn.Message.Parts[0].Text != "here" || leaked.Load() {
+		t.Fatalf("turn %+v, err %v, leaked %v", turn, err, leaked.Load())
+	}
+	if st, _ := c.Status("a"); st.ChosenBy != "probe" || !strings.Contains(st.CardError, "other origins") {
+		t.Fatalf("status %+v", st)
+	}
+}
