@@ -116,8 +116,8 @@ beachd dev is running.
   API          %[1]s   (API key: %[2]s)
   data         %[3]s
   webhook sink %[1]s/dev/sink   (endpoint %[4]q; GET it to see what arrived)
-  dev agent    %[1]s/dev/agent/  (agent %[5]q; GET %[1]s/dev/agent/received lists injected decisions)
-`, base, key, a.cfg.DataDir, devSinkEndpoint, devAgentName)
+  dev agent    %[1]s/dev/agent/  (agent %[5]q, A2A %[6]s; GET %[1]s/dev/agent/received lists injected decisions)
+`, base, key, a.cfg.DataDir, devSinkEndpoint, devAgentName, devGeneration(a.cfg.devAgentA2A))
 	for _, line := range a.banner {
 		fmt.Fprintln(w, "  "+line)
 	}
@@ -133,6 +133,15 @@ then see where it went:
   BEACHD_API_KEY=%[2]s go run ./cmd/beachd deliveries list --url %[1]s
 
 `, base, key)
+}
+
+// devGeneration is the A2A generation the dev agent speaks for the
+// --agent-a2a value v.
+func devGeneration(v string) string {
+	if v == agent.V03 {
+		return agent.V03
+	}
+	return agent.V10
 }
 
 // wireDev mounts what only `beachd dev` has: the webhook sink its dev-sink
@@ -153,10 +162,7 @@ func (a *app) wireDev() error {
 	a.routes = append(a.routes,
 		api.Route{Method: "POST", Pattern: "/dev/sink", Handler: sink},
 		api.Route{Method: "GET", Pattern: "/dev/sink", Handler: sink})
-	a.devAgent = &devAgent{now: time.Now, generation: agent.V10}
-	if a.cfg.devAgentA2A == agent.V03 {
-		a.devAgent.generation = agent.V03
-	}
+	a.devAgent = &devAgent{now: time.Now, generation: devGeneration(a.cfg.devAgentA2A)}
 	a.routes = append(a.routes, a.devAgent.routes(a.cfg.PublicURL, a.log.With("component", "dev-agent"))...)
 	return nil
 }
