@@ -37,6 +37,10 @@ type Config struct {
 	// Retention: envelopes whose deliveries are all sent or dead are removed
 	// this long after acceptance, with their attempts; default 168h (7 days).
 	Retention time.Duration `yaml:"retention"`
+
+	// devAgentA2A is the A2A generation `beachd dev`'s agent speaks ("0.3",
+	// or 1.0 otherwise); not configurable from a file.
+	devAgentA2A string
 }
 
 // LogConfig selects the log format and level.
