@@ -112,26 +112,30 @@ func (s *Service) handleInbound(ctx context.Context, in envelope.Inbound) (envel
 		if w := splitWords(firstLine(in.Text)); len(w) == 1 && optInWords[strings.ToLower(w[0].w)] {
 			return note(OutcomeOptIn, nil, "carrier opt-in keyword")
 		}
-		if c, err := s.db.CounterState(ctx, s.lockKey(in)); err != nil {
-			return envelope.InboundResult{}, err
-		} else if c.LockedUntil.After(now) {
-			return note(OutcomeRateLimited, nil, "number locked after wrong codes until "+c.LockedUntil.UTC().Format(time.RFC3339))
-		}
 	}
 
-	bd, outcome := s.resolve(ctx, in)
+	var bd *bound
+	var outcome string
+	if isCodeMessage(in) {
+		var locked *store.CodeResult
+		var err error
+		if bd, locked, outcome, err = s.tryCode(ctx, in, now); err != nil {
+			return envelope.InboundResult{}, err
+		}
+		if locked != nil {
+			var lb *bound
+			if locked.Approval != nil {
+				lb = &bound{a: locked.Approval}
+			}
+			return note(OutcomeRateLimited, lb, fmt.Sprintf("%d wrong codes: code refused from this number until %s",
+				locked.Wrong, locked.LockedUntil.UTC().Format(time.RFC3339)))
+		}
+	} else {
+		bd, outcome = s.resolve(ctx, in)
+	}
 	switch outcome {
 	case "":
 	case OutcomeUnknownToken:
-		if bd == nil && (in.Channel == envelope.ChannelSMS || in.Channel == envelope.ChannelWhatsApp) && in.ButtonPayload == "" {
-			c, err := s.db.Bump(ctx, s.lockKey(in), now, s.cfg.WrongCodeWindow, s.cfg.MaxWrongCodes, s.cfg.LockFor)
-			if err != nil {
-				return envelope.InboundResult{}, err
-			}
-			if c.LockedUntil.After(now) {
-				return note(OutcomeRateLimited, nil, fmt.Sprintf("wrong code %d times: number locked", c.Count))
-			}
-		}
 		return note(outcome, nil, "no approval matches")
 	default:
 		return note(outcome, bd, "")
@@ -213,14 +217,11 @@ func (s *Service) resolve(ctx context.Context, in envelope.Inbound) (*bound, str
 			presented, key = in.ButtonPayload, buttonKey(in.ButtonPayload)
 			break
 		}
-		code = in.Token
-		if !isDigits(code) || len(code) != s.cfg.CodeDigits {
-			c, ok := FindCode(in.Text, s.cfg.CodeDigits)
-			if !ok {
-				return nil, OutcomeNoToken
-			}
-			code = c
+		c, ok := s.presentedCode(in)
+		if !ok {
+			return nil, OutcomeNoToken
 		}
+		code = c
 		presented, key = code, codeKey(in.Channel, in.From, code)
 	default:
 		return nil, OutcomeNoToken
@@ -229,6 +230,12 @@ func (s *Service) resolve(ctx context.Context, in envelope.Inbound) (*bound, str
 	if err != nil {
 		return nil, OutcomeUnknownToken
 	}
+	return s.verify(ctx, in, b, presented, code)
+}
+
+// verify checks a binding found for the presented token against the
+// message's channel and the key, and loads its approval.
+func (s *Service) verify(ctx context.Context, in envelope.Inbound, b *store.TokenBinding, presented, code string) (*bound, string) {
 	wantKind := map[string]string{envelope.ChannelEmail: KindToken, envelope.ChannelWebhook: KindToken, ChannelLink: KindLink,
 		envelope.ChannelSMS: KindCode, envelope.ChannelWhatsApp: KindCode}[in.Channel]
 	if in.ButtonPayload != "" && in.Channel == envelope.ChannelWhatsApp {
@@ -250,8 +257,48 @@ func (s *Service) resolve(ctx context.Context, in envelope.Inbound) (*bound, str
 	return &bound{b: b, a: a, code: code}, ""
 }
 
-func (s *Service) lockKey(in envelope.Inbound) string {
-	return "code-fail/" + in.Channel + "/" + in.From
+// isCodeMessage: an SMS, or a WhatsApp text (not a button), answers with
+// a short code.
+func isCodeMessage(in envelope.Inbound) bool {
+	return in.Channel == envelope.ChannelSMS || (in.Channel == envelope.ChannelWhatsApp && in.ButtonPayload == "")
+}
+
+// presentedCode is the short code a message carries: the channel's parsed
+// token, else the first code-length run of digits in the text.
+func (s *Service) presentedCode(in envelope.Inbound) (string, bool) {
+	if isDigits(in.Token) && len(in.Token) == s.cfg.CodeDigits {
+		return in.Token, true
+	}
+	return FindCode(in.Text, s.cfg.CodeDigits)
+}
+
+// tryCode resolves the short code of an SMS or WhatsApp text. The store
+// checks the lock, looks the code up and counts a wrong code in one
+// transaction (store.TryCode), so concurrent guesses cannot get past the
+// limit. Wrong codes are counted per (number, approval pending for that
+// number), and the limit locks that approval's code for that number: the
+// lock protects the approvals that were open to guessing, and someone who
+// can spoof a person's number cannot silence them for the approvals that
+// come later (THREATS.md #2). locked is set when the message is refused
+// by a lock.
+func (s *Service) tryCode(ctx context.Context, in envelope.Inbound, now time.Time) (bd *bound, locked *store.CodeResult, outcome string, err error) {
+	code, ok := s.presentedCode(in)
+	if !ok {
+		return nil, nil, OutcomeNoToken, nil
+	}
+	r, err := s.db.TryCode(ctx, store.CodeAttempt{Channel: in.Channel, Number: in.From, Hash: codeKey(in.Channel, in.From, code),
+		At: now, Max: s.cfg.MaxWrongCodes, Window: s.cfg.WrongCodeWindow, LockFor: s.cfg.LockFor})
+	if err != nil {
+		return nil, nil, "", err
+	}
+	if r.Locked {
+		return nil, &r, OutcomeRateLimited, nil
+	}
+	if r.Binding == nil {
+		return nil, nil, OutcomeUnknownToken, nil
+	}
+	bd, outcome = s.verify(ctx, in, r.Binding, code, code)
+	return bd, nil, outcome, nil
 }
 
 // apply stores the decision (or learns it came too late) and tells the
