@@ -33,6 +33,7 @@ type Config struct {
 	Render    RenderConfig                `yaml:"render"`
 	Limits    LimitsConfig                `yaml:"limits"`
 	Dispatch  DispatchConfig              `yaml:"dispatch"`
+	Metrics   MetricsConfig               `yaml:"metrics"`
 	// Retention: envelopes whose deliveries are all sent or dead are removed
 	// this long after acceptance, with their attempts; default 168h (7 days).
 	Retention time.Duration `yaml:"retention"`
@@ -49,6 +50,14 @@ type LimitsConfig struct {
 	MaxEnvelopeBytes int64 `yaml:"max_envelope_bytes"` // default 8 MiB
 	MaxParts         int   `yaml:"max_parts"`          // default 256
 	MaxRecipients    int   `yaml:"max_recipients"`     // default 100
+}
+
+// MetricsConfig guards /metrics.
+type MetricsConfig struct {
+	// RequireKey makes GET /metrics need a bearer API key like the rest of
+	// the API: its series name webhook endpoints, channels and approval
+	// outcomes. Default false (Prometheus scrapes without a key).
+	RequireKey bool `yaml:"require_key"`
 }
 
 // DispatchConfig tunes the dispatcher.
