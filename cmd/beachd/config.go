@@ -177,6 +177,7 @@ func (c *Config) validate() (*envelope.Registry, error) {
 	reg := c.registry(v)
 	for name, a := range c.Agents {
 		a.validate(v, "agents."+name)
+		c.validateApprovers(v, name, a)
 	}
 	c.Webhooks.validate(v)
 	for name, ep := range c.Webhooks.Endpoints {

@@ -88,6 +88,9 @@ type AgentConfig struct {
 	WebhookSecret string            `yaml:"webhook_secret"`
 	Headers       map[string]string `yaml:"headers"`
 	Timeout       time.Duration     `yaml:"timeout"`
+	// Approvers, when set, are the only recipients of this agent's
+	// approval requests (config_agents.go).
+	Approvers []string `yaml:"approvers"`
 }
 
 func (a AgentConfig) validate(v *validator, key string) {
