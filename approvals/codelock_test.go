@@ -55,42 +55,6 @@ func TestSMSConcurrentGuessesStopAtTheLimit(t *testing.T) {
 	}
 }
 
-// The right code among concurrent guesses decides only if it is evaluated
-// within the limit; never more than the limit are evaluated.
-func TestSMSConcurrentGuessesWithTheRightCode(t *testing.T) {
-	h := newHarness(t, harnessOpt{})
-	env := h.suspend("appr-race2")
-	hd := h.handle(h.ingest(env, sms(aliceNum))[0])
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	outcomes := map[string]int{}
-	for i := range 30 {
-		code := wrongCode(hd.Code, i)
-		if i == 29 {
-			code = hd.Code
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			res, err := h.svc.HandleInbound(h.ctx, envelope.Inbound{Channel: "sms", From: aliceNum, MessageID: fmt.Sprint("G", i), Text: "yes " + code})
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				t.Error(err)
-			}
-			outcomes[res.Outcome]++
-		}()
-	}
-	wg.Wait()
-	evaluated := outcomes[OutcomeUnknownToken] + outcomes[OutcomeDecided] + outcomes[OutcomeAlreadyDecided]
-	if evaluated > 5 {
-		t.Fatalf("%d codes evaluated (%v); the limit is 5", evaluated, outcomes)
-	}
-	if decided := h.approval("appr-race2").State == store.ApprovalGranted; decided != (outcomes[OutcomeDecided] == 1) {
-		t.Fatalf("state %s with outcomes %v", h.approval("appr-race2").State, outcomes)
-	}
-}
-
 // A lock earned on one approval does not silence the number: an approval
 // sent to it afterwards is answered with its code, while the locked one
 // still refuses its right code.

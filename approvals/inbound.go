@@ -314,8 +314,12 @@ func (s *Service) apply(ctx context.Context, bd *bound, in envelope.Inbound, dec
 	if decision == envelope.DecisionDenied {
 		state = store.ApprovalDenied
 	}
-	got, err := s.decide(ctx, store.Decision{ApprovalID: a.ID, State: state, Reason: reason, DecidedBy: bd.b.Recipient,
-		Channel: in.Channel, MessageID: in.MessageID, At: now})
+	// Wait (briefly) for the agent to take the decision where someone will
+	// be told about it: the confirmation says only what is true.
+	told := in.Channel != envelope.ChannelWebhook
+	got, outcome, stop, err := s.decideWatched(ctx, store.Decision{ApprovalID: a.ID, State: state, Reason: reason, DecidedBy: bd.b.Recipient,
+		Channel: in.Channel, MessageID: in.MessageID, At: now}, told)
+	defer stop()
 	switch {
 	case errors.Is(err, store.ErrDuplicateInbound):
 		return envelope.InboundResult{Outcome: OutcomeDuplicate, ApprovalID: a.ID}, nil
@@ -331,7 +335,9 @@ func (s *Service) apply(ctx context.Context, bd *bound, in envelope.Inbound, dec
 		return envelope.InboundResult{}, err
 	}
 	s.log.Info("approval decided", "channel", in.Channel, "approval_id", a.ID, "decision", decision)
-	s.confirm(ctx, in, bd.b.Recipient, decidedText(got))
+	if told {
+		s.confirm(ctx, in, bd.b.Recipient, decidedText(got, s.awaitInjection(ctx, outcome)))
+	}
 	return envelope.InboundResult{Outcome: OutcomeDecided, ApprovalID: a.ID, Decision: decision, Reason: reason}, nil
 }
 
@@ -345,12 +351,41 @@ func (s *Service) expire(ctx context.Context, id string, now time.Time) (*store.
 	return a, err
 }
 
-func decidedText(a *store.Approval) string {
-	verb := "Approved"
-	if a.State == store.ApprovalDenied {
-		verb = "Denied"
+// awaitInjection waits up to ConfirmWait for the first attempt's outcome
+// of a decision's injection; store.InjectionPending when none came.
+func (s *Service) awaitInjection(ctx context.Context, outcome <-chan string) string {
+	if outcome == nil {
+		return store.InjectionPending
 	}
-	t := verb + ": " + Summary(a) + "."
+	t := time.NewTimer(s.cfg.ConfirmWait)
+	defer t.Stop()
+	select {
+	case st := <-outcome:
+		return st
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return store.InjectionPending
+}
+
+// decidedText is the decider's confirmation. It never says a decision took
+// effect unless the agent took it: injection is the injection's state
+// (done, pending, dead).
+func decidedText(a *store.Approval, injection string) string {
+	verb, noun := "Approved", "approval"
+	if a.State == store.ApprovalDenied {
+		verb, noun = "Denied", "denial"
+	}
+	var t string
+	switch injection {
+	case store.InjectionDone:
+		t = verb + ": " + Summary(a) + ". Your decision is recorded and was passed to the agent."
+	case store.InjectionDead:
+		t = "Not taken into account: your " + noun + " of " + Summary(a) + " is recorded, but it could not be passed to the agent " +
+			"(the request may no longer be waiting for an answer), so it has had no effect. The operator has been alerted."
+	default:
+		t = verb + ": " + Summary(a) + ". Your decision is recorded; the agent has not confirmed it yet."
+	}
 	if a.Reason != "" {
 		t += " Reason: " + a.Reason
 	}

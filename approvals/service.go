@@ -49,8 +49,13 @@ type Config struct {
 	MaxWrongCodes   int
 	WrongCodeWindow time.Duration
 	LockFor         time.Duration
-	Now             func() time.Time
-	Rand            io.Reader
+	// ConfirmWait is how long an answer waits for the agent to take the
+	// decision before the decider is told, so that the confirmation can say
+	// it was passed to the agent; default 3s. After it, the confirmation
+	// says the agent has not confirmed it yet.
+	ConfirmWait time.Duration
+	Now         func() time.Time
+	Rand        io.Reader
 	// Metrics, when set, count inbound outcomes.
 	Metrics *Metrics
 }
@@ -89,6 +94,9 @@ func (c *Config) defaults() {
 	}
 	if c.LockFor <= 0 {
 		c.LockFor = 24 * time.Hour
+	}
+	if c.ConfirmWait <= 0 {
+		c.ConfirmWait = 3 * time.Second
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -145,20 +153,42 @@ func New(cfg Config, db *store.DB, enq Enqueuer, inj Handoff, log *slog.Logger) 
 
 // decide applies d, handing its injection job to the injector.
 func (s *Service) decide(ctx context.Context, d store.Decision) (*store.Approval, error) {
+	a, _, _, err := s.decideWatched(ctx, d, false)
+	return a, err
+}
+
+// injectionWatcher is the Injector's optional ability to report a job's
+// next outcome (Injector.Watch).
+type injectionWatcher interface {
+	Watch(id string) (<-chan string, func())
+}
+
+// decideWatched is decide; with watch, it also returns a channel that
+// receives the first attempt's outcome of the injection (nil when there is
+// no injection or nothing reports it), and the function that releases the
+// watch, which the caller must call. The watch is registered before the
+// job exists, so no outcome can pass it by.
+func (s *Service) decideWatched(ctx context.Context, d store.Decision, watch bool) (*store.Approval, <-chan string, func(), error) {
 	d.InjectionID = s.db.NewID("inj_")
 	if s.inj != nil && d.State != store.ApprovalVoid {
 		d.ClaimFor = s.inj.Lease()
 	}
-	a, job, err := s.db.Decide(ctx, d)
-	if err != nil || job == nil || d.ClaimFor <= 0 {
-		return a, err
+	var outcome <-chan string
+	stop := func() {}
+	if w, ok := s.inj.(injectionWatcher); ok && watch && d.State != store.ApprovalVoid {
+		outcome, stop = w.Watch(d.InjectionID)
 	}
-	if !s.inj.Submit(job) {
+	a, job, err := s.db.Decide(ctx, d)
+	if err != nil || job == nil {
+		stop()
+		return a, nil, func() {}, err
+	}
+	if d.ClaimFor > 0 && !s.inj.Submit(job) {
 		if rerr := s.db.ReleaseInjection(ctx, job, s.cfg.Now()); rerr != nil {
 			s.log.Warn("release injection", "approval_id", a.ID, "err", rerr)
 		}
 	}
-	return a, nil
+	return a, outcome, stop, nil
 }
 
 func (s *Service) nonce() (string, error) {

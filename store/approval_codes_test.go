@@ -73,6 +73,48 @@ func TestTryCodeConcurrentGuessesStopAtTheLimit(t *testing.T) {
 	checkApprovals(t, db)
 }
 
+// The right code among 30 concurrent guesses matches only if it comes
+// before the lock: at most Max codes (Max-1 wrong and the right one) are
+// answered other than "locked".
+func TestTryCodeConcurrentGuessesWithTheRightCode(t *testing.T) {
+	for round := range 5 {
+		c := newClock()
+		db := openTest(t, filepath.Join(t.TempDir(), fmt.Sprint(round, ".db")), c)
+		ingestCodeApproval(t, db, "a1", c.Now().Add(48*time.Hour))
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		unknown, matched, locked := 0, 0, 0
+		for i := range 30 {
+			hash := fmt.Sprint("wrong-", i)
+			if i == 15 {
+				hash = "code-a1"
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r, err := db.TryCode(ctx, attempt(hash, c.Now()))
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case err != nil:
+					t.Error(err)
+				case r.Locked:
+					locked++
+				case r.Binding != nil:
+					matched++
+				default:
+					unknown++
+				}
+			}()
+		}
+		wg.Wait()
+		if unknown != 4 || matched+locked != 26 {
+			t.Fatalf("round %d: unknown %d, matched %d, locked %d; want 4 unknown and the rest locked or (the right code) matched", round, unknown, matched, locked)
+		}
+		db.Close()
+	}
+}
+
 // A lock protects the approvals it was earned on; an approval created
 // afterwards for the same number answers at once, and the lock goes with
 // the approval's pending state.
