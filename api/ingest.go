@@ -140,10 +140,25 @@ func (in *Ingester) Enqueue(ctx context.Context, env *envelope.Envelope, to []en
 	return res.EnvelopeID, nil
 }
 
+// EnqueueReply is Enqueue for a message that answers another: extra goes
+// on every delivery (for email, the Message-ID it answers and its
+// References: channels/email ExtraInReplyTo, ExtraReferences).
+func (in *Ingester) EnqueueReply(ctx context.Context, env *envelope.Envelope, to []envelope.Recipient, extra map[string]string, agent, source string) (string, error) {
+	res, err := in.ingestExtra(ctx, env, nil, to, agent, source, "", [32]byte{}, extra)
+	if err != nil {
+		return "", err
+	}
+	return res.EnvelopeID, nil
+}
+
 // ingest validates and stores env. raw, when given, is env exactly as the
 // caller sent it: it is stored as is, so that peers receive the bytes the
 // agent produced (and it is not encoded a second time).
 func (in *Ingester) ingest(ctx context.Context, env *envelope.Envelope, raw json.RawMessage, to []envelope.Recipient, agent, source, key string, hash [32]byte) (*store.IngestResult, error) {
+	return in.ingestExtra(ctx, env, raw, to, agent, source, key, hash, nil)
+}
+
+func (in *Ingester) ingestExtra(ctx context.Context, env *envelope.Envelope, raw json.RawMessage, to []envelope.Recipient, agent, source, key string, hash [32]byte, extra map[string]string) (*store.IngestResult, error) {
 	var probs []envelope.Problem
 	if err := in.cfg.Registry.Validate(env); err != nil {
 		if ve, ok := err.(*envelope.ValidationError); ok {
@@ -195,7 +210,7 @@ func (in *Ingester) ingest(ctx context.Context, env *envelope.Envelope, raw json
 		}
 	}
 	for i, r := range to {
-		nd := store.NewDelivery{Channel: r.Channel, To: r.Target()}
+		nd := store.NewDelivery{Channel: r.Channel, To: r.Target(), Extra: extra}
 		if i < len(per) {
 			nd.ApprovalIDs = per[i]
 		}

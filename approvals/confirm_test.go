@@ -43,3 +43,23 @@ func TestConfirmationSaysWhatIsTrue(t *testing.T) {
 		}
 	})
 }
+
+// requestMessageID finds our request's Message-ID (the one carrying the
+// reply's token) in the reply's In-Reply-To or References, else the reply.
+func TestRequestMessageID(t *testing.T) {
+	tok := "aleavkpjj5cr7pftbt65qcwm5y"
+	ours := "<dlv_1." + tok + "@beachd.example.org>"
+	for _, tc := range []struct {
+		in   envelope.Inbound
+		want string
+	}{
+		{envelope.Inbound{Channel: "email", Token: tok, InReplyTo: ours, MessageID: "<r@x>"}, "dlv_1." + tok + "@beachd.example.org"},
+		{envelope.Inbound{Channel: "email", Token: tok, InReplyTo: "<other@x>", References: []string{ours, "<other@x>"}, MessageID: "<r@x>"}, "dlv_1." + tok + "@beachd.example.org"},
+		{envelope.Inbound{Channel: "email", Token: tok, MessageID: "<r@x>"}, "r@x"},
+		{envelope.Inbound{Channel: "sms", Token: tok, InReplyTo: ours}, ""},
+	} {
+		if got := requestMessageID(tc.in); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

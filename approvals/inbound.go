@@ -408,8 +408,36 @@ func alreadyText(a *store.Approval) string {
 		a.DecidedAt.UTC().Format("2 Jan 2006 15:04 MST"), Summary(a))
 }
 
+// Delivery extra keys of a mail that answers another (channels/email
+// ExtraInReplyTo, ExtraReferences).
+const (
+	extraInReplyTo  = "inReplyTo"
+	extraReferences = "references"
+)
+
+// requestMessageID is the Message-ID of our request mail that an email
+// reply answers: the id among its In-Reply-To and References that carries
+// the reply's token (our Message-IDs are <delivery.token@domain>). Without
+// one (a client that dropped both), the reply's own Message-ID stands in:
+// the confirmation then threads under the reply, which threads under the
+// request.
+func requestMessageID(in envelope.Inbound) string {
+	if in.Channel != envelope.ChannelEmail {
+		return ""
+	}
+	if in.Token != "" {
+		for _, id := range append([]string{in.InReplyTo}, in.References...) {
+			if strings.Contains(id, "."+in.Token+"@") {
+				return strings.Trim(strings.TrimSpace(id), "<>")
+			}
+		}
+	}
+	return strings.Trim(strings.TrimSpace(in.MessageID), "<>")
+}
+
 // confirm sends text to the decider on the channel they used, where the
-// channel can carry it (not the link page, which shows it itself).
+// channel can carry it (not the link page, which shows it itself). A mail
+// is threaded under the request it answers (In-Reply-To and References).
 func (s *Service) confirm(ctx context.Context, in envelope.Inbound, to, text string) {
 	switch in.Channel {
 	case envelope.ChannelEmail, envelope.ChannelSMS, envelope.ChannelWhatsApp:
@@ -422,7 +450,15 @@ func (s *Service) confirm(ctx context.Context, in envelope.Inbound, to, text str
 	env := &envelope.Envelope{Role: "agent",
 		Parts: []envelope.Part{{Text: &text, Metadata: map[string]any{"partType": envelope.PartResponse}}},
 		Meta:  envelope.Meta{SessionID: "beachd-approvals", TurnID: "confirm-" + s.db.NewID(""), ProducedAt: s.cfg.Now().UTC(), FinalizedBy: "complete"}}
-	if _, err := s.enq.Enqueue(ctx, env, []envelope.Recipient{{Channel: in.Channel, Address: to}}, "", "approvals"); err != nil {
+	rcpt := []envelope.Recipient{{Channel: in.Channel, Address: to}}
+	var err error
+	if re, ok := s.enq.(ReplyEnqueuer); ok && in.Channel == envelope.ChannelEmail && requestMessageID(in) != "" {
+		id := requestMessageID(in)
+		_, err = re.EnqueueReply(ctx, env, rcpt, map[string]string{extraInReplyTo: id, extraReferences: "<" + id + ">"}, "", "approvals")
+	} else {
+		_, err = s.enq.Enqueue(ctx, env, rcpt, "", "approvals")
+	}
+	if err != nil {
 		s.log.Error("enqueue approval confirmation", "channel", in.Channel, "err", err)
 	}
 }

@@ -113,6 +113,14 @@ type Enqueuer interface {
 	Enqueue(ctx context.Context, env *envelope.Envelope, to []envelope.Recipient, agent, source string) (string, error)
 }
 
+// ReplyEnqueuer is an Enqueuer that can place a message in a mail thread:
+// extra goes on the deliveries (the Message-ID answered, under "inReplyTo",
+// and "references": channels/email ExtraInReplyTo and ExtraReferences).
+// The API's Ingester implements it; confirmations use it when present.
+type ReplyEnqueuer interface {
+	EnqueueReply(ctx context.Context, env *envelope.Envelope, to []envelope.Recipient, extra map[string]string, agent, source string) (string, error)
+}
+
 // Handoff is the part of the Injector the Service uses: jobs claimed in the
 // decision's transaction are handed straight to a worker.
 type Handoff interface {

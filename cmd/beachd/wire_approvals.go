@@ -17,12 +17,22 @@ import (
 	"github.com/cool-ai/beachd/envelope"
 )
 
-// enqueueFunc adapts the Ingester, which is built after approvals, to
-// approvals.Enqueuer: it is looked up when a confirmation is sent.
-type enqueueFunc func(ctx context.Context, env *envelope.Envelope, to []envelope.Recipient, agent, source string) (string, error)
+// lateEnqueuer adapts the Ingester, which is built after approvals, to
+// approvals.Enqueuer and approvals.ReplyEnqueuer: it is looked up when a
+// confirmation is sent.
+type lateEnqueuer struct{ a *app }
 
-func (f enqueueFunc) Enqueue(ctx context.Context, env *envelope.Envelope, to []envelope.Recipient, agent, source string) (string, error) {
-	return f(ctx, env, to, agent, source)
+var _ approvals.ReplyEnqueuer = lateEnqueuer{}
+
+func (l lateEnqueuer) Enqueue(ctx context.Context, env *envelope.Envelope, to []envelope.Recipient, agent, source string) (string, error) {
+	return l.EnqueueReply(ctx, env, to, nil, agent, source)
+}
+
+func (l lateEnqueuer) EnqueueReply(ctx context.Context, env *envelope.Envelope, to []envelope.Recipient, extra map[string]string, agent, source string) (string, error) {
+	if l.a.enqueuer == nil {
+		return "", errors.New("ingester not ready")
+	}
+	return l.a.enqueuer.EnqueueReply(ctx, env, to, extra, agent, source)
 }
 
 // approvalKey reads the approval key file, creating it (mode 0600) with a
@@ -98,12 +108,7 @@ func (a *app) wireApprovals() error {
 		Permanent: func(err error) bool { return agent.IsPermanent(err) || approvals.PermanentHTTP(err) },
 		Now:       a.now,
 	}, a.db, func(name string) approvals.Sender { return senders[name] }, log)
-	enq := enqueueFunc(func(ctx context.Context, env *envelope.Envelope, to []envelope.Recipient, agentName, source string) (string, error) {
-		if a.enqueuer == nil {
-			return "", errors.New("ingester not ready")
-		}
-		return a.enqueuer.Enqueue(ctx, env, to, agentName, source)
-	})
+	enq := lateEnqueuer{a}
 	words, err := cfg.words()
 	if err != nil {
 		return err
