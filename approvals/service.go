@@ -44,8 +44,10 @@ type Config struct {
 	DefaultExpiry time.Duration
 	// CodeDigits is the length of SMS/WhatsApp codes; default 6 (4–10).
 	CodeDigits int
-	// MaxWrongCodes per number within WrongCodeWindow (default 1h) locks the
-	// number for LockFor (default 24h); default 5.
+	// MaxWrongCodes from one number within WrongCodeWindow (default 1h)
+	// lock, for LockFor (default 24h), the codes of the approvals that were
+	// pending for that number: even the right code is then refused from it.
+	// Approvals sent later are not locked. Default 5.
 	MaxWrongCodes   int
 	WrongCodeWindow time.Duration
 	LockFor         time.Duration
