@@ -22,6 +22,8 @@ type Config struct {
 	PublicURL string    `yaml:"public_url"`
 	APIKeys   []string  `yaml:"api_keys"`
 	Log       LogConfig `yaml:"log"`
+	// Metrics guards /metrics.
+	Metrics MetricsConfig `yaml:"metrics"`
 
 	Agents    map[string]AgentConfig      `yaml:"agents"`
 	Webhooks  WebhooksConfig              `yaml:"webhooks"`
@@ -33,7 +35,6 @@ type Config struct {
 	Render    RenderConfig                `yaml:"render"`
 	Limits    LimitsConfig                `yaml:"limits"`
 	Dispatch  DispatchConfig              `yaml:"dispatch"`
-	Metrics   MetricsConfig               `yaml:"metrics"`
 	// Retention: envelopes whose deliveries are all sent or dead are removed
 	// this long after acceptance, with their attempts; default 168h (7 days).
 	Retention time.Duration `yaml:"retention"`
