@@ -41,6 +41,8 @@ var (
 		// schrieb am Mo., 15. Jan. 2024, 10:30:", "… odesílatel … napsal:".
 		regexp.MustCompile(`(?i)^.*\d.*\b(?:schrieb|schreef|skrev|heeft|użytkownik|пользователь|odesílatel)\b.*[:：]\s*$`),
 		regexp.MustCompile(`(?i)^.*@.*\b(?:schrieb|wrote)\s+(?:am|on)\b.*\d.*[:：]\s*$`),
+		// "Somebody wrote:" on a line of its own.
+		regexp.MustCompile(`(?i)^[\s>-]*\pL[\pL .'"-]{0,60}\s(?:wrote|writes|a\s+écrit|schrieb|escribió|ha\s+scritto|escreveu|skrev)\s*:\s*$`),
 		// "Name <a@b> wrote:" without a date, and "Name via List wrote:".
 		regexp.MustCompile(`(?i)^.*\S@\S.*\b(?:wrote|writes|schrieb|a\s+écrit)\s*[:：]?\s*$`),
 		regexp.MustCompile(`(?i)^.+\svia\s.+\b(?:wrote|schrieb)\s*:?\s*$`),
@@ -62,7 +64,7 @@ var (
 	// date); attributionStartRe: how the first line of a wrapped one may
 	// look. A line of the reply just above an attribution looks like
 	// neither.
-	attributionLeadRe  = regexp.MustCompile(`(?i)^[-\s>*]*(?:on|at|am|le|el|op|il|em|den|på|w\s+dniu|dnia|dňa|vào|在)\s|^\s*\d`)
+	attributionLeadRe  = regexp.MustCompile(`(?i)^[-\s>*]*(?:on|at|am|le|el|op|il|em|den|på|w\s+dniu|dnia|dňa|vào|在)\s|^\s*\d{1,4}[\s./年-]`)
 	attributionStartRe = regexp.MustCompile(`(?i)^[-\s>*]*(?:on|at|am|le|el|op|il|em|den|på|w\s+dniu|dnia|dňa|vào|在)\s|^\s*\d|@|<`)
 
 	// inlineOnRe finds talon's "reply On <date>, <name> wrote:" where the
@@ -76,7 +78,7 @@ var (
 	// delimiterRe: a line of nothing but separator characters (Outlook's
 	// underscores, "-----", "--", "====") ends the reply; "-" alone is a
 	// bullet. Longer lines are tables, not separators.
-	delimiterRe = regexp.MustCompile(`^[ \t]*[-_,=+~#*ᐧ—–]{2,100}[ \t]*$`)
+	delimiterRe = regexp.MustCompile(`^[ \t]*(?:[-_,=+~#*ᐧ—–]{2,100}|ᐧ)[ \t]*$`)
 
 	// Outlook's header block: lines "From:", "Sent:", "To:", "Subject:"
 	// and their translations; two or more in a row open a quoted message.
@@ -101,7 +103,11 @@ var signatureRes = []*regexp.Regexp{
 
 // quoteLineRe: "> quoted", "| quoted", and the "Name> quoted" of some
 // newsreaders.
-var quoteLineRe = regexp.MustCompile(`^[ \t]*(?:>|\|[ \t]|\|$|[A-Za-z]{1,20}>[ \t])`)
+var quoteLineRe = regexp.MustCompile(`^[ \t]*(?:>|\|[ \t]|\|$|[A-Za-z]{1,20}>(?:[ \t]|$))`)
+
+// attributionTailRe: the end of a wrapped attribution that a client put on
+// a line of its own behind a quote marker (">:", "> wrote:").
+var attributionTailRe = regexp.MustCompile(`^[ \t]*>[ \t]*(?:wrote[ \t]*)?:[ \t]*$`)
 
 // urlInAnglesRe strips "<https://…>" before signature matching ("Get
 // Outlook for iOS<https://aka.ms/o0ukef>").
@@ -191,6 +197,9 @@ func attributionAt(lines []string, i int) int {
 	if i >= len(lines) || isQuoteLine(lines[i]) {
 		return 0
 	}
+	if n := polymailAt(lines, i); n > 0 {
+		return n
+	}
 	joined := ""
 	for span := 1; span <= maxHeaderSpan && i+span <= len(lines); span++ {
 		l := strings.TrimSpace(lines[i+span-1])
@@ -201,10 +210,13 @@ func attributionAt(lines []string, i int) int {
 			return 0
 		}
 		if span > 1 {
-			// A "> " line inside a wrapped attribution is Polymail's
-			// "> wrote:"; any other quote line ends it.
-			if isQuoteLine(lines[i+span-1]) && !strings.Contains(l, "wrote") {
-				return 0
+			// A "> " line inside a wrapped attribution is only its tail
+			// (">:", "> wrote:"); any other quote line ends it.
+			if isQuoteLine(lines[i+span-1]) {
+				if !attributionTailRe.MatchString(l) {
+					return 0
+				}
+				l = strings.TrimSpace(strings.TrimLeft(l, " \t>"))
 			}
 			joined += " "
 		}
@@ -215,6 +227,19 @@ func attributionAt(lines []string, i int) int {
 	}
 	return 0
 }
+
+// polymailAt matches Polymail's attribution, five lines with a blank one:
+// "On <date> <name>", "", "<", "mailto:<name> <a@b>", "> wrote:".
+func polymailAt(lines []string, i int) int {
+	if i+4 >= len(lines) || !polymailLeadRe.MatchString(lines[i]) || strings.TrimSpace(lines[i+1]) != "" ||
+		strings.TrimSpace(lines[i+2]) != "<" || !strings.HasPrefix(strings.TrimSpace(lines[i+3]), "mailto:") ||
+		!attributionTailRe.MatchString(lines[i+4]) {
+		return 0
+	}
+	return 5
+}
+
+var polymailLeadRe = regexp.MustCompile(`(?i)^\s*on\s.*\d`)
 
 func matchAttribution(s string) bool {
 	for _, re := range attributionRes {
@@ -269,21 +294,51 @@ func afterQuoteBlock(lines []string) []string {
 	if i == len(lines) || !isQuoteLine(lines[i]) {
 		return nil
 	}
-	for i < len(lines) && (isQuoteLine(lines[i]) || strings.TrimSpace(lines[i]) == "") {
-		i++
+	for i < len(lines) {
+		if isQuoteLine(lines[i]) || strings.TrimSpace(lines[i]) == "" {
+			i++
+		} else if n := gluedQuoteText(lines, i); n > 0 {
+			i += n
+		} else {
+			break
+		}
 	}
 	return lines[i:]
 }
 
+// gluedQuoteText returns how many text lines at lines[i] sit between two
+// "> " lines with no blank line between: quoted lines whose wrapping lost
+// the marker ("> See (http://x.example/a" "b)" ">"). An answer between
+// quotes (an inline reply) has blank lines around it.
+func gluedQuoteText(lines []string, i int) int {
+	if i == 0 || !isQuoteLine(lines[i-1]) {
+		return 0
+	}
+	for k := i; k < len(lines) && k < i+2+1; k++ {
+		if strings.TrimSpace(lines[k]) == "" {
+			return 0
+		}
+		if isQuoteLine(lines[k]) {
+			return k - i
+		}
+	}
+	return 0
+}
+
 func isQuoteLine(l string) bool { return quoteLineRe.MatchString(l) }
 
-// unquoted drops "> " lines.
+// unquoted drops "> " lines and the text glued between them.
 func unquoted(lines []string) []string {
 	out := make([]string, 0, len(lines))
-	for _, l := range lines {
-		if !isQuoteLine(l) {
-			out = append(out, l)
+	for i := 0; i < len(lines); i++ {
+		if isQuoteLine(lines[i]) {
+			continue
 		}
+		if n := gluedQuoteText(lines, i); n > 0 {
+			i += n - 1
+			continue
+		}
+		out = append(out, lines[i])
 	}
 	return out
 }
