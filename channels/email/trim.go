@@ -171,7 +171,7 @@ func findQuoteStart(lines []string) (int, int, bool) {
 		if isQuoteLine(l) || len(l) > maxHeaderLen || strings.TrimSpace(l) == "" {
 			continue
 		}
-		if delimiterRe.MatchString(l) || originalMessageRe.MatchString(l) || isSignatureLine(l) {
+		if delimiterRe.MatchString(l) && !separatesOwnText(lines, i) || originalMessageRe.MatchString(l) || isSignatureLine(l) {
 			return i, len(lines) - i, false
 		}
 		if n := headerBlock(lines[i:]); n > 0 {
@@ -190,6 +190,34 @@ func findQuoteStart(lines []string) (int, int, bool) {
 	}
 	return -1, 0, false
 }
+
+// separatesOwnText reports whether the separator line at i sits inside the
+// person's own text: plain text follows it, and an attribution or a "> "
+// line follows that within a few lines (so the separator does not start a
+// signature or the quoted message). The look-ahead is bounded, which keeps
+// trimming linear.
+func separatesOwnText(lines []string, i int) bool {
+	j := i + 1
+	for j < len(lines) && strings.TrimSpace(lines[j]) == "" {
+		j++
+	}
+	if j == len(lines) || isQuoteLine(lines[j]) || headerBlock(lines[j:]) > 0 || originalMessageRe.MatchString(lines[j]) ||
+		delimiterRe.MatchString(lines[j]) || attributionAt(lines, j) > 0 {
+		return false
+	}
+	for k := j + 1; k < len(lines) && k <= j+separatorLookahead; k++ {
+		if delimiterRe.MatchString(lines[k]) || isSignatureLine(lines[k]) || originalMessageRe.MatchString(lines[k]) {
+			return false
+		}
+		if isQuoteLine(lines[k]) || attributionAt(lines, k) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// separatorLookahead bounds how far separatesOwnText looks.
+const separatorLookahead = 30
 
 // attributionAt returns how many lines (1..maxHeaderSpan) starting at i form
 // an attribution, or 0.
