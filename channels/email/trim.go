@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Reply trimming. The rules are a port of the public rule sets of Discourse's
@@ -22,50 +23,42 @@ const (
 	maxHeaderLen = 500
 )
 
-// Verbs that end an attribution ("… wrote:") in the languages we know.
-const attributionVerbs = `wrote|writes|sent|said|says|a\s+écrit|nous\s+a\s+dit|escribió|escreveu|ha\s+scritto|schrieb|schrieben\s+Sie|geschrieben|schreef|het\s+volgende\s+geschreven|skrev|napisał(?:\(a\)|a)?|pisze|napsal(?:\(a\)|a)?|napísal(?:\(a\)|a)?|написал(?:\(а\)|а)?|пишет|пише|kirjoitti|yazdı|írta|έγραψε|đã\s+viết|写道|寫道|のメール|は書きました|작성`
+// attributionVerbs end an attribution ("… wrote:") in the languages we
+// know, lower case.
+var attributionVerbs = []string{
+	"wrote", "writes", "sent", "said", "says", "a écrit", "nous a dit", "escribió", "escreveu", "ha scritto",
+	"schrieb", "schrieben sie", "geschrieben", "schreef", "skrev", "napisał", "napisała", "napisał(a)", "pisze",
+	"napsal", "napsala", "napsal(a)", "napísal", "napísala", "napísal(a)", "написал", "написала", "написал(а)",
+	"пишет", "пише", "написав", "kirjoitti", "yazdı", "írta", "έγραψε", "đã viết", "写道", "寫道", "のメール",
+	"のメッセージ", "は書きました", "작성",
+}
 
 var (
-	// attributionRes match an attribution line (or 2–3 wrapped lines
-	// joined with spaces) that introduces a quoted message.
-	attributionRes = []*regexp.Regexp{
-		// "On <date>, <name> wrote:" and its translations: a leading
-		// word, a date or an address, and a verb at the end. Talon's
-		// "------On … wrote-----" has dashes around it.
-		regexp.MustCompile(`(?i)^[-\s>*]*(?:on|at|am|le|el|op|il|em|den|på|w\s+dniu|dnia|dňa|vào|在)\s.*(?:\d|@).*\b(?:` + attributionVerbs + `)\s*[:：]?[\s.:-]*$`),
-		// Dates first: "15. marts 2017 kl. 11.00 skrev …:", "2024年…写道：",
-		// "pon., 15 sty 2024 o 10:30 … napisał(a):", "Name <a@b> wrote:".
-		regexp.MustCompile(`(?i)^.*(?:\d|@).*(?:` + attributionVerbs + `)\s*[:：]\s*$`),
-		// The verb before the name: "Am … schrieb Name <a@b>:", "Op … schreef
-		// …:", "15. jan. 2024 kl. 10:30 skrev Name <a@b>:", "Name <a@b>
-		// schrieb am Mo., 15. Jan. 2024, 10:30:", "… odesílatel … napsal:".
-		regexp.MustCompile(`(?i)^.*\d.*\b(?:schrieb|schreef|skrev|heeft|użytkownik|пользователь|odesílatel)\b.*[:：]\s*$`),
-		regexp.MustCompile(`(?i)^.*@.*\b(?:schrieb|wrote)\s+(?:am|on)\b.*\d.*[:：]\s*$`),
-		// "Somebody wrote:" on a line of its own.
-		regexp.MustCompile(`(?i)^[\s>-]*\pL[\pL .'"-]{0,60}\s(?:wrote|writes|a\s+écrit|schrieb|escribió|ha\s+scritto|escreveu|skrev)\s*:\s*$`),
-		// "Name <a@b> wrote:" without a date, and "Name via List wrote:".
-		regexp.MustCompile(`(?i)^.*\S@\S.*\b(?:wrote|writes|schrieb|a\s+écrit)\s*[:：]?\s*$`),
-		regexp.MustCompile(`(?i)^.+\svia\s.+\b(?:wrote|schrieb)\s*:?\s*$`),
-		// Android: "---- John Smith wrote ----".
-		regexp.MustCompile(`(?i)^\s*-{2,}.*\bwrote\s*-{2,}\s*$`),
-		// A date and an address: "2014-10-17 11:28 GMT+03:00 Bob <bob@x>:",
-		// "пн, 15 янв. 2024 г. в 10:30, Name <a@b>:", "2011/4/7 Name <a@b>",
-		// "2024年1月15日(月) 10:30 Name <a@b>:".
-		regexp.MustCompile(`^[\s>]*.*(?:\b(?:19|20)\d\d\b.*\b\d{1,2}[:.]\d\d\b|\d{1,4}[/.-]\d{1,2}[/.-]\d{1,4}|\d{4}年).*(?:<\s*[\w.+-]+@[\w.-]+\.\w+\s*>\)?\s*[:：]?|[\w.+-]+@[\w.-]+\.\w+\)?\s*[:：])\s*$`),
-		// Discourse: "2016-03-03 17:21 GMT+01:00 Some One".
-		regexp.MustCompile(`^[\s>]*\d{4}-\d\d-\d\d \d\d?:\d\d GMT[+-]\d\d?:\d\d [\pL\s.'-]+$`),
-		// Apple Mail Japanese "2024/01/15 10:30、Name <a@b>のメール:".
-		regexp.MustCompile(`^\s*\d{4}/\d{1,2}/\d{1,2}.*(?:のメール|のメッセージ|は書きました)[:：]\s*$`),
-		// "Posted by name on 01/21/2016".
-		regexp.MustCompile(`(?i)^[\s>]*Posted by .+ on \d{2}/\d{2}/\d{4}$`),
-	}
+	// attributionLeadRe: the words an attribution begins with ("On <date>,
+	// <name> wrote:" and its translations).
+	// The verb before the name: "Am … schrieb Name <a@b>:", "Op … schreef
+	// …:", "15. jan. 2024 kl. 10:30 skrev Name <a@b>:", "W dniu …
+	// użytkownik … napisał:", "… odesílatel … napsal:".
+	verbFirstRe = regexp.MustCompile(`(?i)^.*\d.*\b(?:schrieb|schreef|skrev|heeft|użytkownik|пользователь|odesílatel)\b.*[:：]$`)
+	// "Name <a@b> schrieb am Mo., 15. Jan. 2024, 10:30:".
+	verbThenDateRe = regexp.MustCompile(`(?i)^.*@.*\b(?:schrieb|wrote)\s+(?:am|on)\b.*\d.*[:：]$`)
+	// "Somebody wrote:" on a line of its own.
+	nameWroteRe = regexp.MustCompile(`(?i)^[\s>-]*\pL[\pL .'"-]{0,60}\s(?:wrote|writes|a\s+écrit|schrieb|escribió|ha\s+scritto|escreveu|skrev)\s*:$`)
+	// Android: "---- John Smith wrote ----".
+	androidWroteRe = regexp.MustCompile(`(?i)^-{2,}.*\bwrote\s*-{2,}$`)
+	// A date and an address: "2014-10-17 11:28 GMT+03:00 Bob <bob@x>:",
+	// "пн, 15 янв. 2024 г. в 10:30, Name <a@b>:", "2011/4/7 Name <a@b>",
+	// "2024年1月15日(月) 10:30 Name <a@b>:".
+	dateAddressRe = regexp.MustCompile(`^.*(?:\b(?:19|20)\d\d\b.*\b\d{1,2}[:.]\d\d\b|\d{1,4}[/.-]\d{1,2}[/.-]\d{1,4}|\d{4}年).*(?:<\s*[\w.+-]+@[\w.-]+\.\w+\s*>\)?\s*[:：]?|[\w.+-]+@[\w.-]+\.\w+\)?\s*[:：])$`)
+	// Discourse: "2016-03-03 17:21 GMT+01:00 Some One".
+	isoDateNameRe = regexp.MustCompile(`^>*\s*\d{4}-\d\d-\d\d \d\d?:\d\d GMT[+-]\d\d?:\d\d [\pL\s.'-]+$`)
+	// Apple Mail Japanese "2024/01/15 10:30、Name <a@b>のメール:".
+	appleJapaneseRe = regexp.MustCompile(`^\d{4}/\d{1,2}/\d{1,2}.*(?:のメール|のメッセージ|は書きました)[:：]$`)
+	// "Posted by name on 01/21/2016".
+	postedByRe = regexp.MustCompile(`(?i)^>*\s*Posted by .+ on \d{2}/\d{2}/\d{4}$`)
 
-	// attributionLeadRe: how an attribution begins (a leading word or a
-	// date); attributionStartRe: how the first line of a wrapped one may
-	// look. A line of the reply just above an attribution looks like
-	// neither.
-	attributionLeadRe  = regexp.MustCompile(`(?i)^[-\s>*]*(?:on|at|am|le|el|op|il|em|den|på|w\s+dniu|dnia|dňa|vào|在)\s|^\s*\d{1,4}[\s./年-]`)
-	attributionStartRe = regexp.MustCompile(`(?i)^[-\s>*]*(?:on|at|am|le|el|op|il|em|den|på|w\s+dniu|dnia|dňa|vào|在)\s|^\s*\d|@|<`)
+	// leadDateRe: an attribution that begins with a date.
+	leadDateRe = regexp.MustCompile(`^\s*\d{1,4}[\s./年-]`)
 
 	// inlineOnRe finds talon's "reply On <date>, <name> wrote:" where the
 	// reply and the attribution share a line.
@@ -88,7 +81,7 @@ var (
 
 const (
 	headerFromKeys  = `from|von|de|van|da|fra|från|od|от|差出人|发件人|寄件者|lähettäjä|kimden|feladó|expéditeur|보낸\s*사람|αποστολέας`
-	headerDateKeys  = `date|sent|gesendet|datum|envoyé|enviado|enviada\s+em|fecha|verzonden|inviato|data|skickat|sendt|wysłano|wysłane|отправлено|дата|送信日時|发送时间|日期|lähetetty|gönderildi|tarih|odesláno|elküldve|날짜|보낸\s*날짜`
+	headerDateKeys  = `date|sent|gesendet|datum|envoyé(?:\s+le)?|enviado|enviada\s+em|fecha|verzonden|inviato|data|skickat|sendt|wysłano|wysłane|отправлено|дата|送信日時|发送时间|日期|lähetetty|gönderildi|tarih|odesláno|elküldve|날짜|보낸\s*날짜`
 	headerOtherKeys = `to|an|à|a|para|aan|till|til|do|кому|宛先|收件人|vastaanottaja|kime|komu|címzett|받는\s*사람|subject|betreff|objet|asunto|assunto|oggetto|onderwerp|ämne|emne|temat|тема|件名|主题|主旨|aihe|konu|předmět|tárgy|제목|cc|kopie|copie|reply-to|antwort\s+an|répondre\s+à|responder\s+a|beantwoorden\s+-\s+aan|risposta|destinataire`
 )
 
@@ -100,10 +93,6 @@ var signatureRes = []*regexp.Regexp{
 	regexp.MustCompile(`(?i)^[\s(<*]*(?:get\s+outlook\s+for\s|von\s+meinem\s.{1,40}\s+gesendet|diese\s+nachricht\s+wurde\s+von\s.+\s+gesendet|envoyé\s+de\s+mon\s|enviado\s+do\s+meu\s|enviado\s+desde\s+mi\s|verstuurd\s+vanaf\s+mijn\s|inviato\s+da\s|skickat\s+från\s+min\s|sendt\s+fra\s+min\s|wysłane\s+z\s|отправлено\s+с\s|\S+\s+from\s+mobile\b|from\s+my\s+(?:iphone|ipad|android|mobile|samsung|galaxy|blackberry)|sent\s+from\s+my\s)`),
 	regexp.MustCompile(`^\s*(?:iPhone|iPad|Android|スマートフォン)から送信\s*$|^\s*(?:发自我的|來自我的|从我的|從我的)\s*\S+`),
 }
-
-// quoteLineRe: "> quoted", "| quoted", and the "Name> quoted" of some
-// newsreaders.
-var quoteLineRe = regexp.MustCompile(`^[ \t]*(?:>|\|[ \t]|\|$|[A-Za-z]{1,20}>(?:[ \t]|$))`)
 
 // attributionTailRe: the end of a wrapped attribution that a client put on
 // a line of its own behind a quote marker (">:", "> wrote:").
@@ -148,6 +137,11 @@ func splitInlineAttributions(lines []string) []string {
 	var out []string
 	for _, l := range lines {
 		if len(l) <= maxHeaderLen && !isQuoteLine(l) {
+			// inlineOnRe needs "On" and the colon; most lines have neither.
+			if !strings.HasSuffix(strings.TrimSpace(l), ":") || !strings.Contains(strings.ToLower(l), "on ") {
+				out = append(out, l)
+				continue
+			}
 			if m := inlineOnRe.FindStringSubmatchIndex(l); m != nil {
 				before := strings.TrimRight(l[:m[0]], " \t-")
 				if strings.TrimSpace(before) != "" && matchAttribution(l[m[2]:m[3]]) {
@@ -171,7 +165,7 @@ func findQuoteStart(lines []string) (int, int, bool) {
 		if isQuoteLine(l) || len(l) > maxHeaderLen || strings.TrimSpace(l) == "" {
 			continue
 		}
-		if delimiterRe.MatchString(l) && !separatesOwnText(lines, i) || originalMessageRe.MatchString(l) || isSignatureLine(l) {
+		if isDelimiter(l) && !separatesOwnText(lines, i) || isOriginalMessage(l) || isSignatureLine(l) {
 			return i, len(lines) - i, false
 		}
 		if n := headerBlock(lines[i:]); n > 0 {
@@ -182,7 +176,7 @@ func findQuoteStart(lines []string) (int, int, bool) {
 			// early belongs to the later line, unless the later line is
 			// only the tail ("<a@b> wrote:") of one that begins here.
 			if span > 1 && attributionAt(lines, i+1) > 0 &&
-				(attributionLeadRe.MatchString(lines[i+1]) || !attributionLeadRe.MatchString(lines[i])) {
+				(attributionLead(lines[i+1]) || !attributionLead(lines[i])) {
 				continue
 			}
 			return i, span, true
@@ -190,6 +184,22 @@ func findQuoteStart(lines []string) (int, int, bool) {
 	}
 	return -1, 0, false
 }
+
+func isDelimiter(l string) bool {
+	t := strings.TrimLeft(l, " \t")
+	return t != "" && strings.ContainsRune("-_,=+~#*ᐧ—–", []rune(t)[0]) && delimiterRe.MatchString(l)
+}
+
+func isOriginalMessage(l string) bool {
+	if len(l) > 200 || !strings.Contains(l, "--") && !strings.HasSuffix(strings.TrimSpace(l), ":") {
+		return false
+	}
+	return containsAny(strings.ToLower(l), originalMessageWords...) && originalMessageRe.MatchString(l)
+}
+
+var originalMessageWords = []string{"message", "nachricht", "meddelelse", "origine", "transf", "mensaje", "mensagem",
+	"messaggio", "bericht", "meddelande", "melding", "wiadomo", "сообщение", "zpráva", "viesti", "原始", "转发", "転送",
+	"元のメッセージ", "forwarded", "anfang", "inicio", "début"}
 
 // separatesOwnText reports whether the separator line at i sits inside the
 // person's own text: plain text follows it, and an attribution or a "> "
@@ -201,12 +211,12 @@ func separatesOwnText(lines []string, i int) bool {
 	for j < len(lines) && strings.TrimSpace(lines[j]) == "" {
 		j++
 	}
-	if j == len(lines) || isQuoteLine(lines[j]) || headerBlock(lines[j:]) > 0 || originalMessageRe.MatchString(lines[j]) ||
-		delimiterRe.MatchString(lines[j]) || attributionAt(lines, j) > 0 {
+	if j == len(lines) || isQuoteLine(lines[j]) || headerBlock(lines[j:]) > 0 || isOriginalMessage(lines[j]) ||
+		isDelimiter(lines[j]) || attributionAt(lines, j) > 0 {
 		return false
 	}
 	for k := j + 1; k < len(lines) && k <= j+separatorLookahead; k++ {
-		if delimiterRe.MatchString(lines[k]) || isSignatureLine(lines[k]) || originalMessageRe.MatchString(lines[k]) {
+		if isDelimiter(lines[k]) || isSignatureLine(lines[k]) || isOriginalMessage(lines[k]) {
 			return false
 		}
 		if isQuoteLine(lines[k]) || attributionAt(lines, k) > 0 {
@@ -234,7 +244,7 @@ func attributionAt(lines []string, i int) int {
 		if l == "" || len(l) > maxHeaderLen {
 			return 0
 		}
-		if span > 1 && !attributionStartRe.MatchString(lines[i]) {
+		if span > 1 && !attributionStart(lines[i]) {
 			return 0
 		}
 		if span > 1 {
@@ -256,6 +266,36 @@ func attributionAt(lines []string, i int) int {
 	return 0
 }
 
+// leadWords begin an attribution: "On <date>, <name> wrote:" in English,
+// "Am", "Le", "El", "Op", "Il", "Em", "Den", "På", "W dniu", "Dnia", "Vào".
+var leadWords = map[string]bool{"on": true, "at": true, "am": true, "le": true, "el": true, "op": true, "il": true,
+	"em": true, "den": true, "på": true, "dnia": true, "dňa": true, "vào": true, "在": true}
+
+// hasLeadWord reports whether l begins (after dashes, spaces, ">" and "*")
+// with one of leadWords and a space.
+func hasLeadWord(l string) bool {
+	l = strings.TrimLeft(l, "- \t>*")
+	i := strings.IndexAny(l, " \t")
+	if i <= 0 || i > 5 {
+		return false
+	}
+	w := strings.ToLower(l[:i])
+	if w == "w" {
+		return strings.HasPrefix(strings.ToLower(strings.TrimLeft(l[i:], " \t")), "dniu ")
+	}
+	return leadWords[w]
+}
+
+// attributionLead: how an attribution begins (a leading word or a date);
+// attributionStart: how the first line of a wrapped one may look. A line
+// of the reply just above an attribution looks like neither.
+func attributionLead(l string) bool { return hasLeadWord(l) || leadDateRe.MatchString(l) }
+
+func attributionStart(l string) bool {
+	t := strings.TrimLeft(l, " \t")
+	return hasLeadWord(l) || t != "" && t[0] >= '0' && t[0] <= '9' || strings.ContainsAny(l, "@<")
+}
+
 // polymailAt matches Polymail's attribution, five lines with a blank one:
 // "On <date> <name>", "", "<", "mailto:<name> <a@b>", "> wrote:".
 func polymailAt(lines []string, i int) int {
@@ -269,9 +309,124 @@ func polymailAt(lines []string, i int) int {
 
 var polymailLeadRe = regexp.MustCompile(`(?i)^\s*on\s.*\d`)
 
+// matchAttribution reports whether s (one line, or wrapped lines joined)
+// is an attribution. It looks at how s ends first (a colon, a verb, a dash,
+// a bracket): most lines of text are rejected there, before any expression
+// runs, which keeps trimming fast on long mail.
 func matchAttribution(s string) bool {
-	for _, re := range attributionRes {
-		if re.MatchString(s) {
+	s = strings.TrimSpace(s)
+	if len(s) < 6 || len(s) > maxAttributionLen {
+		return false
+	}
+	lower := strings.ToLower(s)
+	core := strings.TrimRight(lower, " \t.:：-*")
+	colon := strings.HasSuffix(s, ":") || strings.HasSuffix(s, "：")
+	digit := strings.ContainsAny(s, "0123456789")
+	at := strings.Contains(s, "@")
+	verb := endsWithVerb(core)
+	switch {
+	// "On <date>, <name> wrote:" and its translations: a leading word, a
+	// date or an address, a verb at the end; the colon may be missing and
+	// dashes may surround it ("------On … wrote-----").
+	case verb && (digit || at) && hasLeadWord(s):
+		return true
+	// A date or an address, a verb and a colon: "15. marts 2017 kl. 11.00
+	// skrev …:", "Name <a@b> 于2024年…写道：", "pon., 15 sty 2024 o 10:30 …
+	// napisał(a):", "Name <a@b> wrote:".
+	case verb && colon && (digit || at):
+		return true
+	// "Name <a@b> wrote" without the colon, "Name via List wrote:".
+	case verb && at && strings.Contains(s[:len(s)-1], "@") && hasAnySuffix(core, "wrote", "writes", "schrieb", "a écrit"):
+		return true
+	case verb && strings.Contains(lower, " via ") && hasAnySuffix(core, "wrote", "schrieb"):
+		return true
+	case verb && colon && nameWroteRe.MatchString(s):
+		return true
+	}
+	last := s[len(s)-1]
+	switch {
+	case colon && digit && containsAny(lower, "schrieb", "schreef", "skrev", "heeft", "użytkownik", "пользователь", "odesílatel") && verbFirstRe.MatchString(s):
+		return true
+	case colon && at && containsAny(lower, "schrieb am", "wrote on") && verbThenDateRe.MatchString(s):
+		return true
+	case last == '-' && strings.Contains(lower, "wrote") && androidWroteRe.MatchString(s):
+		return true
+	case (colon || last == '>' || last == ')') && hasAddress(s) && dateAddressRe.MatchString(s):
+		return true
+	case strings.Contains(s, " GMT") && isoDateNameRe.MatchString(s):
+		return true
+	case colon && strings.Contains(s, "の") && appleJapaneseRe.MatchString(s):
+		return true
+	case strings.HasPrefix(lower, "posted by") && postedByRe.MatchString(s):
+		return true
+	}
+	return false
+}
+
+// maxAttributionLen: a longer line (or wrapped lines joined) is not an
+// attribution.
+const maxAttributionLen = 400
+
+func endsWithVerb(core string) bool {
+	if len(core) > 40 {
+		core = core[len(core)-40:]
+	}
+	for _, v := range attributionVerbs {
+		if strings.HasSuffix(core, v) {
+			// A whole word: "wrote", not "overwrote".
+			rest := core[:len(core)-len(v)]
+			if rest == "" || !isLetterEnd(rest) || !isLetterStart(v) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func isLetterEnd(s string) bool {
+	r, _ := utf8.DecodeLastRuneInString(s)
+	return unicode.IsLetter(r)
+}
+
+func isLetterStart(s string) bool {
+	r, _ := utf8.DecodeRuneInString(s)
+	return unicode.IsLetter(r) && r < 0x3000 // CJK verbs follow the name directly
+}
+
+// hasAddress reports whether s holds something shaped like an address
+// (word@word.word), before the expression that needs one runs.
+func hasAddress(s string) bool {
+	for {
+		i := strings.IndexByte(s, '@')
+		if i < 0 {
+			return false
+		}
+		if i > 0 && !strings.ContainsRune(" \t<>()[]\"'", rune(s[i-1])) {
+			rest := s[i+1:]
+			end := strings.IndexAny(rest, " \t<>()[]\"',;:")
+			if end < 0 {
+				end = len(rest)
+			}
+			if dot := strings.IndexByte(rest[:end], '.'); dot > 0 && dot < end-1 {
+				return true
+			}
+		}
+		s = s[i+1:]
+	}
+}
+
+func hasAnySuffix(s string, suffixes ...string) bool {
+	for _, x := range suffixes {
+		if strings.HasSuffix(s, x) {
+			return true
+		}
+	}
+	return false
+}
+
+func containsAny(s string, subs ...string) bool {
+	for _, x := range subs {
+		if strings.Contains(s, x) {
 			return true
 		}
 	}
@@ -283,7 +438,7 @@ func matchAttribution(s string) bool {
 // lines wrapped) starting at lines[0], or 0 when there is none. A block has
 // at least two header lines, one of them naming the sender or the date.
 func headerBlock(lines []string) int {
-	if !headerLineRe.MatchString(lines[0]) {
+	if !isHeaderLine(lines[0]) {
 		return 0
 	}
 	headers, key, cont := 0, false, 0
@@ -291,7 +446,7 @@ func headerBlock(lines []string) int {
 	for n < len(lines) && n < 20 {
 		l := lines[n]
 		switch {
-		case len(l) <= maxHeaderLen && headerLineRe.MatchString(l):
+		case isHeaderLine(l):
 			headers++
 			key = key || headerKeyRe.MatchString(l)
 			cont = 0
@@ -309,6 +464,27 @@ func headerBlock(lines []string) int {
 		return n
 	}
 	return 0
+}
+
+// isHeaderLine: "From: …" and the like; the colon comes early.
+func isHeaderLine(l string) bool {
+	if len(l) > maxHeaderLen {
+		return false
+	}
+	head := l
+	if len(head) > 60 {
+		head = head[:60]
+	}
+	i := strings.IndexAny(head, ":：")
+	if i < 0 || i > 40 {
+		return false
+	}
+	for _, r := range head[:i] {
+		if unicode.IsDigit(r) || strings.ContainsRune("@<>()[]/.,;", r) && r != '>' {
+			return false
+		}
+	}
+	return headerLineRe.MatchString(l)
 }
 
 // afterQuoteBlock returns what follows a "> " block at the start of lines
@@ -353,7 +529,28 @@ func gluedQuoteText(lines []string, i int) int {
 	return 0
 }
 
-func isQuoteLine(l string) bool { return quoteLineRe.MatchString(l) }
+// isQuoteLine: "> quoted", "| quoted", and the "Name> quoted" of some
+// newsreaders (written out by hand: it runs on every line, often twice).
+func isQuoteLine(l string) bool {
+	l = strings.TrimLeft(l, " \t")
+	if l == "" {
+		return false
+	}
+	switch l[0] {
+	case '>':
+		return true
+	case '|':
+		return len(l) == 1 || l[1] == ' ' || l[1] == '\t'
+	}
+	n := 0
+	for n < len(l) && n <= 20 && (l[n] >= 'a' && l[n] <= 'z' || l[n] >= 'A' && l[n] <= 'Z') {
+		n++
+	}
+	if n == 0 || n > 20 || n == len(l) || l[n] != '>' {
+		return false
+	}
+	return n+1 == len(l) || l[n+1] == ' ' || l[n+1] == '\t'
+}
 
 // unquoted drops "> " lines and the text glued between them.
 func unquoted(lines []string) []string {
@@ -372,10 +569,12 @@ func unquoted(lines []string) []string {
 }
 
 func isSignatureLine(l string) bool {
-	if len(l) > maxHeaderLen {
+	if len(l) > maxHeaderLen || !maySign(l) {
 		return false
 	}
-	l = urlInAnglesRe.ReplaceAllString(l, "")
+	if strings.Contains(l, "<http") {
+		l = urlInAnglesRe.ReplaceAllString(l, "")
+	}
 	for _, re := range signatureRes {
 		if re.MatchString(l) {
 			return true
@@ -383,6 +582,22 @@ func isSignatureLine(l string) bool {
 	}
 	return false
 }
+
+// maySign is a cheap look for the words every signature rule needs.
+func maySign(l string) bool {
+	t := strings.TrimSpace(l)
+	if t == "--" {
+		return true
+	}
+	if len(t) > 200 {
+		return false
+	}
+	return containsAny(strings.ToLower(t), signatureWords...)
+}
+
+var signatureWords = []string{"sent ", "envoy", "enviad", "inviato", "gesendet", "verzonden", "verstuurd", "skickat", "sendt ",
+	"wysłane", "отправлено", "odesláno", "lähetetty", "gönderildi", "outlook", "from my", "from mobile", "から送信",
+	"发自", "來自", "从我的", "從我的", "iphone'dan"}
 
 func cutSignature(lines []string) []string {
 	for i, l := range lines {
