@@ -13,8 +13,10 @@ import (
 )
 
 // The trimming corpus: testdata/replies/trim/<source>/<case>.in.txt is the
-// text of a reply as it arrives, <case>.want.txt what a person reads as the
-// reply. testdata/replies/trim/NOTICE names each source and its licence.
+// text of a reply as it arrives (<case>.in.html an HTML-only reply, turned
+// into text the way ParseMessage does it, by htmlToText, before trimming),
+// <case>.want.txt what a person reads as the reply.
+// testdata/replies/trim/NOTICE names each source and its licence.
 
 var showTrimMisses = flag.Bool("trim.misses", false, "print every corpus case the trimmer gets wrong")
 
@@ -31,23 +33,31 @@ type trimCase struct {
 
 func loadTrimCorpus(t testing.TB) []trimCase {
 	t.Helper()
-	files, err := filepath.Glob("testdata/replies/trim/*/*.in.txt")
+	files, err := filepath.Glob("testdata/replies/trim/*/*.in.*")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var cases []trimCase
 	for _, f := range files {
-		in, err := os.ReadFile(f)
+		raw, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
-		wf := strings.TrimSuffix(f, ".in.txt") + ".want.txt"
-		want, err := os.ReadFile(wf)
+		in := string(raw)
+		base := strings.TrimSuffix(f, filepath.Ext(f))
+		switch filepath.Ext(f) {
+		case ".txt":
+		case ".html":
+			in = htmlToText(in, 1<<20)
+		default:
+			t.Fatalf("corpus file %s: want .in.txt or .in.html", f)
+		}
+		want, err := os.ReadFile(strings.TrimSuffix(base, ".in") + ".want.txt")
 		if err != nil {
 			t.Fatalf("case %s has no expectation: %v", f, err)
 		}
-		name := strings.TrimSuffix(strings.TrimPrefix(filepath.ToSlash(f), "testdata/replies/trim/"), ".in.txt")
-		cases = append(cases, trimCase{name: name, in: string(in), want: string(want)})
+		name := strings.TrimSuffix(strings.TrimPrefix(filepath.ToSlash(base), "testdata/replies/trim/"), ".in")
+		cases = append(cases, trimCase{name: name, in: in, want: string(want)})
 	}
 	if len(cases) < 100 {
 		t.Fatalf("trim corpus: %d cases, expected hundreds", len(cases))
@@ -55,9 +65,15 @@ func loadTrimCorpus(t testing.TB) []trimCase {
 	return cases
 }
 
-// normTrim makes two trimmings comparable: line endings, trailing spaces,
-// non-breaking spaces, runs of blank lines and surrounding blank lines do not
-// count.
+// normSpace is the headline comparison: every run of white space (line
+// breaks and blank lines included) counts as one space.
+func normSpace(s string) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\u00a0", " ")), " ")
+}
+
+// normTrim is the stricter one: the lines must be the same, only line
+// endings, trailing spaces, non-breaking spaces, runs of blank lines and
+// surrounding blank lines do not count.
 func normTrim(s string) string {
 	s = strings.ReplaceAll(s, "\r\n", "\n")
 	s = strings.ReplaceAll(s, "\r", "\n")
@@ -90,7 +106,9 @@ func firstLine(s string) string {
 }
 
 type trimScore struct {
-	exact, first int
+	// exact: equal after normSpace; lines: equal after normTrim; first:
+	// the same first non-empty line (what decides an approval).
+	exact, lines, first int
 	// leaks counts replies that are only quoted text (the expectation
 	// is empty) that the trimmer left text in.
 	leaks  int
@@ -100,9 +118,13 @@ type trimScore struct {
 func scoreTrimmer(cases []trimCase, trim func(string) string) trimScore {
 	var s trimScore
 	for _, c := range cases {
-		got, want := normTrim(trim(c.in)), normTrim(c.want)
-		if got == want {
+		raw := trim(c.in)
+		got, want := normTrim(raw), normTrim(c.want)
+		if normSpace(raw) == normSpace(c.want) {
 			s.exact++
+		}
+		if got == want {
+			s.lines++
 		} else {
 			s.misses = append(s.misses, fmt.Sprintf("%s:\n--- got ---\n%s\n--- want ---\n%s\n", c.name, got, want))
 		}
@@ -135,8 +157,8 @@ func TestTrimCorpus(t *testing.T) {
 	n := float64(len(cases))
 	for _, name := range names {
 		s := scoreTrimmer(cases, trimmers[name])
-		t.Logf("%-24s exact %3d/%d (%5.1f%%)  first line %3d/%d (%5.1f%%)  quote-only replies left non-empty %d", name,
-			s.exact, len(cases), 100*float64(s.exact)/n, s.first, len(cases), 100*float64(s.first)/n, s.leaks)
+		t.Logf("%-24s exact %3d/%d (%5.1f%%)  same lines %3d (%5.1f%%)  first line %3d (%5.1f%%)  quote-only replies left non-empty %d",
+			name, s.exact, len(cases), 100*float64(s.exact)/n, s.lines, 100*float64(s.lines)/n, s.first, 100*float64(s.first)/n, s.leaks)
 		if name != "beachd TrimReply" {
 			continue
 		}
@@ -148,7 +170,7 @@ func TestTrimCorpus(t *testing.T) {
 		for _, src := range sources(cases) {
 			sub := filterSource(cases, src)
 			ss := scoreTrimmer(sub, TrimReply)
-			t.Logf("  %-20s exact %3d/%d  first line %3d/%d", src, ss.exact, len(sub), ss.first, len(sub))
+			t.Logf("  %-20s exact %3d/%d  same lines %3d  first line %3d", src, ss.exact, len(sub), ss.lines, ss.first)
 		}
 		if s.leaks > 0 {
 			t.Errorf("TrimReply left text in %d replies that are only quoted text", s.leaks)
