@@ -12,9 +12,13 @@ import (
 // Mailgun's talon (Apache-2.0), extended with current clients and languages,
 // and measured on the corpus in testdata/replies/trim (TestTrimCorpus).
 //
-// Every expression here is RE2 (linear in its input), and each is applied to
-// one line or to at most maxHeaderSpan joined lines no longer than
-// maxHeaderLen, so trimming is linear in the size of the text.
+// Every expression here is RE2 (linear in its input) and is applied to one
+// line, or to at most maxHeaderSpan joined lines, no longer than
+// maxHeaderLen; look-aheads are bounded (separatorLookahead, 20 header
+// lines). Trimming is linear in the size of the text (TestTrimLinearTime).
+//
+// Quoted text never counts: "> " lines (and text glued between them) are
+// always dropped, whatever else the rules decide.
 
 const (
 	// maxHeaderSpan is how many lines an attribution may be wrapped over.
@@ -33,9 +37,9 @@ var attributionVerbs = []string{
 	"のメッセージ", "は書きました", "작성",
 }
 
+// The expressions behind matchAttribution, each run only after a cheap
+// look at the line says it may match.
 var (
-	// attributionLeadRe: the words an attribution begins with ("On <date>,
-	// <name> wrote:" and its translations).
 	// The verb before the name: "Am … schrieb Name <a@b>:", "Op … schreef
 	// …:", "15. jan. 2024 kl. 10:30 skrev Name <a@b>:", "W dniu …
 	// użytkownik … napisał:", "… odesílatel … napsal:".
@@ -186,8 +190,8 @@ func findQuoteStart(lines []string) (int, int, bool) {
 }
 
 func isDelimiter(l string) bool {
-	t := strings.TrimLeft(l, " \t")
-	return t != "" && strings.ContainsRune("-_,=+~#*ᐧ—–", []rune(t)[0]) && delimiterRe.MatchString(l)
+	r, _ := utf8.DecodeRuneInString(strings.TrimLeft(l, " \t"))
+	return strings.ContainsRune("-_,=+~#*ᐧ—–", r) && delimiterRe.MatchString(l)
 }
 
 func isOriginalMessage(l string) bool {
@@ -299,9 +303,9 @@ func attributionStart(l string) bool {
 // polymailAt matches Polymail's attribution, five lines with a blank one:
 // "On <date> <name>", "", "<", "mailto:<name> <a@b>", "> wrote:".
 func polymailAt(lines []string, i int) int {
-	if i+4 >= len(lines) || !polymailLeadRe.MatchString(lines[i]) || strings.TrimSpace(lines[i+1]) != "" ||
-		strings.TrimSpace(lines[i+2]) != "<" || !strings.HasPrefix(strings.TrimSpace(lines[i+3]), "mailto:") ||
-		!attributionTailRe.MatchString(lines[i+4]) {
+	if i+4 >= len(lines) || strings.TrimSpace(lines[i+2]) != "<" || strings.TrimSpace(lines[i+1]) != "" ||
+		!strings.HasPrefix(strings.TrimSpace(lines[i+3]), "mailto:") || !attributionTailRe.MatchString(lines[i+4]) ||
+		!polymailLeadRe.MatchString(lines[i]) {
 		return 0
 	}
 	return 5

@@ -48,9 +48,11 @@ func onlyQuoted(s string) bool {
 }
 
 func FuzzTrim(f *testing.F) {
+	// A sample of the corpus as seeds (all of it makes the baseline run
+	// eat a short -fuzztime).
 	files, _ := filepath.Glob("testdata/replies/trim/*/*.in.txt")
-	for _, p := range files {
-		if b, err := os.ReadFile(p); err == nil && len(b) < 4096 {
+	for i, p := range files {
+		if b, err := os.ReadFile(p); err == nil && len(b) < 2048 && i%4 == 0 {
 			f.Add(string(b))
 		}
 	}
