@@ -44,8 +44,12 @@ var (
 	// …:", "15. jan. 2024 kl. 10:30 skrev Name <a@b>:", "W dniu …
 	// użytkownik … napisał:", "… odesílatel … napsal:".
 	verbFirstRe = regexp.MustCompile(`(?i)^.*\d.*\b(?:schrieb|schreef|skrev|heeft|użytkownik|пользователь|odesílatel)\b.*[:：]$`)
-	// "Name <a@b> schrieb am Mo., 15. Jan. 2024, 10:30:".
-	verbThenDateRe = regexp.MustCompile(`(?i)^.*@.*\b(?:schrieb|wrote)\s+(?:am|on)\b.*\d.*[:：]$`)
+	// "Name <a@b> schrieb am Mo., 15. Jan. 2024, 10:30:", Lotus Notes'
+	// "Name/ACME wrote on 01/15/2024 10:30:00 AM:".
+	verbThenDateRe = regexp.MustCompile(`(?i)^.*\b(?:schrieb|wrote)\s+(?:am|on)\b.*\d.*[:：]$`)
+	// Horde and others: "Quoting Name <a@b>:", "Zitat von Name <a@b>:",
+	// "Citando Name <a@b>:", "Citation de Name <a@b> :".
+	quotingRe = regexp.MustCompile(`(?i)^(?:quoting|zitat\s+von|citando|citation\s+de)\s.*(?:@|\d).*[:：]$`)
 	// "Somebody wrote:" on a line of its own.
 	nameWroteRe = regexp.MustCompile(`(?i)^[\s>-]*\pL[\pL .'"-]{0,60}\s(?:wrote|writes|a\s+écrit|schrieb|escribió|ha\s+scritto|escreveu|skrev)\s*:$`)
 	// Android: "---- John Smith wrote ----".
@@ -70,7 +74,7 @@ var (
 
 	// originalMessageRe: the line Outlook, Gmail and others put above a
 	// quoted or forwarded message, and the Apple Mail forward line.
-	originalMessageRe = regexp.MustCompile(`(?i)^[\s>*]*-{2,}\s*(?:original\s+message|reply\s+message|forwarded\s+message|ursprüngliche\s+nachricht|antwort\s+nachricht|weitergeleitete\s+nachricht|oprindelig\s+meddelelse|videresendt\s+meddelelse|message\s+d'origine|message\s+transféré|mensaje\s+original|mensaje\s+reenviado|mensagem\s+original|mensagem\s+encaminhada|messaggio\s+originale|messaggio\s+inoltrato|oorspronkelijk\s+bericht|doorgestuurd\s+bericht|ursprungligt\s+meddelande|vidarebefordrat\s+meddelande|opprinnelig\s+melding|videresendt\s+melding|wiadomość\s+oryginalna|oryginalna\s+wiadomość|przekazana\s+wiadomość|исходное\s+сообщение|пересылаемое\s+сообщение|původní\s+zpráva|alkuperäinen\s+viesti|原始邮件|原始郵件|转发邮件|転送されたメッセージ|元のメッセージ)\s*-*\s*:?\s*\**\s*$|(?i)^[\s>]*(?:begin\s+forwarded\s+message|début\s+du\s+message\s+(?:réexpédié|transféré)|anfang\s+der\s+weitergeleiteten\s+nachricht|inicio\s+del\s+mensaje\s+reenviado)\s*:\s*$`)
+	originalMessageRe = regexp.MustCompile(`(?i)^[\s>*]*-{2,}\s*(?:original\s+message|reply\s+message|forwarded\s+message|ursprüngliche\s+nachricht|originalnachricht|antwort\s+nachricht|weitergeleitete\s+nachricht|oprindelig\s+meddelelse|videresendt\s+meddelelse|message\s+d'origine|message\s+transféré|mensaje\s+original|mensaje\s+reenviado|mensagem\s+original|mensagem\s+encaminhada|messaggio\s+originale|messaggio\s+inoltrato|oorspronkelijk\s+bericht|doorgestuurd\s+bericht|ursprungligt\s+meddelande|vidarebefordrat\s+meddelande|opprinnelig\s+melding|videresendt\s+melding|wiadomość\s+oryginalna|oryginalna\s+wiadomość|przekazana\s+wiadomość|исходное\s+сообщение|пересылаемое\s+сообщение|původní\s+zpráva|alkuperäinen\s+viesti|原始邮件|原始郵件|转发邮件|転送されたメッセージ|元のメッセージ)\s*-*\s*:?\s*\**\s*$|(?i)^[\s>]*(?:begin\s+forwarded\s+message|début\s+du\s+message\s+(?:réexpédié|transféré)|anfang\s+der\s+weitergeleiteten\s+nachricht|inicio\s+del\s+mensaje\s+reenviado)\s*:\s*$`)
 
 	// delimiterRe: a line of nothing but separator characters (Outlook's
 	// underscores, "-----", "--", "====") ends the reply; "-" alone is a
@@ -351,7 +355,9 @@ func matchAttribution(s string) bool {
 	switch {
 	case colon && digit && containsAny(lower, "schrieb", "schreef", "skrev", "heeft", "użytkownik", "пользователь", "odesílatel") && verbFirstRe.MatchString(s):
 		return true
-	case colon && at && containsAny(lower, "schrieb am", "wrote on") && verbThenDateRe.MatchString(s):
+	case colon && digit && containsAny(lower, "schrieb am", "wrote on") && verbThenDateRe.MatchString(s):
+		return true
+	case colon && containsAny(lower, "quoting", "zitat von", "citando", "citation de") && quotingRe.MatchString(s):
 		return true
 	case last == '-' && strings.Contains(lower, "wrote") && androidWroteRe.MatchString(s):
 		return true
