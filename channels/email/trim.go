@@ -550,7 +550,9 @@ func isQuoteLine(l string) bool {
 	case '>':
 		return true
 	case '|':
-		return len(l) == 1 || l[1] == ' ' || l[1] == '\t'
+		// "| quoted", but not a table row "| a | b |".
+		t := strings.TrimRight(l, " \t")
+		return len(t) == 1 || (l[1] == ' ' || l[1] == '\t') && !strings.HasSuffix(t, "|")
 	}
 	n := 0
 	for n < len(l) && n <= 20 && (l[n] >= 'a' && l[n] <= 'z' || l[n] >= 'A' && l[n] <= 'Z') {
