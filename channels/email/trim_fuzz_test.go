@@ -104,17 +104,22 @@ func TestTrimQuoteNeverDecides(t *testing.T) {
 	}
 }
 
+// BenchmarkTrimReply runs each measured trimmer over the whole corpus.
 func BenchmarkTrimReply(b *testing.B) {
 	cases := loadTrimCorpus(b)
 	var size int64
 	for _, c := range cases {
 		size += int64(len(c.in))
 	}
-	b.SetBytes(size)
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		for _, c := range cases {
-			TrimReply(c.in)
-		}
+	for _, name := range []string{"beachd TrimReply", "dimiro1/reply"} {
+		trim := trimmers[name]
+		b.Run(strings.ReplaceAll(name, " ", "_"), func(b *testing.B) {
+			b.SetBytes(size)
+			for i := 0; i < b.N; i++ {
+				for _, c := range cases {
+					trim(c.in)
+				}
+			}
+		})
 	}
 }
