@@ -46,9 +46,6 @@
 // tree as a stream, so each bound is enforced while reading, whereas enmime
 // builds the whole tree in memory first and has no depth or part limit;
 // enmime's extra leniency (charset sniffing) mattered for none of the
-// replies in the corpus. Quoted text and signatures are trimmed by
-// TrimReply, whose rules come from Discourse's email_reply_trimmer and
-// Mailgun's talon, extended for current clients and languages, and measured
-// on the corpus in testdata/replies/trim (TestTrimCorpus); text that is
-// only quoted trims to nothing, so a quoted "yes" never decides.
+// replies in the corpus. Quoted text and signatures are trimmed by our own
+// rules (TrimReply), tested on the corpus in testdata/replies.
 package email
