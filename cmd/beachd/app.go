@@ -165,7 +165,7 @@ func buildApp(ctx context.Context, cfg *Config, reg *envelope.Registry, log *slo
 	if maxBody <= 0 {
 		maxBody = envelope.DefaultLimits.MaxBytes
 	}
-	a.server, err = api.New(api.Config{APIKeys: cfg.APIKeys, MaxBodyBytes: maxBody + 64<<10, Ready: a.readyErr},
+	a.server, err = api.New(api.Config{APIKeys: keysOf(cfg.APIKeys, roleFull), ReadKeys: keysOf(cfg.APIKeys, roleRead), MaxBodyBytes: maxBody + 64<<10, Ready: a.readyErr},
 		a.db, a.enqueuer, a.apiMetrics, a.metrics, log.With("component", "api"), a.routes)
 	if err != nil {
 		return nil, err

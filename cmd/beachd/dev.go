@@ -66,7 +66,7 @@ func devConfig(addr, dataDir, apiKey, sinkSecret string) *Config {
 		Listen:    addr,
 		DataDir:   dataDir,
 		PublicURL: "http://" + addr,
-		APIKeys:   []string{apiKey},
+		APIKeys:   []APIKey{{Key: apiKey}},
 		Log:       LogConfig{Format: "text", Level: "info"},
 		Agents:    map[string]AgentConfig{devAgentName: devAgentConfig(addr)},
 		Webhooks: WebhooksConfig{Endpoints: map[string]EndpointConfig{
@@ -105,7 +105,7 @@ func randomToken(n int) string {
 
 func printDevBanner(w io.Writer, a *app, addr string) {
 	base := "http://" + addr
-	key := a.cfg.APIKeys[0]
+	key := a.cfg.APIKeys[0].Key
 	fmt.Fprintf(w, `
 beachd dev is running.
 
