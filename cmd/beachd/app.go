@@ -84,6 +84,8 @@ type app struct {
 	onListen []func(addr string)
 	// devAgent is `beachd dev`'s agent (nil otherwise).
 	devAgent *devAgent
+	// console holds what the operator console shows (wire_console.go).
+	console consoleParts
 }
 
 // buildApp opens the store and builds every part. Nothing runs yet.
@@ -160,6 +162,9 @@ func buildApp(ctx context.Context, cfg *Config, reg *envelope.Registry, log *slo
 		a.db, a.preparer, a.dispatcher.Notify, a.apiMetrics.Ingested)
 	if err := a.wireSchedules(); err != nil {
 		return nil, fmt.Errorf("set up schedules: %w", err)
+	}
+	if err := a.wireConsole(); err != nil {
+		return nil, fmt.Errorf("set up console: %w", err)
 	}
 	maxBody := cfg.Limits.MaxEnvelopeBytes
 	if maxBody <= 0 {

@@ -146,6 +146,7 @@ func (a *app) wireDev() error {
 		return fmt.Errorf("dev sink secret: %w", err)
 	}
 	sink := webhook.NewSink(webhook.SinkConfig{Secrets: secrets, Keep: 200})
+	a.console.sink = sink
 	a.routes = append(a.routes,
 		api.Route{Method: "POST", Pattern: "/dev/sink", Handler: sink},
 		api.Route{Method: "GET", Pattern: "/dev/sink", Handler: sink})
