@@ -131,12 +131,29 @@ func ArgRows(args map[string]any) []ArgRow {
 		row := ArgRow{Name: humanName(k)}
 		if n, ok := args[k].(float64); ok && moneyKey(k) {
 			row.Value, row.Amount = formatAmount(n, currency), true
+		} else if v, ok := money(args[k]); ok {
+			row.Value, row.Amount = v, true
 		} else {
 			row.Value = clip(argText(args[k]), 300)
 		}
 		out = append(out, row)
 	}
 	return out
+}
+
+// money reads {"amount": 1122, "currency": "GBP"} (an object of exactly
+// those two) as an amount.
+func money(v any) (string, bool) {
+	m, ok := v.(map[string]any)
+	if !ok || len(m) != 2 {
+		return "", false
+	}
+	n, ok1 := m["amount"].(float64)
+	c, ok2 := m["currency"].(string)
+	if !ok1 || !ok2 || len(c) > 8 {
+		return "", false
+	}
+	return formatAmount(n, c), true
 }
 
 func moneyKey(k string) bool {

@@ -7,7 +7,7 @@ import (
 
 func TestArgRows(t *testing.T) {
 	rows := ArgRows(map[string]any{"flight_number": "BA2043", "totalAmount": 1122.5, "currency": "gbp",
-		"passengers": float64(6), "refundable": false, "seats": []any{"12A", "12B"}, "hotel": map[string]any{"name": "Corfu Palace", "nights": float64(3)}})
+		"passengers": float64(6), "deposit": map[string]any{"amount": float64(50), "currency": "EUR"}, "refundable": false, "seats": []any{"12A", "12B"}, "hotel": map[string]any{"name": "Corfu Palace", "nights": float64(3)}})
 	want := map[string]ArgRow{
 		"Flight number": {Name: "Flight number", Value: "BA2043"},
 		"Total amount":  {Name: "Total amount", Value: "GBP 1,122.50", Amount: true},
@@ -16,6 +16,7 @@ func TestArgRows(t *testing.T) {
 		"Seats":         {Name: "Seats", Value: "12A, 12B"},
 		"Hotel":         {Name: "Hotel", Value: "Name: Corfu Palace; Nights: 3"},
 		"Currency":      {Name: "Currency", Value: "gbp"},
+		"Deposit":       {Name: "Deposit", Value: "EUR 50.00", Amount: true},
 	}
 	if len(rows) != len(want) {
 		t.Fatalf("%d rows: %+v", len(rows), rows)
