@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"html/template"
 	"math"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -309,7 +310,7 @@ func (s *Service) requestContext(ctx context.Context, a *store.Approval) (why, m
 		switch p.PartType() {
 		case "response":
 			if message == "" {
-				message = clip(strings.TrimSpace(p.TextValue()), 1200)
+				message = clip(plainText(p.TextValue()), 1200)
 			}
 		case "approval-request":
 			m, err := p.DataObject()
@@ -331,6 +332,15 @@ func (s *Service) requestContext(ctx context.Context, a *store.Approval) (why, m
 		}
 	}
 	return why, message, title
+}
+
+var mdLink = regexp.MustCompile(`\[([^\]\n]{1,200})\]\([^)\s]{1,1000}\)`)
+
+// plainText reads the agent's Markdown as a person would: emphasis marks
+// and link targets dropped, the words kept.
+func plainText(md string) string {
+	md = mdLink.ReplaceAllString(md, "$1")
+	return strings.TrimSpace(strings.NewReplacer("**", "", "__", "", "`", "").Replace(md))
 }
 
 // stateClass names the style of a decided approval's state line.

@@ -51,3 +51,10 @@ func TestTimeLeft(t *testing.T) {
 		}
 	}
 }
+
+func TestPlainText(t *testing.T) {
+	got := plainText("I'm ready to book **British Airways BA2043** — see [the fare](https://x.example/f?a=1) and `code`.")
+	if want := "I'm ready to book British Airways BA2043 — see the fare and code."; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}

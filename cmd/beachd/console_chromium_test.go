@@ -424,7 +424,9 @@ func TestConsoleInChromium(t *testing.T) {
 	}
 	b.press(`form[action="/ui/webhooks/dev-sink/test"] button`)
 	waitFor(t, 20*time.Second, "the test event at the sink", func() bool {
-		var got struct{ Received []struct{ Envelope json.RawMessage } }
+		var got struct {
+			Received []struct{ Envelope json.RawMessage }
+		}
 		d.do("GET", "/dev/sink", nil, "", &got)
 		for _, r := range got.Received {
 			if strings.Contains(string(r.Envelope), "Test event from the beachd console") {
@@ -451,6 +453,7 @@ func TestConsoleInChromium(t *testing.T) {
 	waitFor(t, 20*time.Second, "the page's decision", func() bool { return d.approvalState("appr_page") == "denied" })
 
 	// Sign out; a read-only key sees no button and changes nothing.
+	b.open("/ui/")
 	b.press(`form[action="/ui/logout"] button`)
 	b.signIn(readKey)
 	for _, p := range []string{"/ui/deliveries/" + dead[1], "/ui/approvals/appr_console", "/ui/webhooks", "/ui/schedules", "/ui/dev", "/ui/retry?since=2020-01-01T00:00"} {

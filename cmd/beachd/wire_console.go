@@ -216,7 +216,7 @@ func (d *devInbox) Webhooks() []console.DevWebhook {
 			Duplicate: r.Duplicate, Bytes: r.EnvelopeBytes, At: r.ReceivedAt}
 		if env, err := envelope.Decode(r.Envelope, envelope.Limits{}); err == nil {
 			for _, p := range env.Parts {
-				if t := strings.TrimSpace(p.TextValue()); t != "" {
+				if t := strings.TrimSpace(strings.NewReplacer("**", "", "__", "", "`", "").Replace(p.TextValue())); t != "" {
 					if rs := []rune(t); len(rs) > 160 {
 						t = string(rs[:159]) + "…"
 					}
