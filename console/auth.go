@@ -2,11 +2,11 @@ package console
 
 import (
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/hex"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -78,7 +78,7 @@ func (c *Console) newSession(k Key) (string, time.Time) {
 		role = "r"
 	}
 	var nb [12]byte
-	_, _ = rand.Read(nb[:])
+	_, _ = io.ReadFull(c.cfg.Rand, nb[:])
 	body := strings.Join([]string{"v1", keyID(k.Secret), role, strconv.FormatInt(exp.Unix(), 10), base64.RawURLEncoding.EncodeToString(nb[:])}, ".")
 	return body + "." + c.mac("session", body), exp
 }
@@ -174,3 +174,5 @@ func (c *Console) clearSession(w http.ResponseWriter) {
 }
 
 func (c *Console) secure() bool { return strings.HasPrefix(c.cfg.PublicURL, "https://") }
+
+func sha(s string) [32]byte { return sha256.Sum256([]byte(s)) }

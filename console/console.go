@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -54,6 +55,9 @@ type Config struct {
 	// Pulse is how often live figures are recomputed at most; default 3 s.
 	Pulse time.Duration
 	Now   func() time.Time
+	// Rand is the randomness of session ids and page nonces; default
+	// crypto/rand.
+	Rand io.Reader
 }
 
 // Validate reports what is wrong with cfg.
@@ -170,6 +174,9 @@ func New(cfg Config, deps Deps) (*Console, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Rand == nil {
+		cfg.Rand = rand.Reader
 	}
 	if deps.Notify == nil {
 		deps.Notify = func() {}
@@ -343,7 +350,7 @@ func (c *Console) render(w http.ResponseWriter, status int, name string, p *page
 		return
 	}
 	var nb [16]byte
-	_, _ = rand.Read(nb[:])
+	_, _ = io.ReadFull(c.cfg.Rand, nb[:])
 	p.Nonce = base64.StdEncoding.EncodeToString(nb[:])
 	var buf bytes.Buffer
 	if err := t.ExecuteTemplate(&buf, "layout.html", p); err != nil {

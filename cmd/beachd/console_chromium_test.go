@@ -479,7 +479,7 @@ func TestConsoleInChromium(t *testing.T) {
 		req, _ := http.NewRequest("POST", d.base+path, strings.NewReader(form.Encode()))
 		req.Header.Set("Authorization", "Bearer "+key)
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		res, err := http.DefaultClient.Do(req)
+		res, err := noFollow.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -511,6 +511,8 @@ func TestConsoleInChromium(t *testing.T) {
 		t.Errorf("read-only API GET: %d", res.StatusCode)
 	}
 }
+
+var noFollow = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 
 var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 
