@@ -26,6 +26,8 @@ body{margin:0;background:#f4f4f5;color:#18181b;font:16px/1.55 -apple-system,'Seg
 main{max-width:600px;margin:0 auto;padding:24px 12px}
 .card{background:#fff;border:1px solid #e4e4e7;border-radius:8px;padding:24px 20px}
 .band{background:#fffbeb;border:1px solid #fcd34d;border-radius:6px;padding:14px 16px;margin:0 0 18px}
+.band.done{background:#f4f4f5;border-color:#e4e4e7}
+.band.done .eyebrow{color:#52525b}
 .eyebrow{margin:0 0 4px;font-size:12px;font-weight:700;letter-spacing:.05em;text-transform:uppercase;color:#92400e}
 h1{margin:0;font-size:20px;line-height:1.3}
 .state{border-radius:6px;padding:14px 16px;margin:0 0 18px;font-weight:600}
@@ -53,7 +55,7 @@ var pageTmpl = template.Must(template.New("page").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="referrer" content="no-referrer"><title>{{.Title}}</title><style>{{.CSS}}</style></head><body>
 <main><div class="card">
-{{if .Approval}}<div class="band"><p class="eyebrow">{{if .Pending}}Approval needed{{else}}Approval request{{end}}</p>
+{{if .Approval}}<div class="band{{if not .Pending}} done{{end}}"><p class="eyebrow">{{if .Pending}}Approval needed{{else}}Approval request{{end}}</p>
 <h1>{{.Summary}}</h1></div>
 {{if .Message}}<p class="state info" role="status">{{.Message}}</p>{{end}}
 {{if .Decision}}<p class="state {{.StateClass}}" role="status">{{.Decision}}</p>{{end}}
