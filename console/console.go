@@ -326,10 +326,12 @@ type page struct {
 	ReadOnly bool
 	KeyID    string
 	Dev      bool
-	Has      struct{ Schedules, Webhooks bool }
-	Flash    string
-	Error    string
-	Data     any
+	// Has says which screens exist. Conversations and Inbound have their
+	// navigation slots already; they stay hidden until those screens exist.
+	Has   struct{ Schedules, Webhooks, Conversations, Inbound bool }
+	Flash string
+	Error string
+	Data  any
 }
 
 func (c *Console) newPage(r *http.Request, id identity, nav, title string, data any) *page {

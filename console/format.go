@@ -96,5 +96,11 @@ func stateClass(s string) string {
 	case "retrying", "pending", "half-open", "sending", "running", "void", "queued":
 		return "warn"
 	}
+	switch l := strings.ToLower(s); {
+	case strings.Contains(l, "dead"), strings.Contains(l, "failed"), strings.Contains(l, "wrong"), strings.Contains(l, "quarantined"):
+		return "bad"
+	case l == "injected", l == "decided":
+		return "good"
+	}
 	return "plain"
 }

@@ -319,13 +319,14 @@ func (c *Console) retry(w http.ResponseWriter, r *http.Request, id identity) {
 // --- bulk retry ---
 
 type bulkData struct {
-	Since    string // datetime-local value, UTC
-	Channel  string
-	Channels []string
-	Counted  bool
-	Count    int
-	More     bool
-	Problem  string
+	Since     string // datetime-local value, UTC
+	SinceText string // the same, for a person
+	Channel   string
+	Channels  []string
+	Counted   bool
+	Count     int
+	More      bool
+	Problem   string
 }
 
 func parseLocal(v string) (time.Time, bool) {
@@ -349,7 +350,7 @@ func (c *Console) bulkRetryPage(w http.ResponseWriter, r *http.Request, id ident
 			c.render(w, http.StatusBadRequest, "retry", c.newPage(r, id, "deliveries", "Retry dead deliveries", d))
 			return
 		}
-		d.Since = t.Format("2006-01-02T15:04")
+		d.Since, d.SinceText = t.Format("2006-01-02T15:04"), t.Format("2 Jan 2006 15:04 UTC")
 		ids, more, err := c.deps.DB.DeadSince(r.Context(), t, d.Channel)
 		if err != nil {
 			c.internal(w, r, id, err)
