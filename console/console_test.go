@@ -508,3 +508,48 @@ func TestBulkRetryCountsBeforeItChanges(t *testing.T) {
 		t.Errorf("no dead email: %s", body)
 	}
 }
+
+func TestLiveFigures(t *testing.T) {
+	f := newFixture(t, "http://beachd.test")
+	code, body, _ := f.get(fullKey, "/ui/pulse")
+	var p Pulse
+	if code != 200 || json.Unmarshal([]byte(body), &p) != nil || p.Dead != 2 || p.Retrying != 1 || p.Pending != 1 || p.Version == "" {
+		t.Fatalf("pulse: %d %s", code, body)
+	}
+	// The event stream sends the figures at once.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", f.srv.URL+"/ui/events", nil)
+	req.Header.Set("Authorization", "Bearer "+readKey)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if res.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("events: %d %s", res.StatusCode, res.Header.Get("Content-Type"))
+	}
+	buf := make([]byte, 0, 4096)
+	chunk := make([]byte, 1024)
+	for !strings.Contains(string(buf), `"dead":2`) {
+		n, err := res.Body.Read(chunk)
+		if err != nil {
+			t.Fatalf("events: %v after %q", err, buf)
+		}
+		buf = append(buf, chunk[:n]...)
+	}
+	if !strings.Contains(string(buf), "event: pulse\ndata: {") {
+		t.Errorf("events: %q", buf)
+	}
+	// Without a key: 401 for the stream, not a redirect.
+	req, _ = http.NewRequest("GET", f.srv.URL+"/ui/events", nil)
+	req.Header.Set("Accept", "text/event-stream")
+	res2, err := noRedirect.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res2.Body.Close()
+	if res2.StatusCode != http.StatusUnauthorized {
+		t.Errorf("events without a key: %d", res2.StatusCode)
+	}
+}

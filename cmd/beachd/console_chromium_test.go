@@ -277,6 +277,8 @@ func TestConsoleInChromium(t *testing.T) {
 		return st.Sent1h >= 4
 	})
 	b.open("/ui/")
+	// The live figures arrive by server-sent events and say so.
+	waitFor(t, 20*time.Second, "the live figures", func() bool { return strings.Contains(b.text(), "Live · updated") })
 	page := b.text()
 	for _, want := range []string{"dead letters", "email", "sms", "whatsapp", "webhook", "partner-crm", "disabled", "last hour"} {
 		if !strings.Contains(page, want) {
