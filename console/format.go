@@ -43,6 +43,7 @@ func funcs(now func() time.Time) template.FuncMap {
 		},
 		"ms":         func(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond)) },
 		"stateClass": stateClass,
+		"contains":   strings.Contains,
 		"summary":    func(v *approvals.View) string { return v.Summary },
 		"q": func(kv ...string) template.URL {
 			v := url.Values{}
