@@ -238,6 +238,7 @@ func TestConsoleInChromium(t *testing.T) {
 	}
 	d.requestApproval("appr_console", `[{"channel":"email","address":"you@beachd.localhost"},{"channel":"sms","address":"+15555550100"},{"channel":"whatsapp","address":"+15555550101"}]`)
 	d.requestApproval("appr_page", `[{"channel":"webhook","endpoint":"dev-sink"}]`)
+	d.requestApproval("appr_sms", `[{"channel":"sms","address":"+15555550199"}]`)
 	var dead []string
 	for i := range 2 {
 		body := fmt.Sprintf(`{"envelope":{"role":"agent","parts":[{"text":"Lead %d changed","metadata":{"partType":"response"}}],"meta":{"sessionId":"s","turnId":"t%d","producedAt":"2026-11-24T01:00:00Z","finalizedBy":"complete"}},"to":[{"channel":"webhook","endpoint":"partner-crm"}],"agent":"dev"}`, i, i)
@@ -445,6 +446,24 @@ func TestConsoleInChromium(t *testing.T) {
 		t.Errorf("dev inbox:\n%s", page)
 	}
 	b.check("dev")
+	var smsCode string
+	waitFor(t, 20*time.Second, "the SMS asking appr_sms", func() bool {
+		for _, m := range d.a.console.texts.Messages() {
+			if m.To == "+15555550199" {
+				if c := regexp.MustCompile(`YES (\d+)`).FindStringSubmatch(m.Body); c != nil {
+					smsCode = c[1]
+				}
+			}
+		}
+		return smsCode != ""
+	})
+	b.open("/ui/dev")
+	b.do(chromedp.SetValue(chromedp.CSS("#d-from"), "+15555550199"), chromedp.SetValue(chromedp.CSS("#d-body"), "YES "+smsCode))
+	b.press(`form[action="/ui/dev/reply"] button`)
+	if !strings.Contains(b.text(), "as if it came from the phone") {
+		t.Errorf("dev reply:\n%s", b.text())
+	}
+	waitFor(t, 20*time.Second, "the SMS reply to decide", func() bool { return d.approvalState("appr_sms") == "granted" })
 
 	// The approval page a person opens from the link.
 	b.open(strings.TrimPrefix(link, d.base))
