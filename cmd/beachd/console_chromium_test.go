@@ -472,6 +472,11 @@ func TestConsoleInChromium(t *testing.T) {
 	b.press(`button[value="denied"]`)
 	b.check("approval-page-decided")
 	waitFor(t, 20*time.Second, "the page's decision", func() bool { return d.approvalState("appr_page") == "denied" })
+	b.open("/a/not-a-valid-token")
+	if !strings.Contains(b.text(), "not valid") {
+		t.Errorf("a guessed link:\n%s", b.text())
+	}
+	b.check("approval-page-invalid")
 
 	// Sign out; a read-only key sees no button and changes nothing.
 	b.open("/ui/")
