@@ -14,7 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// Config is beachd's configuration file (DESIGN.md §7). Sections owned by a
+// Config is beachd's configuration file (docs/configuration.md). Sections owned by a
 // channel or feature live in config_<area>.go beside this file.
 type Config struct {
 	Listen    string    `yaml:"listen"`
@@ -22,6 +22,8 @@ type Config struct {
 	PublicURL string    `yaml:"public_url"`
 	APIKeys   []APIKey  `yaml:"api_keys"`
 	Log       LogConfig `yaml:"log"`
+	// Metrics guards /metrics.
+	Metrics MetricsConfig `yaml:"metrics"`
 
 	Agents    map[string]AgentConfig      `yaml:"agents"`
 	Webhooks  WebhooksConfig              `yaml:"webhooks"`
@@ -33,9 +35,14 @@ type Config struct {
 	Render    RenderConfig                `yaml:"render"`
 	Limits    LimitsConfig                `yaml:"limits"`
 	Dispatch  DispatchConfig              `yaml:"dispatch"`
+	Fetch     FetchConfig                 `yaml:"fetch"` // content-driven fetches (config_fetch.go)
 	// Retention: envelopes whose deliveries are all sent or dead are removed
 	// this long after acceptance, with their attempts; default 168h (7 days).
 	Retention time.Duration `yaml:"retention"`
+
+	// devAgentA2A is the A2A generation `beachd dev`'s agent speaks ("0.3",
+	// or 1.0 otherwise); not configurable from a file.
+	devAgentA2A string
 }
 
 // LogConfig selects the log format and level.
@@ -44,11 +51,19 @@ type LogConfig struct {
 	Level  string `yaml:"level"`  // debug, info (default), warn, error
 }
 
-// LimitsConfig bounds inputs (DESIGN.md §8). Zero means the default.
+// LimitsConfig bounds inputs (docs/configuration.md). Zero means the default.
 type LimitsConfig struct {
 	MaxEnvelopeBytes int64 `yaml:"max_envelope_bytes"` // default 8 MiB
 	MaxParts         int   `yaml:"max_parts"`          // default 256
 	MaxRecipients    int   `yaml:"max_recipients"`     // default 100
+}
+
+// MetricsConfig guards /metrics.
+type MetricsConfig struct {
+	// RequireKey makes GET /metrics need a bearer API key like the rest of
+	// the API: its series name webhook endpoints, channels and approval
+	// outcomes. Default false (Prometheus scrapes without a key).
+	RequireKey bool `yaml:"require_key"`
 }
 
 // DispatchConfig tunes the dispatcher.
@@ -174,6 +189,7 @@ func (c *Config) validate() (*envelope.Registry, error) {
 	reg := c.registry(v)
 	for name, a := range c.Agents {
 		a.validate(v, "agents."+name)
+		c.validateApprovers(v, name, a)
 	}
 	c.Webhooks.validate(v)
 	for name, ep := range c.Webhooks.Endpoints {
@@ -194,6 +210,7 @@ func (c *Config) validate() (*envelope.Registry, error) {
 		v.errorf("approvals.email_links", "false leaves replies the only way to answer by mail, and email.imap is not set: nobody could decide an approval sent by email")
 	}
 	c.Render.validate(v)
+	c.Fetch.validate(v)
 	seen := map[string]bool{}
 	for i := range c.Schedules {
 		s := &c.Schedules[i]

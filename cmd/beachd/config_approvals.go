@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cool-ai/beachd/agent"
 	"github.com/cool-ai/beachd/approvals"
 	"github.com/cool-ai/beachd/channels/webhook"
 )
@@ -16,7 +17,7 @@ import (
 //	  secret: "${BEACHD_APPROVAL_SECRET}"  # HMAC key of every token, ≥32 bytes;
 //	                             # empty: generated once into data_dir/approval.key (0600)
 //	  sms_code_digits: 6         # 4-10
-//	  max_wrong_codes: 5         # wrong SMS/WhatsApp codes per number per hour, then locked for a day
+//	  max_wrong_codes: 5         # wrong SMS/WhatsApp codes from a number per hour lock its open approvals' codes for a day
 //	  injection_lifetime: 24h    # a failing injection is dead-lettered after this
 //	  email_links: true          # false: no confirmation link in mail, only replies decide (THREATS #3)
 //	  words:                     # decision words beside the English ones
@@ -75,7 +76,8 @@ func (c *ApprovalsConfig) validate(v *validator) {
 //
 //	agents:
 //	  travel:
-//	    a2a_url: http://127.0.0.1:9000/   # A2A JSON-RPC endpoint
+//	    a2a_url: http://127.0.0.1:9000/   # A2A endpoint; its origin serves the agent card
+//	    a2a_version: auto                 # auto (default: the card decides), "1.0" or "0.3"
 //	    injector: a2a                     # or webhook
 //	    webhook_url: https://agent.example.org/approvals   # injector: webhook
 //	    webhook_secret: "whsec_…"         # Standard Webhooks secret (injector: webhook)
@@ -83,11 +85,15 @@ func (c *ApprovalsConfig) validate(v *validator) {
 //	    timeout: 30s
 type AgentConfig struct {
 	A2AURL        string            `yaml:"a2a_url"`
+	A2AVersion    string            `yaml:"a2a_version"`
 	Injector      string            `yaml:"injector"`
 	WebhookURL    string            `yaml:"webhook_url"`
 	WebhookSecret string            `yaml:"webhook_secret"`
 	Headers       map[string]string `yaml:"headers"`
 	Timeout       time.Duration     `yaml:"timeout"`
+	// Approvers, when set, are the only recipients of this agent's
+	// approval requests (config_agents.go).
+	Approvers []string `yaml:"approvers"`
 }
 
 func (a AgentConfig) validate(v *validator, key string) {
@@ -115,6 +121,11 @@ func (a AgentConfig) validate(v *validator, key string) {
 	if a.A2AURL != "" && !absURL(a.A2AURL) {
 		v.errorf(key+".a2a_url", "must be an absolute http(s) URL, got %q", a.A2AURL)
 	}
+	switch a.A2AVersion {
+	case "", agent.VersionAuto, agent.V10, agent.V03:
+	default:
+		v.errorf(key+".a2a_version", "must be auto, 1.0 or 0.3, got %q", a.A2AVersion)
+	}
 	if a.Timeout < 0 || a.Timeout > 10*time.Minute {
 		v.errorf(key+".timeout", "must be between 0 (default 30s) and 10m")
 	}
@@ -125,7 +136,7 @@ func (a AgentConfig) validate(v *validator, key string) {
 	}
 }
 
-// devAgentConfig points `beachd dev`'s agent at the a2a-go agent beachd
+// devAgentConfig points `beachd dev`'s agent at the agent beachd
 // serves itself under /dev/agent/.
 func devAgentConfig(addr string) AgentConfig {
 	return AgentConfig{A2AURL: "http://" + addr + "/dev/agent/", Timeout: 10 * time.Second}
