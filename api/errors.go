@@ -14,6 +14,8 @@ import (
 var (
 	// ErrUnauthorized: no or a wrong bearer key.
 	ErrUnauthorized = errors.New("missing or invalid API key")
+	// ErrReadOnly: a read-only key asked to change something.
+	ErrReadOnly = errors.New("this API key is read-only")
 )
 
 // ConflictError is a request that conflicts with what is stored (an
@@ -63,6 +65,8 @@ func WriteError(w http.ResponseWriter, log *slog.Logger, err error) {
 	case errors.Is(err, ErrUnauthorized):
 		w.Header().Set("WWW-Authenticate", `Bearer realm="beachd"`)
 		WriteJSON(w, http.StatusUnauthorized, errorBody{Error: err.Error()})
+	case errors.Is(err, ErrReadOnly):
+		WriteJSON(w, http.StatusForbidden, errorBody{Error: err.Error()})
 	case errors.Is(err, store.ErrIdempotencyConflict):
 		WriteJSON(w, http.StatusConflict, errorBody{Error: "Idempotency-Key was already used with a different request body"})
 	case errors.Is(err, store.ErrDuplicateApproval):

@@ -84,6 +84,8 @@ type app struct {
 	onListen []func(addr string)
 	// devAgent is `beachd dev`'s agent (nil otherwise).
 	devAgent *devAgent
+	// console holds what the operator console shows (wire_console.go).
+	console consoleParts
 }
 
 // buildApp opens the store and builds every part. Nothing runs yet.
@@ -161,11 +163,15 @@ func buildApp(ctx context.Context, cfg *Config, reg *envelope.Registry, log *slo
 	if err := a.wireSchedules(); err != nil {
 		return nil, fmt.Errorf("set up schedules: %w", err)
 	}
+	if err := a.wireConsole(); err != nil {
+		return nil, fmt.Errorf("set up console: %w", err)
+	}
 	maxBody := cfg.Limits.MaxEnvelopeBytes
 	if maxBody <= 0 {
 		maxBody = envelope.DefaultLimits.MaxBytes
 	}
-	a.server, err = api.New(api.Config{APIKeys: cfg.APIKeys, MaxBodyBytes: maxBody + 64<<10, Ready: a.readyErr, MetricsRequireKey: cfg.Metrics.RequireKey},
+	a.server, err = api.New(api.Config{APIKeys: keysOf(cfg.APIKeys, roleFull), ReadKeys: keysOf(cfg.APIKeys, roleRead), MaxBodyBytes: maxBody + 64<<10,
+		Ready: a.readyErr, MetricsRequireKey: cfg.Metrics.RequireKey},
 		a.db, a.enqueuer, a.apiMetrics, a.metrics, log.With("component", "api"), a.routes)
 	if err != nil {
 		return nil, err

@@ -20,7 +20,7 @@ type Config struct {
 	Listen    string    `yaml:"listen"`
 	DataDir   string    `yaml:"data_dir"`
 	PublicURL string    `yaml:"public_url"`
-	APIKeys   []string  `yaml:"api_keys"`
+	APIKeys   []APIKey  `yaml:"api_keys"`
 	Log       LogConfig `yaml:"log"`
 	// Metrics guards /metrics.
 	Metrics MetricsConfig `yaml:"metrics"`
@@ -151,9 +151,15 @@ func (c *Config) validate() (*envelope.Registry, error) {
 		v.errorf("api_keys", "at least one key is required")
 	}
 	for i, k := range c.APIKeys {
-		if len(k) < 16 {
+		if len(k.Key) < 16 {
 			v.errorf(fmt.Sprintf("api_keys[%d]", i), "must be at least 16 characters")
 		}
+		if k.Role != "" && k.Role != roleFull && k.Role != roleRead {
+			v.errorf(fmt.Sprintf("api_keys[%d].role", i), "must be full or read, got %q", k.Role)
+		}
+	}
+	if len(c.APIKeys) > 0 && len(keysOf(c.APIKeys, roleFull)) == 0 {
+		v.errorf("api_keys", "at least one full-access key is required (a plain string, or role: full)")
 	}
 	switch c.Log.Format {
 	case "text", "json":

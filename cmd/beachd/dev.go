@@ -70,7 +70,7 @@ func devConfig(addr, dataDir, apiKey, sinkSecret string) *Config {
 		Listen:    addr,
 		DataDir:   dataDir,
 		PublicURL: "http://" + addr,
-		APIKeys:   []string{apiKey},
+		APIKeys:   []APIKey{{Key: apiKey}},
 		Log:       LogConfig{Format: "text", Level: "info"},
 		Agents:    map[string]AgentConfig{devAgentName: devAgentConfig(addr)},
 		Webhooks: WebhooksConfig{Endpoints: map[string]EndpointConfig{
@@ -109,7 +109,7 @@ func randomToken(n int) string {
 
 func printDevBanner(w io.Writer, a *app, addr string) {
 	base := "http://" + addr
-	key := a.cfg.APIKeys[0]
+	key := a.cfg.APIKeys[0].Key
 	fmt.Fprintf(w, `
 beachd dev is running.
 
@@ -159,6 +159,7 @@ func (a *app) wireDev() error {
 		return fmt.Errorf("dev sink secret: %w", err)
 	}
 	sink := webhook.NewSink(webhook.SinkConfig{Secrets: secrets, Keep: 200})
+	a.console.sink = sink
 	a.routes = append(a.routes,
 		api.Route{Method: "POST", Pattern: "/dev/sink", Handler: sink},
 		api.Route{Method: "GET", Pattern: "/dev/sink", Handler: sink})

@@ -34,6 +34,7 @@ func (a *app) wireSchedules() error {
 	if err != nil {
 		return err
 	}
+	a.console.scheduler = s
 	a.routes = append(a.routes, api.ScheduleRoutes(s, log)...)
 	a.workers = append(a.workers, worker{name: "schedules", run: s.Run, started: s.Active})
 	if a.dev && len(defs) > 0 {
