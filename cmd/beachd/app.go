@@ -99,6 +99,14 @@ func buildApp(ctx context.Context, cfg *Config, reg *envelope.Registry, log *slo
 		}
 	}()
 	a.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// The address is bound before the data dir is touched: a port in use
+	// leaves nothing behind.
+	if ln == nil {
+		if ln, err = net.Listen("tcp", cfg.Listen); err != nil {
+			return nil, fmt.Errorf("listen: %w", err)
+		}
+	}
+	a.listener = ln
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data_dir: %w", err)
 	}
@@ -109,12 +117,6 @@ func buildApp(ctx context.Context, cfg *Config, reg *envelope.Registry, log *slo
 	if a.apiMetrics, err = api.NewMetrics(a.metrics, a.db); err != nil {
 		return nil, err
 	}
-	if ln == nil {
-		if ln, err = net.Listen("tcp", cfg.Listen); err != nil {
-			return nil, fmt.Errorf("listen: %w", err)
-		}
-	}
-	a.listener = ln
 	// The order matters: the renderer and approvals come before the
 	// channels that use them; schedules come last, they use everything.
 	steps := []struct {

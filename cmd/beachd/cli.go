@@ -107,18 +107,10 @@ type ConfigCmd struct {
 // ConfigCheckCmd validates the configuration.
 type ConfigCheckCmd struct{}
 
-// Run validates the configuration and the template override directory.
+// Run validates the configuration and the template override directory,
+// and prints every problem at once: what `beachd serve` would refuse.
 func (ConfigCheckCmd) Run(g *globals) error {
-	cfg, _, err := loadValidConfig(g.configPath, g.getenv)
-	if err != nil {
-		return err
-	}
-	if cfg.Twilio != nil && !cfg.Twilio.hasCredentials() {
-		// validate lets `beachd dev` record messages without credentials;
-		// the file is checked for serve, which refuses that.
-		return errNoTwilioCredentials
-	}
-	if err := cfg.Render.check(); err != nil {
+	if _, _, err := loadServeConfig(g.configPath, g.getenv); err != nil {
 		return err
 	}
 	fmt.Fprintf(g.stdout, "%s: ok\n", g.configPath)

@@ -53,12 +53,21 @@ func (s *ScheduleConfig) validate(v *validator, i int, c *Config) {
 	}
 	_, err := schedule.Check([]schedule.Definition{s.definition()}, schedule.CheckOptions{
 		Agents: agents, Now: time.Now(), Key: func(int) string { return key }})
+	badZone := false
 	if ce, ok := err.(*schedule.ConfigError); ok {
 		for _, p := range ce.Problems {
 			v.errorf(p.Key, "%s", p.Reason)
+			badZone = badZone || p.Key == key+".time_zone"
 		}
 	} else if err != nil {
 		v.errorf(key, "%v", err)
+	}
+	if badZone && s.Cron != "" {
+		// Check does not parse the spec without a zone to read it in; its
+		// problems are reported now, not once the zone is fixed.
+		if _, err := schedule.ParseSpec(s.Cron, "", time.UTC, time.Now()); err != nil {
+			v.errorf(key+".cron", "schedule %q: %v", s.Name, err)
+		}
 	}
 	if ac, ok := c.Agents[s.Agent]; ok && ac.A2AURL == "" {
 		v.errorf(key+".agent", "schedule %q: agent %q has no a2a_url; schedules start turns over A2A", s.Name, s.Agent)

@@ -124,8 +124,8 @@ func TestRenderCmdBadConfigIsConfigCheckError(t *testing.T) {
 	writeFile(t, filepath.Join(broken, "email", "result.txt.tmpl"), "{{.Text\n")
 	for name, tc := range map[string]struct{ yaml, key string }{
 		"invalid value":   {keys + "render: {sms: {policy: shout}}\n", "render.sms.policy:"},
-		"unknown key":     {keys + "render: {sms: {policy: split, max: 3}}\n", "render.sms.max: line 2, column 31"},
-		"flow-map type":   {keys + "webhooks: {endpoints: {ops: {url: \"https://x.org/\", timeout: soon}}}\n", "webhooks.endpoints.ops.timeout: line 2, column 62"},
+		"unknown key":     {keys + "render: {sms: {policy: split, max: 3}}\n", "line 2, column 31: render.sms.max: is not a known key"},
+		"flow-map type":   {keys + "webhooks: {endpoints: {ops: {url: \"https://x.org/\", timeout: soon}}}\n", "line 2, column 62: webhooks.endpoints.ops.timeout: want a duration"},
 		"missing env":     {"api_keys: [\"${BEACHD_TEST_NOT_SET}\"]\n", "api_keys[0]: environment variable"},
 		"broken template": {keys + "render: {templates_dir: " + broken + "}\n", "result.txt.tmpl:1"},
 		"missing file":    {"", "read config"},
