@@ -60,7 +60,8 @@ render: {templates_dir: `+tmpl+`}
 
 	render := func(args ...string) string {
 		t.Helper()
-		code, out, errs := renderCLI(t, append([]string{"render"}, args...)...)
+		// As of the samples' producedAt: their approval is still open.
+		code, out, errs := renderCLI(t, append([]string{"render", "--now", "produced"}, args...)...)
 		if code != 0 {
 			t.Fatalf("render %v: exit %d: %s", args, code, errs)
 		}
@@ -170,11 +171,11 @@ func TestRenderCmdEmailLinksOff(t *testing.T) {
 	sample := filepath.Join("..", "..", "testdata", "envelopes", "approval-request.json")
 	on := writeFile(t, filepath.Join(dir, "on.yaml"), "public_url: https://beachd.example.net\napi_keys: [\"0123456789abcdef\"]\n")
 	off := writeFile(t, filepath.Join(dir, "off.yaml"), "public_url: https://beachd.example.net\napi_keys: [\"0123456789abcdef\"]\napprovals: {email_links: false}\n")
-	code, out, errs := renderCLI(t, "render", "--config", on, "--channel", "email", sample)
+	code, out, errs := renderCLI(t, "render", "--config", on, "--now", "produced", "--channel", "email", sample)
 	if code != 0 || !strings.Contains(out, "https://beachd.example.net/a/") {
 		t.Fatalf("links on: exit %d, %s\n%s", code, errs, out)
 	}
-	code, out, errs = renderCLI(t, "render", "--config", off, "--channel", "email", sample)
+	code, out, errs = renderCLI(t, "render", "--config", off, "--now", "produced", "--channel", "email", sample)
 	if code != 0 || strings.Contains(out, "/a/") || !strings.Contains(out, "[approval:") {
 		t.Fatalf("links off: exit %d, %s\n%s", code, errs, out)
 	}
