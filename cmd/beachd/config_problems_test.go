@@ -35,6 +35,7 @@ approvals:
 schedules:
   - {name: brief, cron: "0 8 * * MON-FRX", time_zone: Mars/Base, agent: travel, message: hi, to: [{channel: email, address: a@example.org}]}
   - {name: b2, cron: "99 8 * * *", agent: travel, message: hi, to: [], retries: many}
+  - {name: b3, cron: "@daily", agent: travel, message: hi, to: [{channel: email, address: "alice at example"}, {channel: sms, address: "07700 900123"}]}
 `
 	path := filepath.Join(t.TempDir(), "beachd.yaml")
 	writeFile(t, path, y)
@@ -58,6 +59,8 @@ schedules:
 		`line 17, column 22: schedules[1].cron:`,
 		`line 17, column 64: schedules[1].to:`,
 		`line 17, column 81: schedules[1].retries: want a whole number, got "many"`,
+		`line 18, column 91: schedules[2].to[0].address: schedule "b3": not an RFC 5322 address`,
+		`line 18, column 136: schedules[2].to[1].address: schedule "b3": must be an E.164 number`,
 	}
 	got := errb.String()
 	at := 0

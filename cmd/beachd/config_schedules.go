@@ -2,8 +2,10 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/cool-ai/beachd/api"
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/schedule"
 )
@@ -73,11 +75,24 @@ func (s *ScheduleConfig) validate(v *validator, i int, c *Config) {
 		v.errorf(key+".agent", "schedule %q: agent %q has no a2a_url; schedules start turns over A2A", s.Name, s.Agent)
 	}
 	for j, r := range s.To {
-		if r.Channel != envelope.ChannelWebhook || r.Endpoint == "" {
-			continue
-		}
-		if _, ok := c.Webhooks.Endpoints[r.Endpoint]; !ok {
-			v.errorf(fmt.Sprintf("%s.to[%d].endpoint", key, j), "schedule %q: unknown webhook endpoint %q (not in webhooks.endpoints)", s.Name, r.Endpoint)
+		rk := fmt.Sprintf("%s.to[%d]", key, j)
+		switch {
+		case r.Channel == envelope.ChannelWebhook && r.Endpoint != "":
+			if _, ok := c.Webhooks.Endpoints[r.Endpoint]; !ok {
+				v.errorf(rk+".endpoint", "schedule %q: unknown webhook endpoint %q (not in webhooks.endpoints)", s.Name, r.Endpoint)
+			}
+		case r.Address == "":
+			// schedule.Check reports it.
+		case r.Channel == envelope.ChannelEmail:
+			// Checked as a delivery request's recipient is, so that a run
+			// is not refused at every slot.
+			if _, err := api.NormalizeEmail(r.Address); err != nil {
+				v.errorf(rk+".address", "schedule %q: %v", s.Name, err)
+			}
+		case r.Channel == envelope.ChannelSMS || r.Channel == envelope.ChannelWhatsApp:
+			if !e164Number.MatchString(strings.TrimPrefix(r.Address, "whatsapp:")) {
+				v.errorf(rk+".address", "schedule %q: must be an E.164 number like +447700900123, got %q", s.Name, r.Address)
+			}
 		}
 	}
 }
