@@ -201,6 +201,11 @@ func (c *Config) checkServe(v *validator, dev bool) {
 	if c.Twilio != nil && !c.Twilio.hasCredentials() && !dev {
 		v.errorf("twilio.account_sid", "required, with twilio.auth_token, to send SMS and WhatsApp (only `beachd dev` records messages without them)")
 	}
+	if dir := c.Render.TemplatesDir; dir != "" {
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			return // Render.validate reports it
+		}
+	}
 	if err := c.Render.check(); err != nil {
 		v.errorf("render.templates_dir", "%v", errors.Unwrap(err))
 	}

@@ -181,3 +181,14 @@ func FuzzCheckConfig(f *testing.F) {
 		}
 	})
 }
+
+// A missing templates directory is one problem, not one from validation
+// and another from loading the templates.
+func TestMissingTemplatesDirReportedOnce(t *testing.T) {
+	y := "api_keys: [\"0123456789abcdef\"]\nrender: {templates_dir: " + filepath.Join(t.TempDir(), "none") + "}\n"
+	_, _, err := checkConfig([]byte(y), "t.yaml", env(nil), true)
+	var ce *ConfigError
+	if !errors.As(err, &ce) || len(ce.Problems) != 1 || !strings.Contains(ce.Problems[0], "render.templates_dir") {
+		t.Fatalf("got %v", err)
+	}
+}
