@@ -2,35 +2,56 @@ package agent
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"sort"
+	"sync"
 	"time"
-
-	"github.com/a2aproject/a2a-go/a2a"
-	"github.com/a2aproject/a2a-go/a2aclient"
 
 	"github.com/cool-ai/beachd/envelope"
 )
 
-// Sentinel errors of the agent client.
-var (
-	// ErrUnknownAgent: no target of that name is configured.
-	ErrUnknownAgent = errors.New("unknown agent")
-	// ErrPermanent marks an error that retrying cannot fix.
-	ErrPermanent = errors.New("permanent agent error")
+// Version settings of a target.
+const (
+	VersionAuto = "auto"
 )
 
-// Target is one agent's A2A JSON-RPC endpoint.
+// Defaults of a target.
+const (
+	DefaultTimeout          = 30 * time.Second
+	DefaultCardTimeout      = 5 * time.Second
+	DefaultCardTTL          = time.Hour
+	DefaultMaxResponseBytes = 8 << 20
+	DefaultMaxCardBytes     = 256 << 10
+)
+
+// Target is one agent.
 type Target struct {
-	// URL is the JSON-RPC endpoint (http or https).
+	// URL is the agent's A2A endpoint (http or https); its origin is where
+	// the agent card is read.
 	URL string
+	// Version is "auto" (or empty), "1.0" or "0.3". A fixed version talks
+	// JSON-RPC to URL without reading the card.
+	Version string
 	// Headers are added to every request (authorisation, for instance).
 	Headers map[string]string
 	// Timeout bounds one request; zero means 30s.
 	Timeout time.Duration
+	// CardTimeout bounds one card read; zero means 5s.
+	CardTimeout time.Duration
+	// CardTTL is how long a card read is trusted; zero means an hour. The
+	// card is also read again when the agent answers "version not
+	// supported" or "method not found".
+	CardTTL time.Duration
+	// MaxResponseBytes bounds an answer; zero means 8 MiB.
+	MaxResponseBytes int64
+	// MaxCardBytes bounds a card; zero means 256 KiB.
+	MaxCardBytes int64
 }
 
 // Client talks to the configured agents. It is safe for concurrent use.
@@ -39,61 +60,46 @@ type Client struct {
 	now     func() time.Time
 }
 
-type conn struct {
-	transport a2aclient.Transport
-	timeout   time.Duration
-}
-
 // New builds a client for targets. hc is the HTTP client to use (nil means
-// a client with default settings); each target's headers are added by a
-// wrapping RoundTripper, so hc is never modified.
+// a client with default settings). No request is made until first use.
 func New(targets map[string]Target, hc *http.Client) (*Client, error) {
 	if hc == nil {
 		hc = &http.Client{}
 	}
 	c := &Client{targets: map[string]*conn{}, now: time.Now}
-	names := make([]string, 0, len(targets))
-	for n := range targets {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		t := targets[name]
+	for name, t := range targets {
 		u, err := url.Parse(t.URL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return nil, fmt.Errorf("agent %q: a2a_url %q must be an absolute http(s) URL", name, t.URL)
 		}
-		if t.Timeout <= 0 {
-			t.Timeout = 30 * time.Second
+		switch t.Version {
+		case "":
+			t.Version = VersionAuto
+		case VersionAuto, V10, V03:
+		default:
+			return nil, fmt.Errorf("agent %q: a2a_version %q must be auto, 1.0 or 0.3", name, t.Version)
 		}
-		thc := *hc
-		if len(t.Headers) > 0 {
-			base := hc.Transport
-			if base == nil {
-				base = http.DefaultTransport
-			}
-			thc.Transport = headerTransport{base: base, headers: t.Headers}
-		}
-		c.targets[name] = &conn{transport: a2aclient.NewJSONRPCTransport(t.URL, &thc), timeout: t.Timeout}
+		t.Timeout = orDefault(t.Timeout, DefaultTimeout)
+		t.CardTimeout = orDefault(t.CardTimeout, DefaultCardTimeout)
+		t.CardTTL = orDefault(t.CardTTL, DefaultCardTTL)
+		t.MaxResponseBytes = orDefault(t.MaxResponseBytes, DefaultMaxResponseBytes)
+		t.MaxCardBytes = orDefault(t.MaxCardBytes, DefaultMaxCardBytes)
+		c.targets[name] = &conn{name: name, t: t, now: c.now,
+			c: &caller{hc: hc, headers: t.Headers, maxBytes: t.MaxResponseBytes}}
 	}
 	return c, nil
 }
 
+func orDefault[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
 // Has reports whether an agent of that name is configured.
 func (c *Client) Has(name string) bool { _, ok := c.targets[name]; return ok }
-
-type headerTransport struct {
-	base    http.RoundTripper
-	headers map[string]string
-}
-
-func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	for k, v := range h.headers {
-		r.Header.Set(k, v)
-	}
-	return h.base.RoundTrip(r)
-}
 
 func (c *Client) target(name string) (*conn, error) {
 	t, ok := c.targets[name]
@@ -105,17 +111,14 @@ func (c *Client) target(name string) (*conn, error) {
 
 // IsPermanent reports whether err is one that retrying the same request
 // cannot fix.
-func IsPermanent(err error) bool {
-	return errors.Is(err, ErrPermanent) || errors.Is(err, a2a.ErrTaskNotFound) ||
-		errors.Is(err, a2a.ErrInvalidParams) || errors.Is(err, a2a.ErrInvalidRequest) ||
-		errors.Is(err, a2a.ErrMethodNotFound) || errors.Is(err, a2a.ErrUnsupportedOperation)
-}
+func IsPermanent(err error) bool { return errors.Is(err, ErrPermanent) }
 
 // Inject sends resp into the suspended turn (session, turn) of agentName:
-// message/send with contextId = session and taskId = turn, carrying one data
+// a message with contextId = session and taskId = turn, carrying one data
 // part {approvalId, decision, reason, decidedBy, decidedAt} whose metadata
-// says partType "approval-response". The request is non-blocking: the agent
-// acknowledges receipt; the resumed turn runs on.
+// says partType "approval-response" (SendMessage in 1.0, message/send in
+// 0.3). The request returns at once: the resumed turn runs on. The message
+// id is stable per approval, so an agent can recognise a repeat.
 func (c *Client) Inject(ctx context.Context, agentName, session, turn string, resp envelope.ApprovalResponse) error {
 	t, err := c.target(agentName)
 	if err != nil {
@@ -132,21 +135,22 @@ func (c *Client) Inject(ctx context.Context, agentName, session, turn string, re
 	if resp.DecidedBy != "" {
 		data["decidedBy"] = resp.DecidedBy
 	}
-	msg := &a2a.Message{
-		// A stable message id lets an agent recognise a repeated injection.
-		ID:        "beachd-approval-" + resp.ApprovalID,
-		Role:      a2a.MessageRoleUser,
-		ContextID: session,
-		TaskID:    a2a.TaskID(turn),
-		Parts: a2a.ContentParts{a2a.DataPart{Data: data,
-			Metadata: map[string]any{"partType": envelope.PartApprovalResponse}}},
+	raw, err := json.Marshal(data)
+	if err != nil {
+		return fmt.Errorf("encode approval-response: %w", err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, t.timeout)
-	defer cancel()
-	blocking := false
-	if _, err := t.transport.SendMessage(ctx, &a2a.MessageSendParams{
-		Message: msg, Config: &a2a.MessageSendConfig{Blocking: &blocking},
-	}); err != nil {
+	msg := &Message{
+		MessageID: "beachd-approval-" + resp.ApprovalID,
+		Role:      RoleUser,
+		ContextID: session,
+		TaskID:    turn,
+		Parts:     Parts{{Data: raw, Metadata: map[string]any{"partType": envelope.PartApprovalResponse}}},
+	}
+	err = t.call(ctx, func(ctx context.Context, b binding) error {
+		_, _, err := b.send(ctx, msg, true)
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("inject approval-response into %s: %w", agentName, err)
 	}
 	return nil
@@ -157,40 +161,46 @@ func (c *Client) Inject(ctx context.Context, agentName, session, turn string, re
 type Turn struct {
 	ContextID string
 	TaskID    string
-	Message   *a2a.Message // set when the agent replied with a message
-	Task      *a2a.Task    // the latest task snapshot, when there is a task
+	Message   *Message // set when the agent replied with a message
+	Task      *Task    // the latest task snapshot, when there is a task
 }
 
 // StartTurn sends text as a new user message (in contextID, when given) and
-// returns what the agent answered. The request is non-blocking.
+// returns what the agent answered. The request returns at once.
 func (c *Client) StartTurn(ctx context.Context, agentName, text, contextID string) (*Turn, error) {
 	t, err := c.target(agentName)
 	if err != nil {
 		return nil, err
 	}
-	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: text})
-	msg.ContextID = contextID
-	ctx, cancel := context.WithTimeout(ctx, t.timeout)
-	defer cancel()
-	blocking := false
-	res, err := t.transport.SendMessage(ctx, &a2a.MessageSendParams{
-		Message: msg, Config: &a2a.MessageSendConfig{Blocking: &blocking},
+	msg := &Message{MessageID: randomID(), Role: RoleUser, ContextID: contextID, Parts: Parts{TextPart(text, nil)}}
+	var turn *Turn
+	err = t.call(ctx, func(ctx context.Context, b binding) error {
+		m, task, err := b.send(ctx, msg, true)
+		switch {
+		case err != nil:
+			return err
+		case m != nil:
+			turn = &Turn{ContextID: m.ContextID, TaskID: m.TaskID, Message: m}
+		default:
+			turn = &Turn{ContextID: task.ContextID, TaskID: task.ID, Task: task}
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("start turn on %s: %w", agentName, err)
 	}
-	switch r := res.(type) {
-	case *a2a.Message:
-		return &Turn{ContextID: r.ContextID, TaskID: string(r.TaskID), Message: r}, nil
-	case *a2a.Task:
-		return &Turn{ContextID: r.ContextID, TaskID: string(r.ID), Task: r}, nil
-	}
-	return nil, fmt.Errorf("start turn on %s: unexpected result %T", agentName, res)
+	return turn, nil
+}
+
+func randomID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return "beachd-" + hex.EncodeToString(b[:])
 }
 
 // WaitTurn waits until turn settles — its task reaches a terminal state, or
 // input-required / auth-required (the turn is suspended, typically on an
-// approval) — polling tasks/get every poll (default 500ms) until ctx ends,
+// approval) — polling the task every poll (default 500ms) until ctx ends,
 // and returns the reply as a settled envelope.
 func (c *Client) WaitTurn(ctx context.Context, agentName string, turn *Turn, poll time.Duration) (*envelope.Envelope, error) {
 	if turn.Message != nil && turn.Task == nil {
@@ -205,49 +215,88 @@ func (c *Client) WaitTurn(ctx context.Context, agentName string, turn *Turn, pol
 	}
 	task := turn.Task
 	for {
-		if task != nil && settled(task.Status.State) {
+		if task != nil && task.Status.State.Settled() {
 			turn.Task = task
 			return TaskEnvelope(task, c.now()), nil
 		}
 		if task != nil {
-			timer := time.NewTimer(poll)
-			select {
-			case <-ctx.Done():
-				timer.Stop()
-				return nil, fmt.Errorf("wait for turn %s on %s: %w", turn.TaskID, agentName, ctx.Err())
-			case <-timer.C:
+			if err := sleep(ctx, poll); err != nil {
+				return nil, fmt.Errorf("wait for turn %s on %s: %w", turn.TaskID, agentName, err)
 			}
 		}
-		rctx, cancel := context.WithTimeout(ctx, t.timeout)
-		task, err = t.transport.GetTask(rctx, &a2a.TaskQueryParams{ID: a2a.TaskID(turn.TaskID)})
-		cancel()
+		err = t.call(ctx, func(ctx context.Context, b binding) error {
+			var err error
+			task, err = b.getTask(ctx, turn.TaskID)
+			return err
+		})
 		if err != nil {
 			if IsPermanent(err) || ctx.Err() != nil {
 				return nil, fmt.Errorf("get task %s on %s: %w", turn.TaskID, agentName, err)
 			}
 			task = nil
-			timer := time.NewTimer(poll)
-			select {
-			case <-ctx.Done():
-				timer.Stop()
-				return nil, fmt.Errorf("wait for turn %s on %s: %w (last error: %v)", turn.TaskID, agentName, ctx.Err(), err)
-			case <-timer.C:
+			if serr := sleep(ctx, poll); serr != nil {
+				return nil, fmt.Errorf("wait for turn %s on %s: %w (last error: %v)", turn.TaskID, agentName, serr, err)
 			}
 		}
 	}
 }
 
-func settled(s a2a.TaskState) bool {
-	return s.Terminal() || s == a2a.TaskStateInputRequired || s == a2a.TaskStateAuthRequired
+func sleep(ctx context.Context, d time.Duration) error {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return nil
+	}
 }
 
-// finalizedBy maps an A2A task state to the Beach turn state that settled it.
-func finalizedBy(s a2a.TaskState) string {
-	switch s {
-	case a2a.TaskStateCompleted:
-		return "complete"
-	case a2a.TaskStateInputRequired, a2a.TaskStateAuthRequired:
-		return "suspended"
+// Status is what beachd knows of how it talks to one agent.
+type Status struct {
+	Name       string    `json:"name"`
+	URL        string    `json:"url"`
+	Configured string    `json:"a2aVersion"`           // auto, 1.0 or 0.3
+	Generation string    `json:"generation,omitempty"` // in use; "" until first contact
+	Binding    string    `json:"binding,omitempty"`
+	Endpoint   string    `json:"endpoint,omitempty"`
+	ChosenBy   string    `json:"chosenBy,omitempty"` // config, card, or probe
+	CardReadAt time.Time `json:"cardReadAt,omitzero"`
+	CardError  string    `json:"cardError,omitempty"`
+}
+
+// Status returns the state of one agent.
+func (c *Client) Status(name string) (Status, bool) {
+	t, ok := c.targets[name]
+	if !ok {
+		return Status{}, false
 	}
-	return "error"
+	return t.status(), true
+}
+
+// Statuses returns the state of every agent, by name.
+func (c *Client) Statuses() []Status {
+	out := make([]Status, 0, len(c.targets))
+	for _, t := range c.targets {
+		out = append(out, t.status())
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Resolve chooses the generation of every agent that has none yet (reading
+// cards where the version is auto), so that operators see it before the
+// first turn. Errors are recorded in each agent's Status.
+func (c *Client) Resolve(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, t := range c.targets {
+		wg.Go(func() {
+			t.mu.Lock()
+			defer t.mu.Unlock()
+			if t.cur == nil {
+				t.resolveLocked(ctx)
+			}
+		})
+	}
+	wg.Wait()
 }

@@ -1,4 +1,4 @@
-// Package api is beachd's HTTP surface (DESIGN.md §6): ingest, delivery
+// Package api is beachd's HTTP surface (docs/operations.md): ingest, delivery
 // queries and operator actions, health and metrics, and the routes other
 // packages contribute (approvals, schedules, inbound provider webhooks).
 //

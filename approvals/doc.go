@@ -18,5 +18,5 @@
 //   - ParseDecision is pure: the first non-empty line decides, opt-out words
 //     never do, ambiguity means no decision.
 //
-// See THREATS.md for the threats of DESIGN.md §4 and the tests covering each.
+// See THREATS.md for the threats to approvals and the tests covering each.
 package approvals

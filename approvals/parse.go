@@ -12,7 +12,8 @@ import (
 	"github.com/cool-ai/beachd/envelope"
 )
 
-// Decision keywords (DESIGN.md §4), matched case-insensitively as whole words.
+// Decision keywords, matched case-insensitively as whole words: the
+// English words of docs/security.md; operators add others (approvals.words).
 var (
 	grantWords = map[string]bool{"approve": true, "approved": true, "yes": true, "y": true, "ok": true}
 	denyWords  = map[string]bool{"deny": true, "denied": true, "reject": true, "rejected": true,
@@ -23,13 +24,13 @@ var (
 		"end": true, "quit": true, "unsubscribe": true, "optout": true, "opt-out": true,
 		"revoke": true, "arret": true}
 	// carrierWords are the carriers' opt-in and help keywords: not
-	// decisions in DESIGN.md's list, and never an operator's decision word
+	// decision words, and never an operator's decision word
 	// (a "START" sent to resubscribe must not approve anything).
 	carrierWords = map[string]bool{"start": true, "unstop": true, "help": true, "info": true}
 )
 
 // Words are the decision keywords a Service understands: the English ones
-// of DESIGN.md §4 and any an operator adds for the languages its recipients
+// above and any an operator adds for the languages its recipients
 // answer in (approvals.words).
 type Words struct {
 	grant, deny map[string]bool
@@ -84,10 +85,10 @@ func NewWords(grant, deny []string) (*Words, error) {
 	return w, nil
 }
 
-// englishWords are the keywords of DESIGN.md §4 alone.
+// englishWords are the built-in English keywords alone.
 var englishWords = &Words{grant: grantWords, deny: denyWords}
 
-// EnglishWords returns the keywords of DESIGN.md §4 alone.
+// EnglishWords returns the built-in English keywords alone.
 func EnglishWords() *Words { return englishWords }
 
 // maxDecisionLine bounds the line ParseDecision looks at; longer input is
@@ -95,7 +96,7 @@ func EnglishWords() *Words { return englishWords }
 const maxDecisionLine = 1000
 
 // ParseDecision reads a decision from reply text under the rules of
-// DESIGN.md §4. Only the first non-empty line (after trimming) counts; a
+// docs/security.md. Only the first non-empty line (after trimming) counts; a
 // decision further down a reply (a quoted "Reply YES or NO" line, for
 // instance) never does. The line's first word, matched case-insensitively as
 // a whole word, must be a keyword: approve, approved, yes, y, ok → granted;

@@ -18,7 +18,7 @@ type Policy struct {
 	Timeout time.Duration
 }
 
-// Default policies (DESIGN.md §2).
+// Default policies (the retry schedules of docs/architecture.md).
 var (
 	// EmailPolicy is Postfix-like: 5 min doubling to a little over an hour,
 	// for up to 5 days.

@@ -13,7 +13,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 )
 
-// Canonical part types (DESIGN.md §3, protocol README).
+// Canonical part types (docs/envelope.md).
 const (
 	PartAck              = "ack"
 	PartThinking         = "thinking"
@@ -138,7 +138,7 @@ type Limits struct {
 	MaxParts int   // default 256
 }
 
-// DefaultLimits are the limits of DESIGN.md §8.
+// DefaultLimits are the default input bounds (limits in docs/configuration.md).
 var DefaultLimits = Limits{MaxBytes: 8 << 20, MaxParts: 256}
 
 func (l Limits) withDefaults() Limits {

@@ -87,7 +87,7 @@ func TestFilterPerChannel(t *testing.T) {
 
 func TestRegistryRulesTable(t *testing.T) {
 	r := NewRegistry()
-	// DESIGN.md §3, row by row: email, sms, whatsapp, webhook (no consumes), webhook (consumes it).
+	// The table of docs/envelope.md, row by row: email, sms, whatsapp, webhook (no consumes), webhook (consumes it).
 	table := map[string][5]bool{
 		"ack":               {false, false, false, false, false},
 		"thinking":          {false, false, false, false, false},

@@ -37,8 +37,10 @@ type Inbound struct {
 	// IgnoredBecause, when set, says why the channel already knows the
 	// message must have no effect (logged and audited, not obeyed).
 	IgnoredBecause string
-	// AuthFailed: the receiving server's Authentication-Results (from a
-	// trusted authserv-id) reports a DMARC or aligned-DKIM failure.
+	// AuthFailed: the sender is not verified — the receiving server's
+	// Authentication-Results (from the trusted authserv-id) do not show
+	// dmarc=pass or an aligned dkim=pass, or there are none; AuthDetail
+	// says which. Such a message is quarantined, never obeyed.
 	AuthFailed bool
 	AuthDetail string
 	ReceivedAt time.Time

@@ -84,7 +84,7 @@ func humanAndWebhook(human, webhook Rule) map[string]Rule {
 	return map[string]Rule{ChannelEmail: human, ChannelSMS: human, ChannelWhatsApp: human, ChannelWebhook: webhook}
 }
 
-// CanonicalPartTypes is the delivery table of DESIGN.md §3.
+// CanonicalPartTypes is the delivery table of docs/envelope.md.
 func CanonicalPartTypes() []PartType {
 	emailOnly := func(webhook Rule) map[string]Rule {
 		return map[string]Rule{ChannelEmail: Keep, ChannelSMS: Drop, ChannelWhatsApp: Drop, ChannelWebhook: webhook}

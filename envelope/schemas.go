@@ -127,8 +127,10 @@ func validateArtifact(path string, data json.RawMessage, add func(string, string
 	if s, ok := str("artifactId"); !ok || s == "" {
 		add(path+".artifactId", "required")
 	}
-	if s, ok := str("mimeType"); !ok || !strings.Contains(s, "/") {
+	if s, ok := str("mimeType"); !ok || s == "" {
 		add(path+".mimeType", "required, a MIME type such as application/pdf")
+	} else if why := checkMediaType(s); why != "" {
+		add(path+".mimeType", "%s", why)
 	}
 	u, hasURI := str("uri")
 	b64, hasBytes := str("bytes")
@@ -141,6 +143,9 @@ func validateArtifact(path string, data json.RawMessage, add func(string, string
 		pu, err := url.Parse(u)
 		if err != nil || (pu.Scheme != "https" && pu.Scheme != "http") || pu.Host == "" {
 			add(path+".uri", "must be an absolute http(s) URL")
+		} else if pu.User != nil {
+			// Never sent on (as Basic auth) nor shown to a recipient.
+			add(path+".uri", "must not carry user-info (user:password@)")
 		}
 	case hasBytes:
 		if _, err := base64.StdEncoding.DecodeString(b64); err != nil {

@@ -31,7 +31,7 @@ func (c *content) warnf(format string, args ...any) {
 }
 
 // build filters the envelope for channel and turns each part into view
-// material, following DESIGN.md §3.
+// material, following the part-type table of docs/envelope.md.
 func (r *Renderer) build(in *Input, channel string) (*content, error) {
 	if in.Envelope == nil {
 		return nil, ErrNoEnvelope
@@ -49,6 +49,8 @@ func (r *Renderer) build(in *Input, channel string) (*content, error) {
 	}
 	env := reg.Filter(in.Envelope, channel, consumes)
 	c := &content{view: View{Channel: channel, Recipient: in.Recipient, Now: in.Now, Page: in.Page && channel == envelope.ChannelEmail}}
+	noReplies := channel == envelope.ChannelEmail && r.cfg.NoEmailReplies
+	c.view.NoReplies = noReplies
 
 	fetched := map[string]FetchedArtifact{}
 	for _, f := range in.Artifacts {
@@ -150,9 +152,10 @@ func (r *Renderer) build(in *Input, channel string) (*content, error) {
 		}
 	}
 	// Email carries one token per message: the first answerable approval.
+	// Where no intake reads replies, none is answered by reply.
 	for i := range c.view.Approvals {
 		a := &c.view.Approvals[i]
-		if a.Token != "" {
+		if a.Token != "" && !noReplies {
 			a.ByReply = true
 			break
 		}
@@ -331,7 +334,7 @@ func (r *Renderer) approvalView(ar envelope.ApprovalRequest, p envelope.Part, h 
 		}
 		switch channel {
 		case envelope.ChannelEmail:
-			v.Answerable = h.Token != "" || h.LinkURL != ""
+			v.Answerable = (h.Token != "" && !r.cfg.NoEmailReplies) || h.LinkURL != ""
 		case envelope.ChannelSMS:
 			v.Answerable = h.Code != "" || h.LinkURL != ""
 		case envelope.ChannelWhatsApp:

@@ -9,7 +9,7 @@
 //   - Every method is a pure function of its Input and the Config: no I/O,
 //     no clock (Input.Now), no randomness. Channels fetch artifacts and
 //     approvals mints handles before calling.
-//   - What reaches a channel is decided by Registry.Filter (DESIGN.md §3);
+//   - What reaches a channel is decided by Registry.Filter (docs/envelope.md);
 //     setState never leaves.
 //   - Everything from an envelope is escaped in HTML; only http(s) and mailto
 //     links are made; the HTML has no script, form or external style sheet.

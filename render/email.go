@@ -8,6 +8,7 @@ import (
 	"net/mail"
 	"regexp"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/cool-ai/beachd/envelope"
@@ -70,7 +71,7 @@ func (r *Renderer) Email(in Input) (*Email, error) {
 	} else if in.ReplyTo != "" {
 		c.warnf("reply-to %q is not an address; left out", in.ReplyTo)
 	}
-	if len(c.view.Approvals) > 1 {
+	if len(c.view.Approvals) > 1 && !c.view.NoReplies {
 		c.warnf("%d approvals in one email: replies answer the first; the others by link", len(c.view.Approvals))
 	}
 	return &Email{
@@ -161,7 +162,8 @@ func firstSentence(s string) string {
 }
 
 // finalSubject folds s to one line within the length budget, falls back to
-// fallback when empty, and appends the approval tag.
+// fallback when empty (or when its first word alone is over the budget),
+// and appends the approval tag, which is never cut.
 func finalSubject(s, tag, fallback string) string {
 	s = oneLine(s)
 	if s == "" {
@@ -173,7 +175,11 @@ func finalSubject(s, tag, fallback string) string {
 		// The tag must survive even if the user's subject is cut away.
 		s = strings.TrimSpace(strings.ReplaceAll(s, tag, ""))
 	}
-	s = cutWords(s, budget)
+	if cut := cutWords(s, budget); cut != "" || s == "" {
+		s = cut
+	} else {
+		s = cutWords(fallback, budget)
+	}
 	if tag != "" {
 		if s == "" {
 			return tag
@@ -183,20 +189,71 @@ func finalSubject(s, tag, fallback string) string {
 	return s
 }
 
-// cutWords cuts s to at most n runes at a word boundary, ending in "…".
+// cutWords cuts s to at most n runes, ending in "…", at a break between
+// words: never inside a word, a number or an amount ("£1,122", "1 122 €",
+// "€ 45"), and without a dangling currency sign or separator at the end.
+// It returns "" when not even the first word fits.
 func cutWords(s string, n int) string {
 	if utf8.RuneCountInString(s) <= n {
 		return s
 	}
-	r := []rune(s)[:n-1]
-	cut := len(r)
-	for i := len(r) - 1; i > n/2; i-- {
-		if r[i] == ' ' {
-			cut = i
-			break
+	r := []rune(s)
+	for i := min(n-1, len(r)-1); i > 0; i-- {
+		if !breakAt(r, i) {
+			continue
+		}
+		if head := trimDangling(r[:i]); head != "" {
+			return head + "…"
 		}
 	}
-	return strings.TrimRight(string(r[:cut]), " ,;:-") + "…"
+	return ""
+}
+
+// trimDangling drops what cannot end a cut subject: spaces, separators
+// and opening brackets, and a currency sign that has no amount before it
+// ("for £" loses the sign; "901 €" keeps it).
+func trimDangling(r []rune) string {
+	for len(r) > 0 {
+		c := r[len(r)-1]
+		switch {
+		case unicode.IsSpace(c) || strings.ContainsRune(",;:-–—(/[{&+", c):
+		case unicode.Is(unicode.Sc, c):
+			j := len(r) - 2
+			if j >= 0 && unicode.IsSpace(r[j]) {
+				j--
+			}
+			if j >= 0 && unicode.IsDigit(r[j]) {
+				return string(r)
+			}
+		default:
+			return string(r)
+		}
+		r = r[:len(r)-1]
+	}
+	return ""
+}
+
+// breakAt: r[i] is a space where a line may break — not a no-break space,
+// not between two digits (a grouped number), not next to a currency sign
+// that belongs to the amount beside it.
+func breakAt(r []rune, i int) bool {
+	c := r[i]
+	if !unicode.IsSpace(c) || c == '\u00a0' || c == '\u202f' || c == '\u2007' {
+		return false
+	}
+	prev, next := r[i-1], rune(0)
+	if i+1 < len(r) {
+		next = r[i+1]
+	}
+	switch {
+	case unicode.IsDigit(prev) && unicode.IsDigit(next):
+		return false
+	case unicode.Is(unicode.Sc, prev) && unicode.IsDigit(next):
+		return false
+	case unicode.IsDigit(prev) && unicode.Is(unicode.Sc, next):
+		return false
+	}
+	return true
 }
 
 var reLocalUnsafe = regexp.MustCompile(`[^A-Za-z0-9_-]`)

@@ -50,6 +50,12 @@ type Config struct {
 	// MaxSurfaceBytes bounds a rendered A2UI surface (text and HTML each);
 	// default 256 KiB.
 	MaxSurfaceBytes int
+	// NoEmailReplies: no reply intake reads answers to our mail (email.imap
+	// is not configured). Approval mails then never ask for a reply — no
+	// reply instructions, no [approval:…] subject tag, no token in the
+	// Message-ID or Reply-To — and offer the confirmation link alone; the
+	// footer says replies are not read.
+	NoEmailReplies bool
 	// Locale and TimeZone format dates and numbers (default "en", UTC).
 	Locale   string
 	TimeZone *time.Location

@@ -272,7 +272,7 @@ func TestWebhookFilter(t *testing.T) {
 	addData(env, envelope.PartA2UISurface, map[string]any{"createSurface": map[string]any{"surfaceId": "s"}})
 	addData(env, envelope.PartApprovalRequest, envelope.ApprovalRequest{ApprovalID: "ap1", ToolName: "t", ToolCallID: "c", Args: map[string]any{}, Handler: "h", Turn: "t", Session: "s"})
 	orig := env.Clone()
-	got, err := r.Webhook(Input{Envelope: env, Consumes: []string{"llm-context"}, Approvals: []ApprovalHandle{{ApprovalID: "ap1", LinkURL: "https://b.example/a/1"}}})
+	got, err := r.Webhook(Input{Envelope: env, Consumes: []string{"llm-context"}, Approvals: []ApprovalHandle{{ApprovalID: "ap1", Token: "TOKEN1", LinkURL: "https://b.example/a/1"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,6 +285,9 @@ func TestWebhookFilter(t *testing.T) {
 	}
 	if got.Parts[2].Metadata["decisionUrl"] != "https://b.example/a/1" {
 		t.Errorf("decision URL missing: %v", got.Parts[2].Metadata)
+	}
+	if got.Parts[2].Metadata["decisionToken"] != "TOKEN1" {
+		t.Errorf("decision token missing: %v", got.Parts[2].Metadata)
 	}
 	if _, ok := env.Parts[4].Metadata["decisionUrl"]; ok {
 		t.Error("the input envelope was modified")

@@ -43,6 +43,9 @@ type View struct {
 	// Page: the email rendition shown as the full-message web page (no
 	// reply footer, nothing attached).
 	Page bool
+	// NoReplies: nobody reads replies to this message (email without a
+	// reply intake): say so, and never ask for one.
+	NoReplies bool
 }
 
 // SurfaceView is one rendered A2UI surface.

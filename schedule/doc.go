@@ -1,5 +1,5 @@
 // Package schedule starts agent turns on a cron schedule and delivers what
-// they produce (DESIGN.md §5).
+// they produce (docs/architecture.md, Schedules).
 //
 // # Slots and the once-per-slot guarantee
 //

@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
@@ -48,16 +50,36 @@ type Server struct {
 	notify   chan struct{}
 }
 
-// Start starts the server; Close it when done.
-func Start() *Server {
+// Start starts the server; Close it when done. It serves no agent card,
+// like many 0.3 agents.
+func Start() *Server { return StartOn(nil, false) }
+
+// StartOn starts the server on l (a new loopback listener when nil); with
+// card, it also serves a 0.3 agent card (protocolVersion 0.3.0, JSONRPC at
+// URL) at /.well-known/agent-card.json.
+func StartOn(l net.Listener, card bool) *Server {
 	s := &Server{notify: make(chan struct{}, 1)}
 	var lw io.Writer = io.Discard
 	if os.Getenv("AGENTTEST_LOG") != "" {
 		lw = os.Stderr
 	}
 	h := a2asrv.NewHandler(&executor{s: s}, a2asrv.WithLogger(slog.New(slog.NewTextHandler(lw, nil))))
-	s.srv = httptest.NewServer(a2asrv.NewJSONRPCHandler(h))
+	mux := http.NewServeMux()
+	mux.Handle("/", a2asrv.NewJSONRPCHandler(h))
+	s.srv = httptest.NewUnstartedServer(mux)
+	if l != nil {
+		s.srv.Listener.Close()
+		s.srv.Listener = l
+	}
+	s.srv.Start()
 	s.URL = s.srv.URL + "/"
+	if card {
+		mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(&a2a.AgentCard{
+			Name: "a2a-go test agent", Description: "Suspends a turn on an approval-request.",
+			URL: s.URL, PreferredTransport: a2a.TransportProtocolJSONRPC, ProtocolVersion: "0.3.0",
+			Version: "1.0.0", DefaultInputModes: []string{"text"}, DefaultOutputModes: []string{"text"},
+			Skills: []a2a.AgentSkill{{ID: "travel", Name: "Travel", Description: "Books flights.", Tags: []string{"travel"}}}}))
+	}
 	return s
 }
 

@@ -52,8 +52,8 @@ func (t *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 func budgetSender(t *testing.T) (*Sender, *countingTransport) {
 	t.Helper()
 	s := newTestSender(t, 2525, func(c *SenderConfig) { c.MaxArtifactBytes = 1024; c.ArtifactTimeout = 5 * time.Second }, true)
-	ct := &countingTransport{base: http.DefaultTransport.(*http.Transport).Clone()}
-	s.http = &http.Client{Timeout: s.cfg.ArtifactTimeout, Transport: ct}
+	ct := &countingTransport{base: s.http.Transport} // still the guarded transport
+	s.http.Transport = ct
 	return s, ct
 }
 

@@ -35,7 +35,8 @@ var oooSubjectRe = regexp.MustCompile(`(?i)^\s*(out of (the )?office|auto(matic|
 
 var bounceSubjectRe = regexp.MustCompile(`(?i)^\s*(undeliverable|undelivered mail|delivery status notification \((failure|delay)\)|mail delivery (failed|failure|system)|returned mail|delivery failure|failure notice|unzustellbar|non remis|no se puede entregar|onbestelbaar)`)
 
-// classify applies DESIGN.md §4: auto-replies and bounces never decide.
+// classify tells auto-replies and bounces, which never decide an approval
+// (docs/security.md), from mail a person wrote.
 func classify(h message.Header, contentType, from, subject string, opts ParseOptions) classification {
 	local, _, _ := strings.Cut(from, "@")
 	switch {
@@ -163,88 +164,4 @@ func msgIDToken(id string, opts ParseOptions) string {
 		return ""
 	}
 	return t
-}
-
-// checkAuthResults reads Authentication-Results (RFC 8601) added by the
-// trusted receiving server (authserv-id) and reports a failure when DMARC
-// failed, or when a DKIM signature aligned with the From domain failed and
-// no aligned signature passed.
-func checkAuthResults(h message.Header, from, authservID string) (bool, string) {
-	if authservID == "" {
-		return false, ""
-	}
-	_, fromDomain, _ := strings.Cut(from, "@")
-	fromDomain = strings.ToLower(fromDomain)
-	var dkimFail, dkimPass bool
-	var detail []string
-	for _, v := range h.Values("Authentication-Results") {
-		v = stripComments(v)
-		id, rest, _ := strings.Cut(v, ";")
-		if f := strings.Fields(id); len(f) == 0 || !strings.EqualFold(f[0], authservID) {
-			continue
-		}
-		for _, res := range strings.Split(rest, ";") {
-			fields := strings.Fields(strings.ToLower(res))
-			if len(fields) == 0 {
-				continue
-			}
-			method, result, _ := strings.Cut(fields[0], "=")
-			props := map[string]string{}
-			for _, f := range fields[1:] {
-				if k, v, ok := strings.Cut(f, "="); ok {
-					props[k] = strings.Trim(v, `"`)
-				}
-			}
-			switch method {
-			case "dmarc":
-				if result == "fail" {
-					return true, "dmarc=fail"
-				}
-			case "dkim":
-				d := props["header.d"]
-				if d == "" {
-					_, d, _ = strings.Cut(props["header.i"], "@")
-				}
-				if !aligned(d, fromDomain) {
-					continue
-				}
-				switch result {
-				case "fail":
-					dkimFail = true
-					detail = append(detail, "dkim=fail header.d="+d)
-				case "pass":
-					dkimPass = true
-				}
-			}
-		}
-	}
-	if dkimFail && !dkimPass {
-		return true, strings.Join(detail, "; ")
-	}
-	return false, ""
-}
-
-// aligned is relaxed DKIM alignment without a public-suffix list: the same
-// domain, or one a subdomain of the other.
-func aligned(d, from string) bool {
-	if d == "" || from == "" {
-		return false
-	}
-	return d == from || strings.HasSuffix(from, "."+d) || strings.HasSuffix(d, "."+from)
-}
-
-func stripComments(s string) string {
-	var b strings.Builder
-	depth := 0
-	for _, r := range s {
-		switch {
-		case r == '(':
-			depth++
-		case r == ')' && depth > 0:
-			depth--
-		case depth == 0:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
 }

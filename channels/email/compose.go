@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cool-ai/beachd/channels"
+	"github.com/cool-ai/beachd/channels/fetch"
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/render"
 )
@@ -113,10 +114,15 @@ func addrOf(s string) string {
 
 // fetchArtifacts downloads the artifacts that have a URI and no inline
 // bytes, each bounded by MaxArtifactBytes and ArtifactTimeout, up to
-// artifactFetchers at a time. An artifact that is too big, too slow,
-// unreachable or of another type than declared becomes a Note (the
-// renderer then links it). Together the fetches get at most half the time
-// left for the attempt, so that the SMTP transaction keeps the rest.
+// artifactFetchers at a time, through the guarded client (channels/fetch:
+// the URL comes from content, so loopback, private and metadata addresses
+// are refused unless fetch.allow lists them). An artifact that is too big
+// becomes a Note saying so; one that could not be fetched for any other
+// reason (refused, unreachable, too slow, an error status, another type
+// than declared) gets the one note "could not be attached", its cause
+// logged (the renderer then links it). Together the fetches get at most
+// half the time left for the attempt, so that the SMTP transaction keeps
+// the rest.
 //
 // The attachments together stay within twice MaxArtifactBytes (the
 // budget), given out in envelope order: an artifact is attached when it
@@ -171,9 +177,15 @@ func (s *Sender) fetchArtifacts(ctx context.Context, env *envelope.Envelope) []r
 // artifactFetchers bounds the artifact fetches of one message in flight.
 const artifactFetchers = 4
 
-// noteNoRoom: the artifact does not fit in what the attachments before it
-// left of the budget.
-const noteNoRoom = "too large to attach with the other files"
+// Notes shown in place of an artifact that is not attached.
+const (
+	// noteNoRoom: the artifact does not fit in what the attachments before
+	// it left of the budget.
+	noteNoRoom = "too large to attach with the other files"
+	// noteNotAttached: the fetch failed, whatever the cause (refused
+	// address, unreachable, slow, an error status, another type).
+	noteNotAttached = "could not be attached"
+)
 
 // artifactFetch is one artifact to download. fetchAll alone touches it,
 // but for res (written by the fetch before it reports on the channel)
@@ -311,13 +323,16 @@ func (s *Sender) settle(j *artifactFetch, left int64) int64 {
 		f.Note = "too large to attach"
 	case errors.Is(r.err, errNoRoom):
 		f.Note = noteNoRoom
-	case errors.Is(r.err, context.DeadlineExceeded):
-		f.Note = "could not be fetched in time"
-	case errors.Is(r.err, errOtherType):
-		f.Note = "the server sent another type than declared"
 	case r.err != nil:
-		f.Note = "could not be fetched"
-		s.log.Warn("artifact fetch failed", "artifact_id", f.ArtifactID, "error", r.err)
+		// One note whatever went wrong: a recipient who could tell a
+		// refused address from a closed port, a slow one or a login page
+		// would learn the network behind beachd. The cause is logged.
+		f.Note = noteNotAttached
+		msg := "artifact fetch failed"
+		if errors.Is(r.err, fetch.ErrRefused) {
+			msg = "artifact fetch refused"
+		}
+		s.log.Warn(msg, "artifact_id", f.ArtifactID, "error", r.err)
 	case int64(len(r.b)) > left:
 		f.Note = noteNoRoom
 	default:
@@ -360,8 +375,11 @@ func (s *Sender) fetch(ctx context.Context, uri, declaredType string, limit int6
 	}
 	resp, err := s.http.Do(req)
 	if err != nil {
+		if errors.Is(err, fetch.ErrTooLarge) {
+			return fetchResult{err: errArtifactTooLarge}
+		}
 		if ctx.Err() != nil {
-			return fetchResult{err: ctx.Err()}
+			return fetchResult{err: fmt.Errorf("%w: %w", ctx.Err(), err)}
 		}
 		return fetchResult{err: err}
 	}
@@ -385,6 +403,9 @@ func (s *Sender) fetch(ctx context.Context, uri, declaredType string, limit int6
 		return fetchResult{err: tooLong}
 	}
 	b, err := io.ReadAll(io.LimitReader(countingReader{resp.Body, &live.read}, limit))
+	if errors.Is(err, fetch.ErrTooLarge) { // the fetcher's own bound
+		return fetchResult{err: errArtifactTooLarge, readPast: true}
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return fetchResult{err: ctx.Err()}

@@ -48,4 +48,14 @@
 // enmime's extra leniency (charset sniffing) mattered for none of the
 // replies in the corpus. Quoted text and signatures are trimmed by our own
 // rules (TrimReply), tested on the corpus in testdata/replies.
+//
+// Senders. A reply's From is believed only when the Authentication-Results
+// of the receiving server (ParseOptions.AuthServID) verify it: dmarc=pass,
+// or, with no DMARC policy, an aligned dkim=pass. Only that server's
+// topmost field (and any of its fields above the first Received field) is
+// read, so a field the sender forged lower down counts for nothing. Every
+// other reply — no results, dmarc=none with spf=fail, permerror, temperror,
+// no authserv-id configured — is AuthFailed and is quarantined, not
+// obeyed; authres.go states the rule in full. TrustUnauthenticated is the
+// explicit opt-out for a server that adds no results (`beachd dev`).
 package email

@@ -192,7 +192,7 @@ func dovecotIntakeConfig(d *dovecot, mailbox string) IntakeConfig {
 	return IntakeConfig{Host: "127.0.0.1", Port: d.port, TLS: TLSNone, Username: dovecotUser, Password: dovecotPass,
 		Mailbox: mailbox, Processed: "Processed", PollInterval: time.Hour, IdleRefresh: time.Minute,
 		CommandTimeout: 5 * time.Second, MinBackoff: 50 * time.Millisecond, MaxBackoff: 500 * time.Millisecond,
-		Parse: ParseOptions{ReplyDomain: "beachd.localhost", ReplyLocal: "agent"}}
+		Parse: ParseOptions{ReplyDomain: "beachd.localhost", ReplyLocal: "agent", TrustUnauthenticated: true}}
 }
 
 // TestDovecotIdleMoveAndRestart: a reply appended while the intake IDLEs

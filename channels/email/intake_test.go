@@ -195,7 +195,7 @@ func devIntakeConfig(d *DevServer) IntakeConfig {
 	return IntakeConfig{Host: "127.0.0.1", Port: d.IMAPPort(), TLS: TLSNone, Username: d.Agent.Address, Password: d.Agent.Password,
 		PollInterval: time.Hour, IdleRefresh: time.Minute, CommandTimeout: 5 * time.Second,
 		MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond,
-		Parse: ParseOptions{ReplyDomain: "beachd.localhost", ReplyLocal: "agent", OwnAddresses: []string{d.Agent.Address}}}
+		Parse: ParseOptions{ReplyDomain: "beachd.localhost", ReplyLocal: "agent", OwnAddresses: []string{d.Agent.Address}, TrustUnauthenticated: true}}
 }
 
 func startDevServer(t testing.TB) *DevServer {

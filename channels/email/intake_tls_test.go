@@ -67,7 +67,7 @@ func TestIntakeTLSModesAndPolling(t *testing.T) {
 			cfg := IntakeConfig{Host: "127.0.0.1", Port: port, TLS: tc.mode, TLSConfig: clientTLS,
 				Username: "agent@beachd.localhost", Password: "pw", PollInterval: 100 * time.Millisecond, IdleRefresh: 20 * time.Minute,
 				CommandTimeout: 5 * time.Second, MinBackoff: 20 * time.Millisecond, MaxBackoff: 100 * time.Millisecond,
-				Parse: ParseOptions{ReplyDomain: "beachd.localhost", ReplyLocal: "agent"}}
+				Parse: ParseOptions{ReplyDomain: "beachd.localhost", ReplyLocal: "agent", TrustUnauthenticated: true}}
 			runIntake(t, cfg, db, dec)
 			mta := openMailboxTLS(t, port, tc.mode, clientTLS)
 			mta.appendMsg("INBOX", replyMsg(1, "tls1@example.com", "Approve"))

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"mime"
 	"net"
 	"net/http"
 	"net/mail"
@@ -22,6 +23,7 @@ import (
 	"github.com/wneessen/go-mail/smtp"
 
 	"github.com/cool-ai/beachd/channels"
+	"github.com/cool-ai/beachd/channels/fetch"
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/render"
 	"github.com/cool-ai/beachd/store"
@@ -177,7 +179,7 @@ type Sender struct {
 	cfg      SenderConfig
 	renderer *render.Renderer
 	registry *envelope.Registry
-	http     *http.Client
+	http     *http.Client // the guarded artifact client (channels/fetch)
 	log      *slog.Logger
 	signer   *gomail.DKIMSigner
 	pool     *pool
@@ -212,9 +214,10 @@ func (s *Sender) Done(*store.Delivery) { s.admitted.Add(-1) }
 func (s *Sender) RefusesChannel() {}
 
 // NewSender builds a Sender. renderer may be nil: the message is then the
-// plain text of the envelope's response parts (fallbackEmail). httpClient
-// fetches artifacts (nil: a client with ArtifactTimeout).
-func NewSender(cfg SenderConfig, renderer *render.Renderer, registry *envelope.Registry, httpClient *http.Client, log *slog.Logger) (*Sender, error) {
+// plain text of the envelope's response parts (fallbackEmail). fetcher is
+// the guarded client that fetches artifacts, whose URLs come from content
+// (nil: one that reaches the public internet only).
+func NewSender(cfg SenderConfig, renderer *render.Renderer, registry *envelope.Registry, fetcher *fetch.Client, log *slog.Logger) (*Sender, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -222,10 +225,13 @@ func NewSender(cfg SenderConfig, renderer *render.Renderer, registry *envelope.R
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if httpClient == nil {
-		httpClient = &http.Client{Timeout: cfg.ArtifactTimeout}
+	if fetcher == nil {
+		var err error
+		if fetcher, err = fetch.New(fetch.Config{Timeout: cfg.ArtifactTimeout, MaxBytes: cfg.MaxArtifactBytes + 1}); err != nil {
+			return nil, fmt.Errorf("artifact fetcher: %w", err)
+		}
 	}
-	s := &Sender{cfg: cfg, renderer: renderer, registry: registry, http: httpClient, log: log}
+	s := &Sender{cfg: cfg, renderer: renderer, registry: registry, http: fetcher.HTTPClient(), log: log}
 	if cfg.DKIM.Domain != "" {
 		pem := cfg.DKIM.PrivateKeyPEM
 		if len(pem) == 0 {
@@ -556,9 +562,12 @@ func BuildMessage(from, to string, date time.Time, em *render.Email) (*gomail.Ms
 	if err := m.To(to); err != nil {
 		return nil, fmt.Errorf("to: %w", err)
 	}
-	m.Subject(em.Subject)
+	// Every value below may carry content (the subject, thread ids from an
+	// inbound mail, an artifact's name and type): none is written into the
+	// header unchecked, so a CR or LF cannot start a header of its own.
+	m.Subject(headerText(em.Subject))
 	m.SetDateWithValue(date)
-	m.SetMessageIDWithValue(strings.Trim(em.MessageID, "<>"))
+	m.SetMessageIDWithValue(headerText(strings.Trim(em.MessageID, "<>")))
 	for k, v := range em.Headers {
 		switch strings.ToLower(k) {
 		case "message-id", "from", "to", "subject", "date":
@@ -567,7 +576,11 @@ func BuildMessage(from, to string, date time.Time, em *render.Email) (*gomail.Ms
 				return nil, fmt.Errorf("reply-to: %w", err)
 			}
 		default:
-			m.SetGenHeaderPreformatted(gomail.Header(k), v)
+			if !headerName(k) {
+				return nil, fmt.Errorf("header %q: not a header field name", k)
+			}
+			// Preformatted: go-mail writes it as it is.
+			m.SetGenHeaderPreformatted(gomail.Header(k), headerText(v))
 		}
 	}
 	m.SetBodyString(gomail.TypeTextPlain, em.Text)
@@ -575,15 +588,61 @@ func BuildMessage(from, to string, date time.Time, em *render.Email) (*gomail.Ms
 		m.AddAlternativeString(gomail.TypeTextHTML, em.HTML)
 	}
 	for _, a := range em.Attachments {
-		mt := a.MimeType
-		if mt == "" {
-			mt = "application/octet-stream"
-		}
-		if err := m.AttachReader(a.Filename, bytes.NewReader(a.Bytes), gomail.WithFileContentType(gomail.ContentType(mt))); err != nil {
+		// go-mail writes the type into Content-Type as it is (and
+		// replaces control characters in the file name itself).
+		mt := attachmentType(a.MimeType)
+		if err := m.AttachReader(headerText(a.Filename), bytes.NewReader(a.Bytes), gomail.WithFileContentType(gomail.ContentType(mt))); err != nil {
 			return nil, fmt.Errorf("attachment %q: %w", a.Filename, err)
 		}
 	}
 	return m, nil
+}
+
+// headerText makes s one header line: every control character (CR and LF
+// above all) becomes a space.
+func headerText(s string) string {
+	if !strings.ContainsFunc(s, isCtl) {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		if isCtl(r) {
+			return ' '
+		}
+		return r
+	}, s)
+}
+
+// isCtl: C0 controls but tab, DEL, C1 controls and the Unicode line and
+// paragraph separators.
+func isCtl(r rune) bool {
+	return r < 0x20 && r != '\t' || r >= 0x7f && r <= 0x9f || r == '\u2028' || r == '\u2029'
+}
+
+// headerName: an RFC 5322 field name (printable ASCII but ':').
+func headerName(k string) bool {
+	if k == "" {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		if k[i] < 33 || k[i] > 126 || k[i] == ':' {
+			return false
+		}
+	}
+	return true
+}
+
+// attachmentType is the Content-Type written for an attachment: an RFC
+// 2045 type/subtype (lower case) and a token charset if any; anything
+// else is application/octet-stream.
+func attachmentType(s string) string {
+	mt, params, err := mime.ParseMediaType(s)
+	if err != nil || !envelope.ValidMediaType(mt) {
+		return "application/octet-stream"
+	}
+	if cs := params["charset"]; cs != "" && envelope.IsToken(cs) {
+		return mt + "; charset=" + cs
+	}
+	return mt
 }
 
 // pool keeps up to size connections; get blocks while size are in use.

@@ -20,6 +20,7 @@ import (
 	"github.com/emersion/go-smtp"
 
 	"github.com/cool-ai/beachd/channels"
+	"github.com/cool-ai/beachd/channels/fetch"
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/render"
 	"github.com/cool-ai/beachd/store"
@@ -45,7 +46,28 @@ func job(id, to string, env *envelope.Envelope) *channels.Job {
 	return &channels.Job{Delivery: &store.Delivery{ID: id, Channel: "email", To: to}, Envelope: env, Attempt: 1}
 }
 
+// newTestSender is a sender for the sink on port whose artifact fetcher
+// allows loopback: the tests serve artifacts from httptest servers on
+// 127.0.0.1, which the default fetcher refuses.
 func newTestSender(t testing.TB, port int, mut func(*SenderConfig), withRenderer bool) *Sender {
+	t.Helper()
+	return newTestSenderFetching(t, port, mut, withRenderer, loopbackFetcher(t))
+}
+
+// loopbackFetcher is a guarded artifact client that also allows
+// 127.0.0.0/8, as `fetch: {allow: [127.0.0.0/8]}` would.
+func loopbackFetcher(t testing.TB) *fetch.Client {
+	t.Helper()
+	f, err := fetch.New(fetch.Config{Allow: []string{"127.0.0.0/8"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// newTestSenderFetching: newTestSender with the given artifact fetcher
+// (nil: the default, which reaches the public internet only).
+func newTestSenderFetching(t testing.TB, port int, mut func(*SenderConfig), withRenderer bool, fetcher *fetch.Client) *Sender {
 	t.Helper()
 	cfg := SenderConfig{From: "Travel Agent <agent@beachd.test>", ReplyTo: "approvals@reply.beachd.test",
 		MessageIDDomain: "beachd.test", Host: "127.0.0.1", Port: port, TLS: TLSNone, HELO: "beachd.test",
@@ -60,7 +82,7 @@ func newTestSender(t testing.TB, port int, mut func(*SenderConfig), withRenderer
 			t.Fatal(err)
 		}
 	}
-	s, err := NewSender(cfg, r, envelope.NewRegistry(), nil, nil)
+	s, err := NewSender(cfg, r, envelope.NewRegistry(), fetcher, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -403,7 +425,7 @@ func TestSenderArtifacts(t *testing.T) {
 			t.Errorf("ok: bytes %q", f.Bytes)
 		}
 	}
-	want := map[string]string{"ok": "", "big": "too large to attach", "login": "the server sent another type than declared", "slow": "could not be fetched in time"}
+	want := map[string]string{"ok": "", "big": "too large to attach", "login": noteNotAttached, "slow": noteNotAttached}
 	for id, n := range want {
 		if notes[id] != n {
 			t.Errorf("%s: note %q, want %q", id, notes[id], n)
@@ -540,7 +562,7 @@ func TestArtifactsLeaveTheSMTPTimeItsShare(t *testing.T) {
 	attached := 0
 	for _, f := range got {
 		switch {
-		case strings.HasPrefix(f.ArtifactID, "slow") && f.Note != "could not be fetched in time":
+		case strings.HasPrefix(f.ArtifactID, "slow") && f.Note != noteNotAttached:
 			t.Errorf("%s: note %q", f.ArtifactID, f.Note)
 		case strings.HasPrefix(f.ArtifactID, "ok") && len(f.Bytes) > 0:
 			attached++

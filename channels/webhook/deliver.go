@@ -344,7 +344,7 @@ func (d *Deliverer) Endpoint(name string) (Endpoint, bool) {
 	return ep.Endpoint, true
 }
 
-// body is the webhook's JSON body (DESIGN.md §1a).
+// body is the webhook's JSON body (docs/webhooks.md).
 type body struct {
 	Type      string   `json:"type"`
 	Timestamp string   `json:"timestamp"`

@@ -12,7 +12,7 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
 // TestGoldenRequest pins the exact request a receiver gets for the mixed
-// envelope at a fixed time: body (DESIGN.md §1a) and Standard Webhooks
+// envelope at a fixed time: body (docs/webhooks.md) and Standard Webhooks
 // headers. Refresh with -update after a deliberate change.
 func TestGoldenRequest(t *testing.T) {
 	clk := newClock()

@@ -164,7 +164,8 @@ func (h *InboundHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // inbound message approvals takes. From is the endpoint (the party the
 // secret authenticates). The body's approvalId and decidedBy are not passed
 // on: the token identifies the approval, and decidedBy comes from the
-// token's binding (DESIGN.md §4), never from what the sender claims.
+// token's binding (approvals/THREATS.md #16), never from what the sender
+// claims.
 func InboundFromDecision(endpoint, messageID string, d Decision, now time.Time) envelope.Inbound {
 	return envelope.Inbound{
 		Channel:     envelope.ChannelWebhook,

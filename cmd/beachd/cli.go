@@ -28,6 +28,7 @@ type cli struct {
 	Deliveries DeliveriesCmd `cmd:"" help:"List, show and retry deliveries of a running beachd."`
 	Approvals  ApprovalsCmd  `cmd:"" help:"List, show and decide approvals of a running beachd."`
 	Schedules  SchedulesCmd  `cmd:"" help:"List and fire schedules of a running beachd."`
+	Agents     AgentsCmd     `cmd:"" help:"List the agents of a running beachd and the A2A generation it speaks to each."`
 	Config     ConfigCmd     `cmd:"" help:"Check the configuration."`
 	Version    VersionCmd    `cmd:"" help:"Print the version."`
 }

@@ -17,7 +17,7 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// Config is beachd's configuration file (DESIGN.md §7). Sections owned by a
+// Config is beachd's configuration file (docs/configuration.md). Sections owned by a
 // channel or feature live in config_<area>.go beside this file.
 type Config struct {
 	Listen    string    `yaml:"listen"`
@@ -36,9 +36,14 @@ type Config struct {
 	Render    RenderConfig                `yaml:"render"`
 	Limits    LimitsConfig                `yaml:"limits"`
 	Dispatch  DispatchConfig              `yaml:"dispatch"`
+	Fetch     FetchConfig                 `yaml:"fetch"` // content-driven fetches (config_fetch.go)
 	// Retention: envelopes whose deliveries are all sent or dead are removed
 	// this long after acceptance, with their attempts; default 168h (7 days).
 	Retention time.Duration `yaml:"retention"`
+
+	// devAgentA2A is the A2A generation `beachd dev`'s agent speaks ("0.3",
+	// or 1.0 otherwise); not configurable from a file.
+	devAgentA2A string
 }
 
 // LogConfig selects the log format and level.
@@ -47,7 +52,7 @@ type LogConfig struct {
 	Level  string `yaml:"level"`  // debug, info (default), warn, error
 }
 
-// LimitsConfig bounds inputs (DESIGN.md §8). Zero means the default.
+// LimitsConfig bounds inputs (docs/configuration.md). Zero means the default.
 type LimitsConfig struct {
 	MaxEnvelopeBytes int64 `yaml:"max_envelope_bytes"` // default 8 MiB
 	MaxParts         int   `yaml:"max_parts"`          // default 256
@@ -180,6 +185,7 @@ func (c *Config) check(v *validator) *envelope.Registry {
 		v.errorf("approvals.email_links", "false leaves replies the only way to answer by mail, and email.imap is not set: nobody could decide an approval sent by email")
 	}
 	c.Render.validate(v)
+	c.Fetch.validate(v)
 	seen := map[string]bool{}
 	for i := range c.Schedules {
 		s := &c.Schedules[i]

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cool-ai/beachd/agent"
 	"github.com/cool-ai/beachd/approvals"
 	"github.com/cool-ai/beachd/channels/webhook"
 )
@@ -75,7 +76,8 @@ func (c *ApprovalsConfig) validate(v *validator) {
 //
 //	agents:
 //	  travel:
-//	    a2a_url: http://127.0.0.1:9000/   # A2A JSON-RPC endpoint
+//	    a2a_url: http://127.0.0.1:9000/   # A2A endpoint; its origin serves the agent card
+//	    a2a_version: auto                 # auto (default: the card decides), "1.0" or "0.3"
 //	    injector: a2a                     # or webhook
 //	    webhook_url: https://agent.example.org/approvals   # injector: webhook
 //	    webhook_secret: "whsec_…"         # Standard Webhooks secret (injector: webhook)
@@ -83,6 +85,7 @@ func (c *ApprovalsConfig) validate(v *validator) {
 //	    timeout: 30s
 type AgentConfig struct {
 	A2AURL        string            `yaml:"a2a_url"`
+	A2AVersion    string            `yaml:"a2a_version"`
 	Injector      string            `yaml:"injector"`
 	WebhookURL    string            `yaml:"webhook_url"`
 	WebhookSecret string            `yaml:"webhook_secret"`
@@ -115,6 +118,11 @@ func (a AgentConfig) validate(v *validator, key string) {
 	if a.A2AURL != "" && !absURL(a.A2AURL) {
 		v.errorf(key+".a2a_url", "must be an absolute http(s) URL, got %q", a.A2AURL)
 	}
+	switch a.A2AVersion {
+	case "", agent.VersionAuto, agent.V10, agent.V03:
+	default:
+		v.errorf(key+".a2a_version", "must be auto, 1.0 or 0.3, got %q", a.A2AVersion)
+	}
 	if a.Timeout < 0 || a.Timeout > 10*time.Minute {
 		v.errorf(key+".timeout", "must be between 0 (default 30s) and 10m")
 	}
@@ -125,7 +133,7 @@ func (a AgentConfig) validate(v *validator, key string) {
 	}
 }
 
-// devAgentConfig points `beachd dev`'s agent at the a2a-go agent beachd
+// devAgentConfig points `beachd dev`'s agent at the agent beachd
 // serves itself under /dev/agent/.
 func devAgentConfig(addr string) AgentConfig {
 	return AgentConfig{A2AURL: "http://" + addr + "/dev/agent/", Timeout: 10 * time.Second}

@@ -17,7 +17,8 @@ import (
 //	  reply_domain: reply.example.org      # Reply-To: reply_local+TOKEN@reply_domain
 //	  reply_local: approvals               # default: the local part of from
 //	  message_id_domain: example.org       # default: the domain of from
-//	  authserv_id: mx.example.org          # trust Authentication-Results from this server
+//	  authserv_id: mx.example.org          # required with imap: whose Authentication-Results verify senders
+//	  trust_unauthenticated: false         # true: believe From unverified (a server that adds no results)
 //	  lifetime: 120h                       # retries give up after, default 5 days
 //	  smtp:
 //	    host: smtp.example.org
@@ -40,14 +41,18 @@ import (
 //	    poll_interval: 1m                  # without IDLE
 //	    max_message_bytes: 10485760
 type EmailConfig struct {
-	From            string        `yaml:"from"`
-	ReplyDomain     string        `yaml:"reply_domain"`
-	ReplyLocal      string        `yaml:"reply_local"`
-	MessageIDDomain string        `yaml:"message_id_domain"`
-	AuthServID      string        `yaml:"authserv_id"`
-	Lifetime        time.Duration `yaml:"lifetime"`
-	SMTP            SMTPConfig    `yaml:"smtp"`
-	IMAP            *IMAPConfig   `yaml:"imap"`
+	From            string `yaml:"from"`
+	ReplyDomain     string `yaml:"reply_domain"`
+	ReplyLocal      string `yaml:"reply_local"`
+	MessageIDDomain string `yaml:"message_id_domain"`
+	AuthServID      string `yaml:"authserv_id"`
+	// TrustUnauthenticated believes a reply's From without any
+	// Authentication-Results: only for a receiving server that adds none
+	// and accepts mail from nobody but the people it serves.
+	TrustUnauthenticated bool          `yaml:"trust_unauthenticated"`
+	Lifetime             time.Duration `yaml:"lifetime"`
+	SMTP                 SMTPConfig    `yaml:"smtp"`
+	IMAP                 *IMAPConfig   `yaml:"imap"`
 }
 
 // SMTPConfig is `email.smtp`.
@@ -127,6 +132,7 @@ func (c *EmailConfig) validate(v *validator) {
 	if c.Lifetime < 0 {
 		v.errorf("email.lifetime", "must not be negative")
 	}
+	c.validateSenderCheck(v)
 	s := c.SMTP
 	if s.Host == "" {
 		v.errorf("email.smtp.host", "required")
@@ -193,5 +199,22 @@ func (c *EmailConfig) validate(v *validator) {
 		if m.MaxMessageBytes < 0 {
 			v.errorf("email.imap.max_message_bytes", "must not be negative")
 		}
+	}
+}
+
+// validateSenderCheck: replies read over IMAP decide approvals, so the
+// server whose Authentication-Results verify their senders must be named,
+// or the operator must say explicitly that senders go unverified.
+func (c *EmailConfig) validateSenderCheck(v *validator) {
+	id := strings.TrimSpace(c.AuthServID)
+	if id != "" && (strings.ContainsAny(id, "; \t()\"") || len(id) > 255) {
+		v.errorf("email.authserv_id", "must be an authserv-id (the first word of the Authentication-Results fields your mail server adds, usually its host name), got %q", c.AuthServID)
+	}
+	if id != "" && c.TrustUnauthenticated {
+		v.errorf("email.trust_unauthenticated", "cannot be combined with email.authserv_id: either senders are verified by that server's Authentication-Results, or not at all")
+	}
+	if c.IMAP != nil && id == "" && !c.TrustUnauthenticated {
+		v.errorf("email.authserv_id", "required with email.imap: replies decide approvals, and a reply's From is only believed when the Authentication-Results of the server that received it (this authserv-id, e.g. mx.example.org) verify it; "+
+			"set email.trust_unauthenticated: true instead only if that server adds no Authentication-Results and accepts mail from nobody else")
 	}
 }

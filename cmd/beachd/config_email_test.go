@@ -49,6 +49,10 @@ email:
 		{`email: { from: a@b.org, smtp: { host: h.org }, imap: { host: imap.b.org } }`, "email.imap.username"},
 		{`email: { from: a@b.org, smtp: { host: h.org }, imap: { host: imap.b.org, username: u, tls: none } }`, "email.imap.tls"},
 		{`email: { from: a@b.org, smtp: { host: h.org }, imap: { host: i.org, username: u, mailbox: X, processed: X } }`, "email.imap.processed"},
+		// Replies decide approvals: their senders must be verifiable.
+		{`email: { from: a@b.org, smtp: { host: h.org }, imap: { host: i.org, username: u } }`, "email.authserv_id"},
+		{`email: { from: a@b.org, authserv_id: "mx.b.org; dkim=pass", smtp: { host: h.org }, imap: { host: i.org, username: u } }`, "email.authserv_id"},
+		{`email: { from: a@b.org, authserv_id: mx.b.org, trust_unauthenticated: true, smtp: { host: h.org }, imap: { host: i.org, username: u } }`, "email.trust_unauthenticated"},
 	} {
 		cfg, err := parseConfig([]byte("api_keys: [kkkkkkkkkkkkkkkkkkkk]\n"+tc.yaml), "t.yaml", getenv)
 		if err != nil {
@@ -57,6 +61,17 @@ email:
 		_, err = cfg.validate()
 		if err == nil || !strings.Contains(err.Error(), tc.key+":") {
 			t.Errorf("%s: err %v, want a problem at %s", tc.yaml, err, tc.key)
+		}
+	}
+	// Without imap no reply is read, so no authserv-id is needed; with it,
+	// the explicit opt-out is accepted.
+	for _, y := range []string{
+		`email: { from: a@b.org, smtp: { host: h.org } }`,
+		`email: { from: a@b.org, trust_unauthenticated: true, smtp: { host: h.org }, imap: { host: i.org, username: u } }`,
+	} {
+		cfg, _ := parseConfig([]byte("api_keys: [kkkkkkkkkkkkkkkkkkkk]\n"+y), "t.yaml", getenv)
+		if _, err := cfg.validate(); err != nil {
+			t.Errorf("%s: %v", y, err)
 		}
 	}
 	// none is fine on loopback.

@@ -10,7 +10,7 @@ import (
 	"github.com/cool-ai/beachd/schedule"
 )
 
-// ScheduleConfig is one entry of `schedules:` (DESIGN.md §5, schedule/doc.go).
+// ScheduleConfig is one entry of `schedules:` (docs/configuration.md, schedule/doc.go).
 type ScheduleConfig struct {
 	Name string `yaml:"name"`
 	// Cron: 5 fields, 6 (seconds first) or a descriptor (@daily, @every 1h),

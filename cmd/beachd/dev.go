@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cool-ai/beachd/agent"
 	"github.com/cool-ai/beachd/api"
 	"github.com/cool-ai/beachd/channels/webhook"
 )
@@ -27,6 +28,8 @@ import (
 type DevCmd struct {
 	Listen  string `default:"127.0.0.1:8025" help:"Address of the HTTP API."`
 	DataDir string `name:"data-dir" default:"beachd-dev-data" help:"Data directory (created if missing)." type:"path"`
+	// AgentA2A is the A2A generation the dev agent speaks.
+	AgentA2A string `name:"agent-a2a" default:"1.0" enum:"1.0,0.3" help:"A2A generation of the dev agent: 1.0 or 0.3 (beachd picks it from the agent's card either way)."`
 }
 
 // devSinkEndpoint is the webhook endpoint `beachd dev` delivers to: its own
@@ -59,6 +62,7 @@ func (c *DevCmd) Run(g *globals) error {
 	}
 	addr := ln.Addr().String()
 	cfg := devConfig(addr, c.DataDir, key, sinkSecret)
+	cfg.devAgentA2A = c.AgentA2A
 	return serve(g, cfg, true, ln)
 }
 
@@ -114,8 +118,8 @@ beachd dev is running.
   API          %[1]s   (API key: %[2]s)
   data         %[3]s
   webhook sink %[1]s/dev/sink   (endpoint %[4]q; GET it to see what arrived)
-  dev agent    %[1]s/dev/agent/  (agent %[5]q; GET %[1]s/dev/agent/received lists injected decisions)
-`, base, key, a.cfg.DataDir, devSinkEndpoint, devAgentName)
+  dev agent    %[1]s/dev/agent/  (agent %[5]q, A2A %[6]s; GET %[1]s/dev/agent/received lists injected decisions)
+`, base, key, a.cfg.DataDir, devSinkEndpoint, devAgentName, devGeneration(a.cfg.devAgentA2A))
 	for _, line := range a.banner {
 		fmt.Fprintln(w, "  "+line)
 	}
@@ -131,6 +135,15 @@ then see where it went:
   BEACHD_API_KEY=%[2]s go run ./cmd/beachd deliveries list --url %[1]s
 
 `, base, key)
+}
+
+// devGeneration is the A2A generation the dev agent speaks for the
+// --agent-a2a value v.
+func devGeneration(v string) string {
+	if v == agent.V03 {
+		return agent.V03
+	}
+	return agent.V10
 }
 
 // wireDev mounts what only `beachd dev` has: the webhook sink its dev-sink
@@ -151,8 +164,8 @@ func (a *app) wireDev() error {
 	a.routes = append(a.routes,
 		api.Route{Method: "POST", Pattern: "/dev/sink", Handler: sink},
 		api.Route{Method: "GET", Pattern: "/dev/sink", Handler: devSinkView(sink)})
-	a.devAgent = &devAgent{now: time.Now}
-	a.routes = append(a.routes, a.devAgent.routes(a.log.With("component", "dev-agent"))...)
+	a.devAgent = &devAgent{now: time.Now, generation: devGeneration(a.cfg.devAgentA2A)}
+	a.routes = append(a.routes, a.devAgent.routes(a.cfg.PublicURL, a.log.With("component", "dev-agent"))...)
 	return nil
 }
 

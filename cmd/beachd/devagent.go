@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -13,22 +15,31 @@ import (
 	"github.com/a2aproject/a2a-go/a2asrv"
 	"github.com/a2aproject/a2a-go/a2asrv/eventqueue"
 
+	jsonv2 "github.com/go-json-experiment/json"
+
+	"github.com/cool-ai/beachd/agent"
 	"github.com/cool-ai/beachd/api"
 	"github.com/cool-ai/beachd/envelope"
 )
 
-// devAgentName is the agent `beachd dev` configures: an a2a-go agent served
-// by beachd itself under /dev/agent/, so that approval decisions and cron
-// turns have somewhere real to go on a fresh machine.
+// devAgentName is the agent `beachd dev` configures: an agent served by
+// beachd itself under /dev/agent/, so that approval decisions and cron
+// turns have somewhere real to go on a fresh machine. It speaks A2A 1.0
+// (hand-written JSON-RPC, below) or, with `beachd dev --agent-a2a 0.3`,
+// A2A 0.3 (an a2a-go server), and publishes the matching agent card at
+// /.well-known/agent-card.json, so that a2a_version auto is exercised.
 const devAgentName = "dev"
 
 // devAgent is a tiny A2A agent: it records every approval-response injected
 // into a task, and answers a new message with a short response (a
 // scheduled turn's result).
 type devAgent struct {
-	mu       sync.Mutex
-	received []devReceived
-	tasks    devTasks
+	// generation is agent.V10 or agent.V03.
+	generation string
+	mu         sync.Mutex
+	received   []devReceived
+	tasks      devTasks
+	tasks10    map[string]*agent.Task
 	// now stamps receipts; tests measuring latency read the stamps.
 	now func() time.Time
 }
@@ -91,6 +102,18 @@ type devReceived struct {
 	At        time.Time                 `json:"at"`
 }
 
+// record keeps an injected approval-response.
+func (d *devAgent) record(contextID, taskID string, data []byte) {
+	var ar envelope.ApprovalResponse
+	_ = json.Unmarshal(data, &ar)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.received = append(d.received, devReceived{ContextID: contextID, TaskID: taskID, Response: ar, At: d.now()})
+	if len(d.received) > 1000 {
+		d.received = d.received[len(d.received)-1000:]
+	}
+}
+
 func (d *devAgent) Execute(ctx context.Context, rc *a2asrv.RequestContext, q eventqueue.Queue) error {
 	msg := rc.Message
 	var text strings.Builder
@@ -101,14 +124,7 @@ func (d *devAgent) Execute(ctx context.Context, rc *a2asrv.RequestContext, q eve
 				continue
 			}
 			b, _ := json.Marshal(p.Data)
-			var ar envelope.ApprovalResponse
-			_ = json.Unmarshal(b, &ar)
-			d.mu.Lock()
-			d.received = append(d.received, devReceived{ContextID: msg.ContextID, TaskID: string(msg.TaskID), Response: ar, At: d.now()})
-			if len(d.received) > 1000 {
-				d.received = d.received[len(d.received)-1000:]
-			}
-			d.mu.Unlock()
+			d.record(msg.ContextID, string(msg.TaskID), b)
 		case a2a.TextPart:
 			text.WriteString(p.Text)
 		}
@@ -134,8 +150,6 @@ func (d *devAgent) Cancel(ctx context.Context, rc *a2asrv.RequestContext, q even
 	return q.Write(ctx, ev)
 }
 
-// routes mounts the agent's JSON-RPC endpoint and a listing of what it
-// received. Both are dev-only and unauthenticated, on loopback.
 // receivedFor returns when the agent received the decision of approval id.
 func (d *devAgent) receivedFor(id string) (time.Time, bool) {
 	d.mu.Lock()
@@ -148,9 +162,24 @@ func (d *devAgent) receivedFor(id string) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-func (d *devAgent) routes(log *slog.Logger) []api.Route {
-	h := a2asrv.NewHandler(d, a2asrv.WithLogger(log), a2asrv.WithTaskStore(&d.tasks), a2asrv.WithCallInterceptor(d))
-	rpc := a2asrv.NewJSONRPCHandler(h)
+// routes mounts the agent's JSON-RPC endpoint (A2A 1.0 or 0.3), its card
+// at base's origin, and a listing of what it received. All are dev-only
+// and unauthenticated, on loopback.
+func (d *devAgent) routes(base string, log *slog.Logger) []api.Route {
+	var rpc http.Handler
+	var card map[string]any
+	endpoint := base + "/dev/agent/"
+	if d.generation == agent.V03 {
+		h := a2asrv.NewHandler(d, a2asrv.WithLogger(log), a2asrv.WithTaskStore(&d.tasks), a2asrv.WithCallInterceptor(d))
+		rpc = a2asrv.NewJSONRPCHandler(h)
+		card = map[string]any{"url": endpoint, "protocolVersion": "0.3.0", "preferredTransport": agent.BindingJSONRPC}
+	} else {
+		rpc = http.HandlerFunc(d.serve10)
+		card = map[string]any{"supportedInterfaces": []map[string]any{
+			{"url": endpoint, "protocolBinding": agent.BindingJSONRPC, "protocolVersion": agent.V10}}}
+	}
+	card["name"], card["description"], card["version"] = "beachd dev agent", "Records injected approval decisions; answers every message.", "1.0.0"
+	cardHandler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { api.WriteJSON(w, http.StatusOK, card) })
 	list := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		d.mu.Lock()
 		out := append([]devReceived{}, d.received...)
@@ -160,5 +189,111 @@ func (d *devAgent) routes(log *slog.Logger) []api.Route {
 	return []api.Route{
 		{Method: "POST", Pattern: "/dev/agent/", Handler: rpc},
 		{Method: "GET", Pattern: "/dev/agent/received", Handler: list},
+		{Method: "GET", Pattern: agent.CardPath, Handler: cardHandler},
 	}
+}
+
+// rpcAnswer is a JSON-RPC 2.0 response of the 1.0 dev agent.
+type rpcAnswer struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Result  any             `json:"result,omitempty"`
+	Error   *rpcFault       `json:"error,omitempty"`
+}
+
+type rpcFault struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+	Data    []any  `json:"data,omitempty"`
+}
+
+func fault(code int, reason, msg string) *rpcFault {
+	return &rpcFault{Code: code, Message: msg, Data: []any{map[string]string{
+		"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": reason, "domain": "a2a-protocol.org"}}}
+}
+
+// serve10 is the dev agent's A2A 1.0 JSON-RPC endpoint: SendMessage and
+// GetTask, refusing requests without A2A-Version: 1.0 as 1.0 agents do.
+func (d *devAgent) serve10(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Method  string          `json:"method"`
+		Params  json.RawMessage `json:"params"`
+	}
+	answer := func(result any, f *rpcFault) {
+		if req.ID == nil {
+			req.ID = json.RawMessage("null")
+		}
+		api.WriteJSON(w, http.StatusOK, rpcAnswer{JSONRPC: "2.0", ID: req.ID, Result: result, Error: f})
+	}
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req); err != nil || req.JSONRPC != "2.0" {
+		answer(nil, &rpcFault{Code: -32700, Message: "not a JSON-RPC 2.0 request"})
+		return
+	}
+	if v := r.Header.Get("A2A-Version"); v != agent.V10 {
+		answer(nil, fault(-32009, "VERSION_NOT_SUPPORTED", fmt.Sprintf("A2A version %q is not supported; this agent speaks 1.0", v)))
+		return
+	}
+	switch req.Method {
+	case "SendMessage":
+		var p struct {
+			Message *agent.Message `json:"message"`
+		}
+		if err := jsonv2.Unmarshal(req.Params, &p); err != nil || p.Message == nil || p.Message.MessageID == "" {
+			answer(nil, fault(-32602, "INVALID_PARAMS", fmt.Sprintf("params: want {message}: %v", err)))
+			return
+		}
+		answer(map[string]any{"task": d.handle10(p.Message)}, nil)
+	case "GetTask":
+		var p struct {
+			ID string `json:"id"`
+		}
+		_ = jsonv2.Unmarshal(req.Params, &p)
+		d.mu.Lock()
+		t, ok := d.tasks10[p.ID]
+		d.mu.Unlock()
+		if !ok {
+			answer(nil, fault(-32001, "TASK_NOT_FOUND", "task not found: "+p.ID))
+			return
+		}
+		answer(t, nil)
+	default:
+		answer(nil, &rpcFault{Code: -32601, Message: "method not found: " + req.Method})
+	}
+}
+
+// handle10 runs one message: a message into a task (known or not — the
+// sample envelopes name turns of an imaginary agent) records its
+// approval-responses and completes the task; a new message completes a new
+// task with a short reply.
+func (d *devAgent) handle10(m *agent.Message) *agent.Task {
+	var text strings.Builder
+	for _, p := range m.Parts {
+		switch {
+		case p.Data != nil && p.Metadata["partType"] == envelope.PartApprovalResponse:
+			d.record(m.ContextID, m.TaskID, p.Data)
+		case p.Text != nil:
+			text.WriteString(*p.Text)
+		}
+	}
+	reply := "Resumed."
+	id, ctxID := m.TaskID, m.ContextID
+	if id == "" {
+		reply, id = "The dev agent received: "+text.String(), "dev-"+randomToken(10)
+	}
+	if ctxID == "" {
+		ctxID = "dev-" + randomToken(10)
+	}
+	task := &agent.Task{ID: id, ContextID: ctxID, Status: agent.TaskStatus{
+		State: agent.StateCompleted, Timestamp: d.now().UTC().Format(time.RFC3339Nano),
+		Message: &agent.Message{MessageID: "dev-" + randomToken(10), Role: agent.RoleAgent, TaskID: id, ContextID: ctxID,
+			Parts: agent.Parts{agent.TextPart(reply, map[string]any{"partType": envelope.PartResponse})}}}}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.tasks10 == nil || len(d.tasks10) > 10000 {
+		d.tasks10 = map[string]*agent.Task{} // a dev agent forgets rather than grows
+	}
+	d.tasks10[id] = task
+	return task
 }

@@ -26,13 +26,14 @@ type InboundParseCmd struct {
 	ReplyDomain     string `name:"reply-domain" help:"Reply domain (plus-address tokens: LOCAL+TOKEN@DOMAIN)."`
 	ReplyLocal      string `name:"reply-local" help:"Local part of the reply address."`
 	MessageIDDomain string `name:"message-id-domain" help:"Domain of our Message-IDs."`
-	AuthservID      string `name:"authserv-id" help:"Trust Authentication-Results from this authserv-id."`
+	AuthservID      string `name:"authserv-id" help:"Verify the sender with the Authentication-Results of this authserv-id."`
+	TrustUnauth     bool   `name:"trust-unauthenticated" help:"Believe From without verification (as email.trust_unauthenticated)."`
 	From            string `name:"own-address" help:"Our own sending address (mail from it is ignored)."`
 	MaxBytes        int    `name:"max-bytes" default:"10485760" help:"Largest message read."`
 	File            string `arg:"" optional:"" help:"Message file; '-' or absent reads stdin."`
 }
 
-// inboundJSON is the output of `beachd inbound parse` (DESIGN.md §1a), plus
+// inboundJSON is the output of `beachd inbound parse` (docs/operations.md), plus
 // the conflict, authentication and warning details.
 type inboundJSON struct {
 	From           string   `json:"from"`
@@ -84,6 +85,7 @@ func (c *InboundParseCmd) Run(g *globals) error {
 	if cfg := conf.email(); cfg != nil {
 		opts.ReplyDomain, opts.ReplyLocal = cfg.ReplyDomain, cfg.replyLocal()
 		opts.MessageIDDomain, opts.AuthServID = cfg.MessageIDDomain, cfg.AuthServID
+		opts.TrustUnauthenticated = cfg.TrustUnauthenticated
 		if f := cfg.fromAddress(); f != "" {
 			opts.OwnAddresses = []string{f}
 		}
@@ -96,7 +98,12 @@ func (c *InboundParseCmd) Run(g *globals) error {
 	set(&opts.ReplyDomain, c.ReplyDomain)
 	set(&opts.ReplyLocal, c.ReplyLocal)
 	set(&opts.MessageIDDomain, c.MessageIDDomain)
-	set(&opts.AuthServID, c.AuthservID)
+	if c.AuthservID != "" {
+		opts.AuthServID, opts.TrustUnauthenticated = c.AuthservID, false
+	}
+	if c.TrustUnauth {
+		opts.AuthServID, opts.TrustUnauthenticated = "", true
+	}
 	if c.From != "" {
 		opts.OwnAddresses = []string{c.From}
 	}

@@ -47,7 +47,7 @@ func TestRenderCmdWithConfig(t *testing.T) {
 	conf := writeFile(t, filepath.Join(dir, "beachd.yaml"), `listen: 127.0.0.1:8025
 public_url: https://beachd.example.net/
 api_keys: ["0123456789abcdef"]
-email: {from: "Travel desk <desk@travel.example>", reply_domain: reply.travel.example, message_id_domain: mail.travel.example, smtp: {host: smtp.travel.example}}
+email: {from: "Travel desk <desk@travel.example>", reply_domain: reply.travel.example, message_id_domain: mail.travel.example, authserv_id: mx.travel.example, smtp: {host: smtp.travel.example}, imap: {host: imap.travel.example, username: desk}}
 approvals: {sms_code_digits: 8}
 part_types:
   - {id: ta.itinerary-slot-state, buffered: drop, allowed_transports: [webhook], requires_peer_consumes: true}
@@ -178,5 +178,24 @@ func TestRenderCmdEmailLinksOff(t *testing.T) {
 	code, out, errs = renderCLI(t, "render", "--config", off, "--now", "produced", "--channel", "email", sample)
 	if code != 0 || strings.Contains(out, "/a/") || !strings.Contains(out, "[approval:") {
 		t.Fatalf("links off: exit %d, %s\n%s", code, errs, out)
+	}
+}
+
+// With email.smtp but no email.imap nobody reads replies: the mail offers
+// the confirmation link and never asks for a reply; with imap it does.
+func TestRenderCmdNoReplyIntake(t *testing.T) {
+	dir := t.TempDir()
+	sample := filepath.Join("..", "..", "testdata", "envelopes", "approval-request.json")
+	base := "public_url: https://beachd.example.net\napi_keys: [\"0123456789abcdef\"]\n"
+	smtpOnly := writeFile(t, filepath.Join(dir, "smtp.yaml"), base+"email: {from: a@example.net, smtp: {host: smtp.example.net}}\n")
+	withIMAP := writeFile(t, filepath.Join(dir, "imap.yaml"), base+"email: {from: a@example.net, authserv_id: mx.example.net, smtp: {host: smtp.example.net}, imap: {host: imap.example.net, username: a}}\n")
+	code, out, errs := renderCLI(t, "render", "--config", smtpOnly, "--now", "produced", "--channel", "email", sample)
+	if code != 0 || strings.Contains(strings.ToLower(out), "reply to this email") || strings.Contains(out, "[approval:") ||
+		!strings.Contains(out, "To answer, open this page: https://beachd.example.net/a/") || !strings.Contains(out, "Replies to this message are not read.") {
+		t.Fatalf("smtp only: exit %d, %s\n%s", code, errs, out)
+	}
+	code, out, errs = renderCLI(t, "render", "--config", withIMAP, "--now", "produced", "--channel", "email", sample)
+	if code != 0 || !strings.Contains(out, "reply to this email") || !strings.Contains(out, "[approval:") {
+		t.Fatalf("with imap: exit %d, %s\n%s", code, errs, out)
 	}
 }

@@ -17,27 +17,61 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/cool-ai/beachd/agent"
+	"github.com/cool-ai/beachd/agent/a2ajstest"
 	"github.com/cool-ai/beachd/agent/agenttest"
 	"github.com/cool-ai/beachd/channels/webhook"
 )
 
-// TestCrashLoopApprovals: a real a2a-go agent suspends turns on approval
+// TestCrashLoopApprovals: a real agent suspends turns on approval
 // requests; the built daemon delivers them, operators decide them, and the
 // daemon is SIGKILLed at random moments throughout — between decisions,
 // with injections in flight. In the end every approval is decided once and
 // its decision reached the agent exactly once, and the bbolt file passes
-// its consistency check.
+// its consistency check. It runs against an A2A 0.3 agent (a2a-go, no
+// card: beachd probes) and an A2A 1.0 agent (the JS SDK, chosen by card),
+// both with a2a_version auto.
 func TestCrashLoopApprovals(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the daemon")
 	}
+	for _, gen := range []string{agent.V03, agent.V10} {
+		t.Run("a2a-"+gen, func(t *testing.T) { crashLoopApprovals(t, gen) })
+	}
+}
+
+func crashLoopApprovals(t *testing.T, gen string) {
 	bin, err := buildOnce()
 	if err != nil {
 		t.Fatal(err)
 	}
-	ag := agenttest.Start()
-	defer ag.Close()
-	client, err := agent.New(map[string]agent.Target{"travel": {URL: ag.URL, Timeout: 10 * time.Second}}, nil)
+	var agentURL string
+	var injected func() map[string]int // approval id → times received
+	if gen == agent.V03 {
+		ag := agenttest.Start()
+		defer ag.Close()
+		agentURL = ag.URL
+		injected = func() map[string]int {
+			got := map[string]int{}
+			for _, r := range ag.Received() {
+				got[r.Response.ApprovalID]++
+			}
+			return got
+		}
+	} else {
+		js := a2ajstest.Start(t, a2ajstest.Options{})
+		agentURL = js.JSONRPC
+		injected = func() map[string]int {
+			got := map[string]int{}
+			if r, err := js.Received(context.Background()); err == nil {
+				for _, a := range r.Approvals {
+					id, _ := a.Response["approvalId"].(string)
+					got[id]++
+				}
+			}
+			return got
+		}
+	}
+	client, err := agent.New(map[string]agent.Target{"travel": {URL: agentURL, Timeout: 10 * time.Second}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +108,7 @@ agents:
 webhooks:
   endpoints:
     sink: {url: "%s/hook", secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}
-`, addr, filepath.Join(dir, "data"), e2eKey, ag.URL, srv.URL)
+`, addr, filepath.Join(dir, "data"), e2eKey, agentURL, srv.URL)
 	cfgPath := filepath.Join(dir, "beachd.yaml")
 	os.WriteFile(cfgPath, []byte(cfg), 0o600)
 	d := &daemon{t: t, bin: bin, cfg: cfgPath, base: "http://" + addr}
@@ -126,10 +160,7 @@ webhooks:
 	defer d.stop()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		got := map[string]int{}
-		for _, r := range ag.Received() {
-			got[r.Response.ApprovalID]++
-		}
+		got := injected()
 		missing, dups := 0, 0
 		for i := 0; i < n; i++ {
 			switch c := got[fmt.Sprintf("crash_%d", i)]; {

@@ -47,7 +47,7 @@ func (a *app) wireApprovals() error {
 	for _, n := range names {
 		ac := a.cfg.Agents[n]
 		if ac.A2AURL != "" {
-			targets[n] = agent.Target{URL: ac.A2AURL, Headers: ac.Headers, Timeout: ac.Timeout}
+			targets[n] = agent.Target{URL: ac.A2AURL, Version: ac.A2AVersion, Headers: ac.Headers, Timeout: ac.Timeout}
 		}
 		if ac.Injector == "webhook" {
 			signer, err := webhook.ParseSigner(ac.WebhookSecret)
@@ -107,7 +107,11 @@ func (a *app) wireApprovals() error {
 	a.preparer = svc
 	a.routes = append(a.routes, api.ApprovalRoutes(svc, log)...)
 	a.routes = append(a.routes, api.LinkRoutes(svc.LinkHandler())...)
+	a.routes = append(a.routes, api.AgentRoutes(a.agents, log)...)
 	a.workers = append(a.workers,
+		// Read the agent cards once at start, so operators see each
+		// agent's A2A generation before its first turn.
+		worker{name: "agent-cards", run: func(ctx context.Context) error { a.agents.Resolve(ctx); return nil }},
 		worker{name: "approval-injector", run: inj.Run},
 		worker{name: "approval-expiry", run: approvals.NewSweeper(svc).Run})
 	return nil

@@ -36,7 +36,11 @@ func (a *app) wireEmail() error {
 	if d := c.SMTP.DKIM; d != nil {
 		sc.DKIM = email.DKIMConfig{Domain: d.Domain, Selector: d.Selector, PrivateKeyFile: d.PrivateKeyFile}
 	}
-	sender, err := email.NewSender(sc, a.renderer, a.registry, a.httpClient, log)
+	fetcher, err := a.cfg.Fetch.client() // artifact URLs come from content
+	if err != nil {
+		return err
+	}
+	sender, err := email.NewSender(sc, a.renderer, a.registry, fetcher, log)
 	if err != nil {
 		return fmt.Errorf("email sender: %w", err)
 	}
@@ -61,7 +65,8 @@ func (a *app) wireEmail() error {
 		Mailbox: m.Mailbox, Processed: m.Processed, PollInterval: m.PollInterval, MaxMessageBytes: m.MaxMessageBytes,
 		Now: a.now,
 		Parse: email.ParseOptions{ReplyDomain: c.ReplyDomain, ReplyLocal: c.replyLocal(),
-			MessageIDDomain: c.MessageIDDomain, OwnAddresses: own, AuthServID: c.AuthServID},
+			MessageIDDomain: c.MessageIDDomain, OwnAddresses: own, AuthServID: c.AuthServID,
+			TrustUnauthenticated: c.TrustUnauthenticated},
 	}
 	intake, err := email.NewIntake(ic, a.db, a.emailDecider(), a.log.With("component", "email-intake"))
 	if err != nil {
@@ -72,12 +77,14 @@ func (a *app) wireEmail() error {
 }
 
 // devEmailConfig points the email channel at the embedded dev server: we
-// send as the agent and read the agent's mailbox.
+// send as the agent and read the agent's mailbox. That server adds no
+// Authentication-Results and listens on loopback only, so senders are
+// trusted unverified (email.trust_unauthenticated).
 func devEmailConfig(d *email.DevServer) *EmailConfig {
 	domain := d.Agent.Address[strings.LastIndexByte(d.Agent.Address, '@')+1:]
 	return &EmailConfig{
 		From: "beachd dev agent <" + d.Agent.Address + ">", ReplyDomain: domain, ReplyLocal: "agent",
-		MessageIDDomain: domain,
+		MessageIDDomain: domain, TrustUnauthenticated: true,
 		SMTP: SMTPConfig{Host: "127.0.0.1", Port: d.SMTPPort(), Username: d.Agent.Address, Password: d.Agent.Password,
 			TLS: email.TLSNone, HELO: "beachd.localhost", PoolSize: 2},
 		IMAP: &IMAPConfig{Host: "127.0.0.1", Port: d.IMAPPort(), Username: d.Agent.Address, Password: d.Agent.Password,

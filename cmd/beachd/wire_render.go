@@ -24,6 +24,8 @@ func newRenderer(cfg *Config) (*render.Renderer, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Mail is sent but no intake reads the replies: never ask for one.
+	rc.NoEmailReplies = cfg.Email != nil && cfg.Email.IMAP == nil
 	r, err := render.New(rc)
 	if err != nil {
 		return nil, fmt.Errorf("renderer: %w", err)

@@ -1,0 +1,151 @@
+// A Beach-like A2A 1.0 agent on the official JavaScript SDK (@a2a-js/sdk
+// 1.x), for beachd's tests. It serves the JSON-RPC binding (and, on request,
+// the HTTP+JSON binding) WITHOUT the v0.3 compatibility layer, so a client
+// that speaks 0.3 gets VERSION_NOT_SUPPORTED.
+//
+//   node agent.mjs [--port N] [--bindings jsonrpc|rest|both]
+//
+// It prints one line {"port":N} on stdout once it listens. Behaviour (like
+// beachd's a2a-go test agent):
+//   "approve:<id>"  -> a task held in TASK_STATE_INPUT_REQUIRED whose status
+//                      message carries an approval-request data part;
+//   a message into a held task carrying an approval-response data part is
+//                      recorded and completes the task;
+//   "reply:<text>"  -> answers at once with a Message;
+//   "slow:<text>"   -> a task that completes after 400ms (callers poll it);
+//   anything else   -> a completed task with a text and a data part.
+// GET /received lists what it received: every request's A2A-Version header
+// and method, every message, and every approval-response.
+import express from 'express';
+import { randomUUID } from 'node:crypto';
+import { AGENT_CARD_PATH, Role, TaskState } from '@a2a-js/sdk';
+import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sdk/server';
+import { agentCardHandler, jsonRpcHandler, restHandler, UserBuilder } from '@a2a-js/sdk/server/express';
+
+const args = process.argv.slice(2);
+const opt = (name, def) => {
+  const i = args.indexOf(name);
+  return i >= 0 && i + 1 < args.length ? args[i + 1] : def;
+};
+const port = Number(opt('--port', '0'));
+const bindings = opt('--bindings', 'jsonrpc');
+
+const received = { requests: [], messages: [], approvals: [] };
+
+const text = (value, partType) => ({
+  content: { $case: 'text', value },
+  metadata: partType ? { partType } : undefined,
+  filename: '',
+  mediaType: '',
+});
+const data = (value, partType) => ({
+  content: { $case: 'data', value },
+  metadata: partType ? { partType } : undefined,
+  filename: '',
+  mediaType: '',
+});
+const agentMessage = (taskId, contextId, parts) => ({
+  messageId: randomUUID(),
+  role: Role.ROLE_AGENT,
+  parts,
+  taskId,
+  contextId,
+  metadata: undefined,
+  extensions: [],
+  referenceTaskIds: [],
+});
+const status = (state, message) => ({ state, message, timestamp: new Date().toISOString() });
+const statusUpdate = (taskId, contextId, state, message) =>
+  AgentEvent.statusUpdate({ taskId, contextId, status: status(state, message), metadata: undefined });
+
+class BeachLikeExecutor {
+  cancelTask = async (taskId, bus) => {
+    bus.publish(statusUpdate(taskId, '', TaskState.TASK_STATE_CANCELED, undefined));
+  };
+
+  async execute(rc, bus) {
+    const msg = rc.userMessage;
+    const { taskId, contextId } = rc;
+    received.messages.push({ messageId: msg.messageId, taskId: msg.taskId, contextId: msg.contextId,
+      role: msg.role, parts: msg.parts.map((p) => ({ kind: p.content?.$case, value: p.content?.value, metadata: p.metadata })) });
+    if (rc.task) {
+      for (const p of msg.parts) {
+        if (p.content?.$case === 'data' && p.metadata?.partType === 'approval-response') {
+          received.approvals.push({ taskId: msg.taskId, contextId: msg.contextId, messageId: msg.messageId,
+            response: p.content.value, metadata: p.metadata });
+        }
+      }
+      bus.publish(AgentEvent.task(rc.task));
+      bus.publish(statusUpdate(taskId, contextId, TaskState.TASK_STATE_COMPLETED,
+        agentMessage(taskId, contextId, [text('Resumed.', 'response')])));
+      return;
+    }
+    const said = msg.parts.filter((p) => p.content?.$case === 'text').map((p) => p.content.value).join('');
+    if (said.startsWith('reply:')) {
+      bus.publish(AgentEvent.message({ ...agentMessage(undefined, contextId, [text(said.slice(6))]), taskId: '' }));
+      return;
+    }
+    bus.publish(AgentEvent.task({ id: taskId, contextId, status: status(TaskState.TASK_STATE_SUBMITTED, undefined),
+      artifacts: [], history: [msg], metadata: undefined }));
+    if (said.startsWith('approve:')) {
+      const id = said.slice(8);
+      const req = { approvalId: id, toolName: 'book_flight', toolCallId: 'call-' + id,
+        args: { flight: 'BA2043', seats: 6 }, handler: 'travel', turn: taskId, session: contextId,
+        summary: 'Book BA2043 for 6 people' };
+      bus.publish(statusUpdate(taskId, contextId, TaskState.TASK_STATE_INPUT_REQUIRED, agentMessage(taskId, contextId,
+        [text('I need your approval to book BA2043.', 'response'), data(req, 'approval-request')])));
+      return;
+    }
+    let brief = said;
+    if (said.startsWith('slow:')) {
+      brief = said.slice(5);
+      bus.publish(statusUpdate(taskId, contextId, TaskState.TASK_STATE_WORKING, undefined));
+      await new Promise((resolve) => setTimeout(resolve, 400));
+    }
+    bus.publish(AgentEvent.artifactUpdate({ taskId, contextId, append: false, lastChunk: true, metadata: undefined,
+      artifact: { artifactId: randomUUID(), name: 'brief', description: '', metadata: undefined, extensions: [],
+        parts: [text("Today's brief: " + brief, 'response'), data({ tasks: 3 }, 'domain-data')] } }));
+    bus.publish(statusUpdate(taskId, contextId, TaskState.TASK_STATE_COMPLETED, undefined));
+  }
+}
+
+const app = express();
+app.use((req, _res, next) => {
+  if (req.path !== '/received') {
+    received.requests.push({ path: req.path, httpMethod: req.method, version: req.header('A2A-Version') ?? null });
+  }
+  next();
+});
+const server = app.listen(port, '127.0.0.1', () => {
+  const base = `http://127.0.0.1:${server.address().port}`;
+  const supportedInterfaces = [];
+  if (bindings === 'jsonrpc' || bindings === 'both') {
+    supportedInterfaces.push({ url: `${base}/a2a/jsonrpc`, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' });
+  }
+  if (bindings === 'rest' || bindings === 'both') {
+    supportedInterfaces.push({ url: `${base}/a2a/rest`, protocolBinding: 'HTTP+JSON', tenant: '', protocolVersion: '1.0' });
+  }
+  const card = {
+    name: 'Beach-like test agent',
+    description: 'Suspends a turn on an approval-request and resumes on an approval-response.',
+    supportedInterfaces,
+    version: '1.0.0',
+    capabilities: { streaming: false, pushNotifications: false, extensions: [], extendedAgentCard: false },
+    securitySchemes: {},
+    securityRequirements: [],
+    defaultInputModes: ['text', 'application/json'],
+    defaultOutputModes: ['text', 'application/json'],
+    skills: [{ id: 'travel', name: 'Travel', description: 'Books flights after approval.', tags: ['travel'],
+      examples: [], inputModes: [], outputModes: [], securityRequirements: [] }],
+    documentationUrl: '',
+    signatures: [],
+  };
+  const requestHandler = new DefaultRequestHandler(card, new InMemoryTaskStore(), new BeachLikeExecutor());
+  app.use(`/${AGENT_CARD_PATH}`, agentCardHandler({ agentCardProvider: requestHandler, cache: { maxAge: 0 } }));
+  app.use('/a2a/jsonrpc', jsonRpcHandler({ requestHandler, userBuilder: UserBuilder.noAuthentication }));
+  app.use('/a2a/rest', restHandler({ requestHandler, userBuilder: UserBuilder.noAuthentication }));
+  app.get('/received', (_req, res) => res.json(received));
+  process.stdout.write(JSON.stringify({ port: server.address().port }) + '\n');
+});
+process.on('SIGINT', () => process.exit(0));
+process.on('SIGTERM', () => process.exit(0));
