@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -48,4 +50,38 @@ func TestRenderCmdExpiredSample(t *testing.T) {
 	if code, _, errs = renderCLI(t, "render", "--channel", "sms", "--now", "yesterday", sample); code != 2 || !strings.Contains(errs, "--now") {
 		t.Errorf("bad --now: exit %d %s", code, errs)
 	}
+}
+
+// Whatever the file, telling a delivery request from an envelope or a
+// surface does not panic; a request it accepts has a JSON envelope, and an
+// envelope (with "parts") is never taken for a request.
+func FuzzUnwrapDeliveryRequest(f *testing.F) {
+	if raw, err := os.ReadFile("../../testdata/dev-request.json"); err == nil {
+		f.Add(raw)
+	}
+	f.Add([]byte(`{"envelope": {"role": "agent", "parts": []}, "to": [{"channel": "sms", "address": "+15555550100"}], "agent": "a"}`))
+	f.Add([]byte(`{"parts": [], "envelope": 1}`))
+	f.Add([]byte(`{"envelope": null, "to": 5}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		env, to, ok, err := unwrapDeliveryRequest(b)
+		if !ok {
+			if env != nil || to != nil {
+				t.Fatalf("not a request, yet %q %v", env, to)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("ok with an error: %v", err)
+		}
+		if !json.Valid(env) && len(env) > 0 {
+			t.Fatalf("envelope %q is not JSON", env)
+		}
+		var probe map[string]json.RawMessage
+		if json.Unmarshal(b, &probe) == nil {
+			if _, has := probe["parts"]; has {
+				t.Fatalf("an envelope taken for a request: %s", b)
+			}
+		}
+		_ = recipientOn(to, "sms")
+	})
 }
