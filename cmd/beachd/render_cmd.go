@@ -44,7 +44,7 @@ func (c *RenderCmd) Run(g *globals, withConfig configGiven) error {
 	o := renderOpts{
 		Channel: c.Channel, Format: c.Format, TemplatesDir: c.Templates, To: c.To, From: c.From,
 		ReplyTo: c.ReplyTo, PublicURL: c.PublicURL, Consumes: c.Consumes, SMSPolicy: c.SMSPolicy,
-		AttachDomainData: c.AttachDomainData, File: c.File, Now: g.now(), Notes: g.stderr,
+		AttachDomainData: c.AttachDomainData, File: c.File, Now: g.now(), Stderr: g.stderr,
 	}
 	switch c.Now {
 	case "":
@@ -78,9 +78,9 @@ type renderOpts struct {
 	Now                                                         time.Time
 	// NowProduced: render as of the envelope's meta.producedAt.
 	NowProduced bool
-	// Notes receives what the reader of the rendition should know (an
+	// Stderr receives what the reader of the rendition should know (an
 	// approval already expired); nil: dropped.
-	Notes io.Writer
+	Stderr io.Writer
 
 	// Config is the validated configuration file and Registry the part
 	// types it defines; nil: the built-in defaults.
@@ -128,8 +128,8 @@ func runRender(w io.Writer, o renderOpts) error {
 	if o.Now.IsZero() {
 		o.Now = time.Now()
 	}
-	if o.Notes == nil {
-		o.Notes = io.Discard
+	if o.Stderr == nil {
+		o.Stderr = io.Discard
 	}
 	maxBytes := envelope.DefaultLimits.MaxBytes
 	if o.Config != nil && o.Config.Limits.MaxEnvelopeBytes > 0 {
@@ -168,7 +168,7 @@ func runRender(w io.Writer, o renderOpts) error {
 	if o.NowProduced && !env.Meta.ProducedAt.IsZero() {
 		o.Now = env.Meta.ProducedAt
 	}
-	noteExpired(o.Notes, env, o.Now, o.NowProduced)
+	warnExpired(o.Stderr, env, o.Now, o.NowProduced)
 	r, err := newRenderer(cfg)
 	if err != nil {
 		return err
@@ -344,10 +344,10 @@ func recipientOn(to []envelope.Recipient, channel string) string {
 	return ""
 }
 
-// noteExpired tells the reader when an approval in env has expired by the
+// warnExpired tells the reader when an approval in env has expired by the
 // time rendered: the rendition is then the expired form, which cannot be
 // answered, and that may not be what they came to see.
-func noteExpired(w io.Writer, env *envelope.Envelope, now time.Time, produced bool) {
+func warnExpired(w io.Writer, env *envelope.Envelope, now time.Time, produced bool) {
 	ars, err := env.ApprovalRequests()
 	if err != nil {
 		return
