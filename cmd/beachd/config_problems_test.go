@@ -3,6 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"net"
 	"os"
@@ -190,5 +194,31 @@ func TestMissingTemplatesDirReportedOnce(t *testing.T) {
 	var ce *ConfigError
 	if !errors.As(err, &ce) || len(ce.Problems) != 1 || !strings.Contains(ce.Problems[0], "render.templates_dir") {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// A DKIM key the sender cannot parse is found by config check (and so
+// before serve creates anything), not when the sender is built.
+func TestDKIMKeyIsParsedByConfigCheck(t *testing.T) {
+	dir := t.TempDir()
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := writeFile(t, filepath.Join(dir, "good.pem"), string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})))
+	bad := writeFile(t, filepath.Join(dir, "bad.pem"), "-----BEGIN PRIVATE KEY-----\nbm90IGEga2V5\n-----END PRIVATE KEY-----\n")
+	conf := func(key string) []byte {
+		return []byte("api_keys: [\"0123456789abcdef\"]\nemail: {from: a@b.org, smtp: {host: h.org, dkim: {domain: b.org, selector: s, private_key_file: " + key + "}}}\n")
+	}
+	if _, _, err := checkConfig(conf(good), "t.yaml", env(nil), true); err != nil {
+		t.Errorf("a valid Ed25519 key refused: %v", err)
+	}
+	if _, _, err := checkConfig(conf(bad), "t.yaml", env(nil), true); err == nil || !strings.Contains(err.Error(), "line 2, column") ||
+		!strings.Contains(err.Error(), "email.smtp.dkim.private_key_file: "+bad+": not a PEM RSA or Ed25519 private key") {
+		t.Errorf("an unusable key: %v", err)
 	}
 }
