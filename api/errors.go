@@ -19,6 +19,22 @@ var (
 	ErrUnsupportedMediaType = errors.New("the body must be JSON: Content-Type application/json (charset utf-8, if given), without Content-Encoding")
 )
 
+// ConflictError is a request that conflicts with what is stored (an
+// approvalId already used): 409, with the problems naming the paths.
+type ConflictError struct {
+	Problems []envelope.Problem
+	Err      error
+}
+
+func (e *ConflictError) Error() string {
+	if len(e.Problems) == 0 {
+		return e.Err.Error()
+	}
+	return e.Problems[0].Path + ": " + e.Problems[0].Reason
+}
+
+func (e *ConflictError) Unwrap() error { return e.Err }
+
 type errorBody struct {
 	Error    string             `json:"error"`
 	Problems []envelope.Problem `json:"problems,omitempty"`
@@ -39,7 +55,10 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 func WriteError(w http.ResponseWriter, log *slog.Logger, err error) {
 	var verr *envelope.ValidationError
 	var tooLarge *envelope.TooLargeError
+	var conflict *ConflictError
 	switch {
+	case errors.As(err, &conflict):
+		WriteJSON(w, http.StatusConflict, errorBody{Error: "conflict", Problems: conflict.Problems})
 	case errors.As(err, &verr):
 		WriteJSON(w, http.StatusBadRequest, errorBody{Error: "invalid request", Problems: verr.Problems})
 	case errors.As(err, &tooLarge):

@@ -35,6 +35,11 @@ type IngestConfig struct {
 	Endpoints map[string]bool
 	// Agents are the configured agent names.
 	Agents map[string]bool
+	// Approvers, per agent, restrict who may be asked to approve: when an
+	// agent has a set (keys from ApproverKey), every recipient of an
+	// envelope of that agent carrying an approval-request must be in it, so
+	// that a compromised agent cannot send its approvals to itself.
+	Approvers map[string]map[string]bool
 	// Remember, when set, is given each envelope accepted from a request,
 	// decoded, with its id and body size (the dispatcher's cache). The
 	// envelope is not changed after.
@@ -144,10 +149,25 @@ func (in *Ingester) Enqueue(ctx context.Context, env *envelope.Envelope, to []en
 	return res.EnvelopeID, nil
 }
 
+// EnqueueReply is Enqueue for a message that answers another: extra goes
+// on every delivery (for email, the Message-ID it answers and its
+// References: channels/email ExtraInReplyTo, ExtraReferences).
+func (in *Ingester) EnqueueReply(ctx context.Context, env *envelope.Envelope, to []envelope.Recipient, extra map[string]string, agent, source string) (string, error) {
+	res, err := in.ingestExtra(ctx, env, nil, to, agent, source, "", [32]byte{}, extra)
+	if err != nil {
+		return "", err
+	}
+	return res.EnvelopeID, nil
+}
+
 // ingest validates and stores env. raw, when given, is env exactly as the
 // caller sent it: it is stored as is, so that peers receive the bytes the
 // agent produced (and it is not encoded a second time).
 func (in *Ingester) ingest(ctx context.Context, env *envelope.Envelope, raw json.RawMessage, to []envelope.Recipient, agent, source, key string, hash [32]byte) (*store.IngestResult, error) {
+	return in.ingestExtra(ctx, env, raw, to, agent, source, key, hash, nil)
+}
+
+func (in *Ingester) ingestExtra(ctx context.Context, env *envelope.Envelope, raw json.RawMessage, to []envelope.Recipient, agent, source, key string, hash [32]byte, extra map[string]string) (*store.IngestResult, error) {
 	var probs []envelope.Problem
 	if err := in.cfg.Registry.Validate(env); err != nil {
 		if ve, ok := err.(*envelope.ValidationError); ok {
@@ -173,6 +193,9 @@ func (in *Ingester) ingest(ctx context.Context, env *envelope.Envelope, raw json
 			probs = append(probs, envelope.Problem{Path: "agent", Reason: "required when the envelope carries an approval-request: the decision is injected into that agent"})
 		}
 	}
+	if hasApprovals && len(probs) == 0 {
+		probs = append(probs, in.checkApprovers(agent, to)...)
+	}
 	if len(probs) > 0 {
 		return nil, &envelope.ValidationError{Problems: probs}
 	}
@@ -196,14 +219,16 @@ func (in *Ingester) ingest(ctx context.Context, env *envelope.Envelope, raw json
 		}
 	}
 	for i, r := range to {
-		nd := store.NewDelivery{Channel: r.Channel, To: r.Target()}
+		nd := store.NewDelivery{Channel: r.Channel, To: r.Target(), Extra: extra}
 		if i < len(per) {
 			nd.ApprovalIDs = per[i]
 		}
 		ing.Deliveries = append(ing.Deliveries, nd)
 	}
 	res, err := in.db.Ingest(ctx, ing)
-	if err != nil {
+	if errors.Is(err, store.ErrDuplicateApproval) {
+		return nil, in.approvalConflict(ctx, env, err)
+	} else if err != nil {
 		return nil, err
 	}
 	if !res.Replayed && fromRequest && in.cfg.Remember != nil {
@@ -216,6 +241,65 @@ func (in *Ingester) ingest(ctx context.Context, env *envelope.Envelope, raw json
 		}
 	}
 	return res, nil
+}
+
+// ApproverKey is the key of a recipient in IngestConfig.Approvers: a
+// number stands for its SMS and WhatsApp recipients alike.
+func ApproverKey(r envelope.Recipient) string {
+	switch r.Channel {
+	case envelope.ChannelEmail:
+		return "email:" + strings.ToLower(r.Address)
+	case envelope.ChannelSMS, envelope.ChannelWhatsApp:
+		return "number:" + strings.TrimPrefix(r.Address, "whatsapp:")
+	case envelope.ChannelWebhook:
+		return "webhook:" + r.Endpoint
+	}
+	return r.Channel + ":" + r.Target()
+}
+
+// checkApprovers refuses recipients of an approval-request envelope that
+// are not among the agent's approvers (when it has any).
+func (in *Ingester) checkApprovers(agent string, to []envelope.Recipient) []envelope.Problem {
+	allowed, ok := in.cfg.Approvers[agent]
+	if !ok {
+		return nil
+	}
+	var probs []envelope.Problem
+	for i, r := range to {
+		if !allowed[ApproverKey(r)] {
+			probs = append(probs, envelope.Problem{Path: fmt.Sprintf("to[%d]", i),
+				Reason: fmt.Sprintf("%s is not among agents.%s.approvers: the envelope carries an approval-request, and this agent's approvals go only to its configured approvers", r.Target(), agent)})
+		}
+	}
+	return probs
+}
+
+// approvalConflict names the approval-request parts whose approvalId is
+// already stored (or repeated in the envelope): 409, nothing stored.
+func (in *Ingester) approvalConflict(ctx context.Context, env *envelope.Envelope, err error) error {
+	var probs []envelope.Problem
+	seen := map[string]bool{}
+	for i, p := range env.Parts {
+		if p.PartType() != envelope.PartApprovalRequest {
+			continue
+		}
+		var ar envelope.ApprovalRequest
+		if p.DecodeData(&ar) != nil {
+			continue
+		}
+		path := fmt.Sprintf("envelope.parts[%d].data.approvalId", i)
+		switch _, gerr := in.db.Approval(ctx, ar.ApprovalID); {
+		case seen[ar.ApprovalID]:
+			probs = append(probs, envelope.Problem{Path: path, Reason: fmt.Sprintf("approvalId %q appears twice in this envelope", ar.ApprovalID)})
+		case gerr == nil:
+			probs = append(probs, envelope.Problem{Path: path, Reason: fmt.Sprintf("approvalId %q was already used: each approval-request needs a new approvalId (and a suspended turn that waits for it)", ar.ApprovalID)})
+		}
+		seen[ar.ApprovalID] = true
+	}
+	if len(probs) == 0 {
+		return err // a token collision: the store's error, 409 all the same
+	}
+	return &ConflictError{Problems: probs, Err: err}
 }
 
 var e164 = regexp.MustCompile(`^\+[1-9][0-9]{6,14}$`)

@@ -39,6 +39,9 @@ type Config struct {
 	// Ready reports readiness for /readyz; nil means always ready.
 	Ready func() error
 	Now   func() time.Time
+	// MetricsRequireKey makes /metrics need a bearer key (its series name
+	// endpoints and approval outcomes); false serves it to anyone.
+	MetricsRequireKey bool
 }
 
 // Server is the HTTP API.
@@ -83,7 +86,7 @@ func New(cfg Config, db *store.DB, ingest *Ingester, metrics *Metrics, gatherer 
 		{"GET", "/readyz", http.HandlerFunc(s.readyz), false},
 	}
 	if gatherer != nil {
-		routes = append(routes, Route{"GET", "/metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}), false})
+		routes = append(routes, Route{"GET", "/metrics", promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}), cfg.MetricsRequireKey})
 	}
 	for _, r := range append(routes, extra...) {
 		if err := s.handle(r); err != nil {

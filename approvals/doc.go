@@ -12,6 +12,14 @@
 //     the other tokens, writing the audit entry and queuing the injection job
 //     happen in one bbolt transaction; the injection worker then delivers it
 //     at least once, with retries, and dead-letters it visibly, never drops it.
+//   - A short code is checked, and a wrong one counted, in one store
+//     transaction with its lock: each pending approval's code is tried at
+//     most MaxWrongCodes times from a number before it is locked for that
+//     number. The lock is per (number, approval), so it cannot be used to
+//     silence a number for the approvals sent to it later.
+//   - A decider is told a decision took effect only when the agent took it;
+//     otherwise the confirmation says it is recorded and not yet confirmed,
+//     or that it had no effect (dead-lettered).
 //   - Nothing an inbound message says is obeyed unless its sender is the
 //     recipient the token was issued to. A message that fails this has no
 //     effect and its sender learns nothing that helps an attacker.

@@ -112,26 +112,30 @@ func (s *Service) handleInbound(ctx context.Context, in envelope.Inbound) (envel
 		if w := splitWords(firstLine(in.Text)); len(w) == 1 && optInWords[strings.ToLower(w[0].w)] {
 			return note(OutcomeOptIn, nil, "carrier opt-in keyword")
 		}
-		if c, err := s.db.CounterState(ctx, s.lockKey(in)); err != nil {
-			return envelope.InboundResult{}, err
-		} else if c.LockedUntil.After(now) {
-			return note(OutcomeRateLimited, nil, "number locked after wrong codes until "+c.LockedUntil.UTC().Format(time.RFC3339))
-		}
 	}
 
-	bd, outcome := s.resolve(ctx, in)
+	var bd *bound
+	var outcome string
+	if isCodeMessage(in) {
+		var locked *store.CodeResult
+		var err error
+		if bd, locked, outcome, err = s.tryCode(ctx, in, now); err != nil {
+			return envelope.InboundResult{}, err
+		}
+		if locked != nil {
+			var lb *bound
+			if locked.Approval != nil {
+				lb = &bound{a: locked.Approval}
+			}
+			return note(OutcomeRateLimited, lb, fmt.Sprintf("%d wrong codes: code refused from this number until %s",
+				locked.Wrong, locked.LockedUntil.UTC().Format(time.RFC3339)))
+		}
+	} else {
+		bd, outcome = s.resolve(ctx, in)
+	}
 	switch outcome {
 	case "":
 	case OutcomeUnknownToken:
-		if bd == nil && (in.Channel == envelope.ChannelSMS || in.Channel == envelope.ChannelWhatsApp) && in.ButtonPayload == "" {
-			c, err := s.db.Bump(ctx, s.lockKey(in), now, s.cfg.WrongCodeWindow, s.cfg.MaxWrongCodes, s.cfg.LockFor)
-			if err != nil {
-				return envelope.InboundResult{}, err
-			}
-			if c.LockedUntil.After(now) {
-				return note(OutcomeRateLimited, nil, fmt.Sprintf("wrong code %d times: number locked", c.Count))
-			}
-		}
 		return note(outcome, nil, "no approval matches")
 	default:
 		return note(outcome, bd, "")
@@ -213,14 +217,11 @@ func (s *Service) resolve(ctx context.Context, in envelope.Inbound) (*bound, str
 			presented, key = in.ButtonPayload, buttonKey(in.ButtonPayload)
 			break
 		}
-		code = in.Token
-		if !isDigits(code) || len(code) != s.cfg.CodeDigits {
-			c, ok := FindCode(in.Text, s.cfg.CodeDigits)
-			if !ok {
-				return nil, OutcomeNoToken
-			}
-			code = c
+		c, ok := s.presentedCode(in)
+		if !ok {
+			return nil, OutcomeNoToken
 		}
+		code = c
 		presented, key = code, codeKey(in.Channel, in.From, code)
 	default:
 		return nil, OutcomeNoToken
@@ -229,6 +230,12 @@ func (s *Service) resolve(ctx context.Context, in envelope.Inbound) (*bound, str
 	if err != nil {
 		return nil, OutcomeUnknownToken
 	}
+	return s.verify(ctx, in, b, presented, code)
+}
+
+// verify checks a binding found for the presented token against the
+// message's channel and the key, and loads its approval.
+func (s *Service) verify(ctx context.Context, in envelope.Inbound, b *store.TokenBinding, presented, code string) (*bound, string) {
 	wantKind := map[string]string{envelope.ChannelEmail: KindToken, envelope.ChannelWebhook: KindToken, ChannelLink: KindLink,
 		envelope.ChannelSMS: KindCode, envelope.ChannelWhatsApp: KindCode}[in.Channel]
 	if in.ButtonPayload != "" && in.Channel == envelope.ChannelWhatsApp {
@@ -250,8 +257,48 @@ func (s *Service) resolve(ctx context.Context, in envelope.Inbound) (*bound, str
 	return &bound{b: b, a: a, code: code}, ""
 }
 
-func (s *Service) lockKey(in envelope.Inbound) string {
-	return "code-fail/" + in.Channel + "/" + in.From
+// isCodeMessage: an SMS, or a WhatsApp text (not a button), answers with
+// a short code.
+func isCodeMessage(in envelope.Inbound) bool {
+	return in.Channel == envelope.ChannelSMS || (in.Channel == envelope.ChannelWhatsApp && in.ButtonPayload == "")
+}
+
+// presentedCode is the short code a message carries: the channel's parsed
+// token, else the first code-length run of digits in the text.
+func (s *Service) presentedCode(in envelope.Inbound) (string, bool) {
+	if isDigits(in.Token) && len(in.Token) == s.cfg.CodeDigits {
+		return in.Token, true
+	}
+	return FindCode(in.Text, s.cfg.CodeDigits)
+}
+
+// tryCode resolves the short code of an SMS or WhatsApp text. The store
+// checks the lock, looks the code up and counts a wrong code in one
+// transaction (store.TryCode), so concurrent guesses cannot get past the
+// limit. Wrong codes are counted per (number, approval pending for that
+// number), and the limit locks that approval's code for that number: the
+// lock protects the approvals that were open to guessing, and someone who
+// can spoof a person's number cannot silence them for the approvals that
+// come later (THREATS.md #2). locked is set when the message is refused
+// by a lock.
+func (s *Service) tryCode(ctx context.Context, in envelope.Inbound, now time.Time) (bd *bound, locked *store.CodeResult, outcome string, err error) {
+	code, ok := s.presentedCode(in)
+	if !ok {
+		return nil, nil, OutcomeNoToken, nil
+	}
+	r, err := s.db.TryCode(ctx, store.CodeAttempt{Channel: in.Channel, Number: in.From, Hash: codeKey(in.Channel, in.From, code),
+		At: now, Max: s.cfg.MaxWrongCodes, Window: s.cfg.WrongCodeWindow, LockFor: s.cfg.LockFor})
+	if err != nil {
+		return nil, nil, "", err
+	}
+	if r.Locked {
+		return nil, &r, OutcomeRateLimited, nil
+	}
+	if r.Binding == nil {
+		return nil, nil, OutcomeUnknownToken, nil
+	}
+	bd, outcome = s.verify(ctx, in, r.Binding, code, code)
+	return bd, nil, outcome, nil
 }
 
 // apply stores the decision (or learns it came too late) and tells the
@@ -267,8 +314,12 @@ func (s *Service) apply(ctx context.Context, bd *bound, in envelope.Inbound, dec
 	if decision == envelope.DecisionDenied {
 		state = store.ApprovalDenied
 	}
-	got, err := s.decide(ctx, store.Decision{ApprovalID: a.ID, State: state, Reason: reason, DecidedBy: bd.b.Recipient,
-		Channel: in.Channel, MessageID: in.MessageID, At: now})
+	// Wait (briefly) for the agent to take the decision where someone will
+	// be told about it: the confirmation says only what is true.
+	told := in.Channel != envelope.ChannelWebhook
+	got, outcome, stop, err := s.decideWatched(ctx, store.Decision{ApprovalID: a.ID, State: state, Reason: reason, DecidedBy: bd.b.Recipient,
+		Channel: in.Channel, MessageID: in.MessageID, At: now}, told)
+	defer stop()
 	switch {
 	case errors.Is(err, store.ErrDuplicateInbound):
 		return envelope.InboundResult{Outcome: OutcomeDuplicate, ApprovalID: a.ID}, nil
@@ -284,7 +335,9 @@ func (s *Service) apply(ctx context.Context, bd *bound, in envelope.Inbound, dec
 		return envelope.InboundResult{}, err
 	}
 	s.log.Info("approval decided", "channel", in.Channel, "approval_id", a.ID, "decision", decision)
-	s.confirm(ctx, in, bd.b.Recipient, decidedText(got))
+	if told {
+		s.confirm(ctx, in, bd.b.Recipient, decidedText(got, s.awaitInjection(ctx, outcome)))
+	}
 	return envelope.InboundResult{Outcome: OutcomeDecided, ApprovalID: a.ID, Decision: decision, Reason: reason}, nil
 }
 
@@ -298,12 +351,41 @@ func (s *Service) expire(ctx context.Context, id string, now time.Time) (*store.
 	return a, err
 }
 
-func decidedText(a *store.Approval) string {
-	verb := "Approved"
-	if a.State == store.ApprovalDenied {
-		verb = "Denied"
+// awaitInjection waits up to ConfirmWait for the first attempt's outcome
+// of a decision's injection; store.InjectionPending when none came.
+func (s *Service) awaitInjection(ctx context.Context, outcome <-chan string) string {
+	if outcome == nil {
+		return store.InjectionPending
 	}
-	t := verb + ": " + Summary(a) + "."
+	t := time.NewTimer(s.cfg.ConfirmWait)
+	defer t.Stop()
+	select {
+	case st := <-outcome:
+		return st
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return store.InjectionPending
+}
+
+// decidedText is the decider's confirmation. It never says a decision took
+// effect unless the agent took it: injection is the injection's state
+// (done, pending, dead).
+func decidedText(a *store.Approval, injection string) string {
+	verb, noun := "Approved", "approval"
+	if a.State == store.ApprovalDenied {
+		verb, noun = "Denied", "denial"
+	}
+	var t string
+	switch injection {
+	case store.InjectionDone:
+		t = verb + ": " + Summary(a) + ". Your decision is recorded and was passed to the agent."
+	case store.InjectionDead:
+		t = "Not taken into account: your " + noun + " of " + Summary(a) + " is recorded, but it could not be passed to the agent " +
+			"(the request may no longer be waiting for an answer), so it has had no effect. The operator has been alerted."
+	default:
+		t = verb + ": " + Summary(a) + ". Your decision is recorded; the agent has not confirmed it yet."
+	}
 	if a.Reason != "" {
 		t += " Reason: " + a.Reason
 	}
@@ -326,8 +408,36 @@ func alreadyText(a *store.Approval) string {
 		a.DecidedAt.UTC().Format("2 Jan 2006 15:04 MST"), Summary(a))
 }
 
+// Delivery extra keys of a mail that answers another (channels/email
+// ExtraInReplyTo, ExtraReferences).
+const (
+	extraInReplyTo  = "inReplyTo"
+	extraReferences = "references"
+)
+
+// requestMessageID is the Message-ID of our request mail that an email
+// reply answers: the id among its In-Reply-To and References that carries
+// the reply's token (our Message-IDs are <delivery.token@domain>). Without
+// one (a client that dropped both), the reply's own Message-ID stands in:
+// the confirmation then threads under the reply, which threads under the
+// request.
+func requestMessageID(in envelope.Inbound) string {
+	if in.Channel != envelope.ChannelEmail {
+		return ""
+	}
+	if in.Token != "" {
+		for _, id := range append([]string{in.InReplyTo}, in.References...) {
+			if strings.Contains(id, "."+in.Token+"@") {
+				return strings.Trim(strings.TrimSpace(id), "<>")
+			}
+		}
+	}
+	return strings.Trim(strings.TrimSpace(in.MessageID), "<>")
+}
+
 // confirm sends text to the decider on the channel they used, where the
-// channel can carry it (not the link page, which shows it itself).
+// channel can carry it (not the link page, which shows it itself). A mail
+// is threaded under the request it answers (In-Reply-To and References).
 func (s *Service) confirm(ctx context.Context, in envelope.Inbound, to, text string) {
 	switch in.Channel {
 	case envelope.ChannelEmail, envelope.ChannelSMS, envelope.ChannelWhatsApp:
@@ -340,7 +450,15 @@ func (s *Service) confirm(ctx context.Context, in envelope.Inbound, to, text str
 	env := &envelope.Envelope{Role: "agent",
 		Parts: []envelope.Part{{Text: &text, Metadata: map[string]any{"partType": envelope.PartResponse}}},
 		Meta:  envelope.Meta{SessionID: "beachd-approvals", TurnID: "confirm-" + s.db.NewID(""), ProducedAt: s.cfg.Now().UTC(), FinalizedBy: "complete"}}
-	if _, err := s.enq.Enqueue(ctx, env, []envelope.Recipient{{Channel: in.Channel, Address: to}}, "", "approvals"); err != nil {
+	rcpt := []envelope.Recipient{{Channel: in.Channel, Address: to}}
+	var err error
+	if re, ok := s.enq.(ReplyEnqueuer); ok && in.Channel == envelope.ChannelEmail && requestMessageID(in) != "" {
+		id := requestMessageID(in)
+		_, err = re.EnqueueReply(ctx, env, rcpt, map[string]string{extraInReplyTo: id, extraReferences: "<" + id + ">"}, "", "approvals")
+	} else {
+		_, err = s.enq.Enqueue(ctx, env, rcpt, "", "approvals")
+	}
+	if err != nil {
 		s.log.Error("enqueue approval confirmation", "channel", in.Channel, "err", err)
 	}
 }

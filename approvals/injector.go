@@ -58,6 +58,9 @@ type Injector struct {
 	wake    chan struct{}
 	handoff chan *store.Injection
 	started time.Time // jobs leased before this belong to a previous process
+
+	mu       sync.Mutex
+	watchers map[string][]chan string // injection id → who waits for its next outcome
 }
 
 // NewInjector builds the worker. senders returns the Sender of an agent
@@ -108,6 +111,46 @@ func (j *Injector) Submit(inj *store.Injection) bool {
 		return true
 	default:
 		return false
+	}
+}
+
+// Watch returns a channel that receives the state of the next attempt
+// recorded for injection id (store.InjectionDone, store.InjectionDead, or
+// store.InjectionPending for a failed attempt that will be retried), and a
+// function to stop watching. Register before the job can run.
+func (j *Injector) Watch(id string) (<-chan string, func()) {
+	ch := make(chan string, 1)
+	j.mu.Lock()
+	if j.watchers == nil {
+		j.watchers = map[string][]chan string{}
+	}
+	j.watchers[id] = append(j.watchers[id], ch)
+	j.mu.Unlock()
+	return ch, func() {
+		j.mu.Lock()
+		defer j.mu.Unlock()
+		ws := j.watchers[id]
+		for i, w := range ws {
+			if w == ch {
+				ws = append(ws[:i], ws[i+1:]...)
+				break
+			}
+		}
+		if len(ws) == 0 {
+			delete(j.watchers, id)
+		} else {
+			j.watchers[id] = ws
+		}
+	}
+}
+
+func (j *Injector) notify(id, state string) {
+	j.mu.Lock()
+	ws := j.watchers[id]
+	delete(j.watchers, id)
+	j.mu.Unlock()
+	for _, w := range ws {
+		w <- state // buffered, one send per registration
 	}
 }
 
@@ -226,6 +269,7 @@ func (j *Injector) attempt(ctx context.Context, inj *store.Injection) {
 		}
 		return
 	}
+	j.notify(inj.ID, o.State)
 	j.cfg.Metrics.observeInjection(map[string]string{store.InjectionDone: "done", store.InjectionDead: "dead",
 		store.InjectionPending: "retry"}[o.State], inj.Response.DecidedAt, now)
 	switch o.State {

@@ -1,6 +1,7 @@
 package approvals
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -155,6 +156,25 @@ func pageDecision(a *store.Approval, viewer string) string {
 	return "Withdrawn at " + at + "."
 }
 
+// injectionNote says whether a decision reached the agent, so that the
+// page never lets a decision that had no effect look as if it had.
+func (s *Service) injectionNote(ctx context.Context, a *store.Approval) string {
+	if a.InjectionID == "" {
+		return ""
+	}
+	inj, err := s.db.Injection(ctx, a.InjectionID)
+	if err != nil {
+		return ""
+	}
+	switch inj.State {
+	case store.InjectionDone:
+		return " The decision was passed to the agent."
+	case store.InjectionDead:
+		return " The decision could not be passed to the agent (the request may no longer be waiting for an answer), so it has had no effect. The operator has been alerted."
+	}
+	return " The agent has not confirmed the decision yet."
+}
+
 func (s *Service) showPage(w http.ResponseWriter, r *http.Request, message string) {
 	tok, a, viewer, refused := s.lookupLink(r)
 	if refused != nil {
@@ -181,7 +201,7 @@ func (s *Service) showPage(w http.ResponseWriter, r *http.Request, message strin
 	case a.State == store.ApprovalPending:
 		d.Decision = "Expired at " + a.ExpiresAt.UTC().Format("2 Jan 2006 15:04 MST")
 	default:
-		d.Decision = pageDecision(a, viewer)
+		d.Decision = pageDecision(a, viewer) + s.injectionNote(r.Context(), a)
 		d.Title = "Approval request: " + map[string]string{store.ApprovalGranted: "approved", store.ApprovalDenied: "denied",
 			store.ApprovalExpired: "expired", store.ApprovalVoid: "withdrawn"}[a.State]
 	}

@@ -40,7 +40,15 @@ func (s *Service) List(ctx context.Context, state, after string, limit int) ([]*
 	}
 	out := make([]*View, 0, len(as))
 	for _, a := range as {
-		out = append(out, view(a))
+		v := view(a)
+		// With its injection: a decision the agent never received
+		// (dead) must show in every listing, not only when asked for.
+		if a.InjectionID != "" {
+			if v.Injection, err = s.db.Injection(ctx, a.InjectionID); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, v)
 	}
 	return out, nil
 }

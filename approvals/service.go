@@ -44,13 +44,20 @@ type Config struct {
 	DefaultExpiry time.Duration
 	// CodeDigits is the length of SMS/WhatsApp codes; default 6 (4–10).
 	CodeDigits int
-	// MaxWrongCodes per number within WrongCodeWindow (default 1h) locks the
-	// number for LockFor (default 24h); default 5.
+	// MaxWrongCodes from one number within WrongCodeWindow (default 1h)
+	// lock, for LockFor (default 24h), the codes of the approvals that were
+	// pending for that number: even the right code is then refused from it.
+	// Approvals sent later are not locked. Default 5.
 	MaxWrongCodes   int
 	WrongCodeWindow time.Duration
 	LockFor         time.Duration
-	Now             func() time.Time
-	Rand            io.Reader
+	// ConfirmWait is how long an answer waits for the agent to take the
+	// decision before the decider is told, so that the confirmation can say
+	// it was passed to the agent; default 3s. After it, the confirmation
+	// says the agent has not confirmed it yet.
+	ConfirmWait time.Duration
+	Now         func() time.Time
+	Rand        io.Reader
 	// Metrics, when set, count inbound outcomes.
 	Metrics *Metrics
 }
@@ -90,6 +97,9 @@ func (c *Config) defaults() {
 	if c.LockFor <= 0 {
 		c.LockFor = 24 * time.Hour
 	}
+	if c.ConfirmWait <= 0 {
+		c.ConfirmWait = 3 * time.Second
+	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -103,6 +113,14 @@ func (c *Config) defaults() {
 // Ingester implements it.
 type Enqueuer interface {
 	Enqueue(ctx context.Context, env *envelope.Envelope, to []envelope.Recipient, agent, source string) (string, error)
+}
+
+// ReplyEnqueuer is an Enqueuer that can place a message in a mail thread:
+// extra goes on the deliveries (the Message-ID answered, under "inReplyTo",
+// and "references": channels/email ExtraInReplyTo and ExtraReferences).
+// The API's Ingester implements it; confirmations use it when present.
+type ReplyEnqueuer interface {
+	EnqueueReply(ctx context.Context, env *envelope.Envelope, to []envelope.Recipient, extra map[string]string, agent, source string) (string, error)
 }
 
 // Handoff is the part of the Injector the Service uses: jobs claimed in the
@@ -145,20 +163,42 @@ func New(cfg Config, db *store.DB, enq Enqueuer, inj Handoff, log *slog.Logger) 
 
 // decide applies d, handing its injection job to the injector.
 func (s *Service) decide(ctx context.Context, d store.Decision) (*store.Approval, error) {
+	a, _, _, err := s.decideWatched(ctx, d, false)
+	return a, err
+}
+
+// injectionWatcher is the Injector's optional ability to report a job's
+// next outcome (Injector.Watch).
+type injectionWatcher interface {
+	Watch(id string) (<-chan string, func())
+}
+
+// decideWatched is decide; with watch, it also returns a channel that
+// receives the first attempt's outcome of the injection (nil when there is
+// no injection or nothing reports it), and the function that releases the
+// watch, which the caller must call. The watch is registered before the
+// job exists, so no outcome can pass it by.
+func (s *Service) decideWatched(ctx context.Context, d store.Decision, watch bool) (*store.Approval, <-chan string, func(), error) {
 	d.InjectionID = s.db.NewID("inj_")
 	if s.inj != nil && d.State != store.ApprovalVoid {
 		d.ClaimFor = s.inj.Lease()
 	}
-	a, job, err := s.db.Decide(ctx, d)
-	if err != nil || job == nil || d.ClaimFor <= 0 {
-		return a, err
+	var outcome <-chan string
+	stop := func() {}
+	if w, ok := s.inj.(injectionWatcher); ok && watch && d.State != store.ApprovalVoid {
+		outcome, stop = w.Watch(d.InjectionID)
 	}
-	if !s.inj.Submit(job) {
+	a, job, err := s.db.Decide(ctx, d)
+	if err != nil || job == nil {
+		stop()
+		return a, nil, func() {}, err
+	}
+	if d.ClaimFor > 0 && !s.inj.Submit(job) {
 		if rerr := s.db.ReleaseInjection(ctx, job, s.cfg.Now()); rerr != nil {
 			s.log.Warn("release injection", "approval_id", a.ID, "err", rerr)
 		}
 	}
-	return a, nil
+	return a, outcome, stop, nil
 }
 
 func (s *Service) nonce() (string, error) {

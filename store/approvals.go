@@ -203,6 +203,9 @@ func (s *DB) putApprovalsTx(tx *bolt.Tx, envID string, as []NewApproval, now tim
 				return err
 			}
 		}
+		if err := putCodeGuardsTx(tx, &a); err != nil {
+			return err
+		}
 		if err := putAuditTx(tx, AuditEntry{At: now, ApprovalID: a.ID, Event: "created",
 			Detail: fmt.Sprintf("%d recipient(s), expires %s", len(a.Recipients), a.ExpiresAt.UTC().Format(time.RFC3339))}); err != nil {
 			return err
@@ -404,6 +407,9 @@ func (s *DB) Decide(ctx context.Context, d Decision) (*Approval, *Injection, err
 				Detail: "approval is " + a.State + " since " + a.DecidedAt.UTC().Format(time.RFC3339)})
 		}
 		if err := tx.Bucket(bApprovalExpiry).Delete(timeKey(a.ExpiresAt, a.ID)); err != nil {
+			return err
+		}
+		if err := deleteCodeGuardsTx(tx, &a); err != nil {
 			return err
 		}
 		a.State, a.Reason, a.DecidedBy, a.Channel, a.MessageID, a.DecidedAt = d.State, d.Reason, d.DecidedBy, d.Channel, d.MessageID, d.At
@@ -716,51 +722,12 @@ func (s *DB) RetryInjection(ctx context.Context, id string, at time.Time) (*Inje
 	return &out, nil
 }
 
-// Counter is a rate-limit counter or a once-only marker.
+// Counter is a wrong-code counter (approval_codes.go) or a once-only
+// marker.
 type Counter struct {
 	Count       int       `json:"count"`
 	WindowStart time.Time `json:"windowStart"`
 	LockedUntil time.Time `json:"lockedUntil,omitzero"`
-}
-
-// CounterState returns the counter under key (zero when absent).
-func (s *DB) CounterState(ctx context.Context, key string) (Counter, error) {
-	var c Counter
-	err := s.bolt.View(func(tx *bolt.Tx) error {
-		err := getJSON(tx.Bucket(bApprovalLimits), []byte(key), &c)
-		if errors.Is(err, ErrNotFound) {
-			return nil
-		}
-		return err
-	})
-	return c, err
-}
-
-// Bump increments the counter under key within a window starting at the
-// first bump; when the count reaches max, the key is locked for lockFor. It
-// returns the counter after the bump.
-func (s *DB) Bump(ctx context.Context, key string, now time.Time, window time.Duration, max int, lockFor time.Duration) (Counter, error) {
-	var out Counter
-	err := s.bolt.Batch(func(tx *bolt.Tx) error {
-		var c Counter
-		b := tx.Bucket(bApprovalLimits)
-		if err := getJSON(b, []byte(key), &c); err != nil && !errors.Is(err, ErrNotFound) {
-			return err
-		}
-		if now.Sub(c.WindowStart) >= window && now.After(c.LockedUntil) {
-			c = Counter{WindowStart: now}
-		}
-		c.Count++
-		if max > 0 && c.Count >= max && c.LockedUntil.Before(now) {
-			c.LockedUntil = now.Add(lockFor)
-		}
-		out = c
-		return putJSON(b, []byte(key), c)
-	})
-	if err != nil {
-		return Counter{}, fmt.Errorf("bump %s: %w", key, err)
-	}
-	return out, nil
 }
 
 // Once records key and reports whether this was the first time (for "at
@@ -781,7 +748,8 @@ func (s *DB) Once(ctx context.Context, key string, now time.Time) (bool, error) 
 
 // CheckApprovalInvariants verifies that every pending approval with an
 // expiry has exactly its expiry index entry, that no decided approval has
-// one, and that every pending injection has exactly one due entry. Tests
+// one, that every pending injection has exactly one due entry, and that
+// the code guards are exactly those of pending approvals. Tests
 // call it when they end.
 func (s *DB) CheckApprovalInvariants() error {
 	return s.bolt.View(func(tx *bolt.Tx) error {
@@ -833,6 +801,6 @@ func (s *DB) CheckApprovalInvariants() error {
 		if due.Stats().KeyN != pending {
 			return fmt.Errorf("injection due index has %d entries, %d pending injections", due.Stats().KeyN, pending)
 		}
-		return nil
+		return checkCodeGuardsTx(tx)
 	})
 }

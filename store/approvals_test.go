@@ -164,19 +164,9 @@ func TestExpiryIndex(t *testing.T) {
 	checkApprovals(t, db2)
 }
 
-func TestCountersAndOnce(t *testing.T) {
+func TestOnce(t *testing.T) {
 	c := newClock()
 	db := openTest(t, filepath.Join(t.TempDir(), "a.db"), c)
-	for i := 1; i <= 3; i++ {
-		ct, err := db.Bump(ctx, "k", c.Now(), time.Hour, 3, time.Hour)
-		if err != nil || ct.Count != i || (i == 3) != ct.LockedUntil.After(c.Now()) {
-			t.Fatalf("bump %d: %+v %v", i, ct, err)
-		}
-	}
-	c.Add(2 * time.Hour)
-	if ct, _ := db.Bump(ctx, "k", c.Now(), time.Hour, 3, time.Hour); ct.Count != 1 {
-		t.Fatalf("window did not reset: %+v", ct)
-	}
 	if first, _ := db.Once(ctx, "o", c.Now()); !first {
 		t.Fatal("first Once")
 	}

@@ -21,7 +21,7 @@ import (
 
 // SchemaVersion is the layout this beachd writes. Bump it with a migration
 // in migrate().
-const SchemaVersion = 4
+const SchemaVersion = 5
 
 // Bucket names. Every bucket is created at Open.
 var (
@@ -48,7 +48,7 @@ var (
 var allBuckets = [][]byte{bMeta, bEnvelopes, bEnvelopeBodies, bDeliveries, bAttempts, bDue, bLeases, bByState,
 	bIdempotency, bProviderIDs, bDeliveryPIDs, bKV,
 	bTwilioSeen,
-	bApprovals, bApprovalTokens, bApprovalAudit, bInjections, bInjectionDue, bInbound, bApprovalExpiry, bApprovalLimits,
+	bApprovals, bApprovalTokens, bApprovalAudit, bInjections, bInjectionDue, bInbound, bApprovalExpiry, bApprovalLimits, bApprovalCodes,
 	bSchedules, bScheduleRuns}
 
 var keySchema = []byte("schema_version")
@@ -195,7 +195,12 @@ func migrate(tx *bolt.Tx, from uint64, now time.Time) error {
 		}
 		fallthrough
 	case 3:
-		return migrate3to4(tx)
+		if err := migrate3to4(tx); err != nil {
+			return err
+		}
+		fallthrough
+	case 4:
+		return migrate4to5(tx) // approval_codes.go
 	}
 	return fmt.Errorf("no migration from schema %d", from)
 }

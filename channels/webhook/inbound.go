@@ -107,6 +107,10 @@ func NewInboundHandler(d *Deliverer, dec Decider, now func() time.Time, log *slo
 	return &InboundHandler{Endpoints: d, Decider: dec, Now: now, Log: log}
 }
 
+// errVerifyFailed is the whole answer to an unknown endpoint or a request
+// whose signature does not verify.
+const errVerifyFailed = "signature verification failed (unknown endpoint, wrong secret, missing or stale webhook-* headers)"
+
 type inboundAnswer struct {
 	Outcome    string `json:"outcome,omitempty"`
 	ApprovalID string `json:"approvalId,omitempty"`
@@ -124,11 +128,7 @@ func (h *InboundHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if name == "" {
 		name = r.URL.Path[strings.LastIndexByte(r.URL.Path, '/')+1:]
 	}
-	ep, ok := h.Endpoints.Endpoint(name)
-	if !ok {
-		writeJSON(w, http.StatusNotFound, inboundAnswer{Error: "unknown webhook endpoint"})
-		return
-	}
+	ep, known := h.Endpoints.Endpoint(name)
 	b, err := envelope.ReadLimited(r.Body, MaxInboundBody)
 	if err != nil {
 		var tl *envelope.TooLargeError
@@ -140,9 +140,17 @@ func (h *InboundHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := h.Now()
+	// An unknown endpoint is answered exactly as a known one whose
+	// signature fails (same status, same body), so that endpoint names
+	// cannot be found by probing; the reason goes to the log only.
+	if !known {
+		h.Log.Warn("inbound webhook decision refused", "endpoint", name, "reason", "unknown endpoint")
+		writeJSON(w, http.StatusUnauthorized, inboundAnswer{Error: errVerifyFailed})
+		return
+	}
 	if err := ep.Signer.Verify(r.Header, b, now, h.Tolerance); err != nil {
 		h.Log.Warn("inbound webhook decision refused", "endpoint", name, "reason", err.Error())
-		writeJSON(w, http.StatusUnauthorized, inboundAnswer{Error: "signature verification failed: " + err.Error()})
+		writeJSON(w, http.StatusUnauthorized, inboundAnswer{Error: errVerifyFailed})
 		return
 	}
 	d, err := ParseDecision(b)

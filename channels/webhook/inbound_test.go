@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -99,7 +100,7 @@ func TestInboundDecision(t *testing.T) {
 		{"unsigned", url, nil, clk.Now(), good, 401},
 		{"other secret", url, mustSigner(t, otherSecret), clk.Now(), good, 401},
 		{"replayed later", url, signer, clk.Now().Add(-6 * time.Minute), good, 401},
-		{"unknown endpoint", srv.URL + "/v1/inbound/webhook/nope", signer, clk.Now(), good, 404},
+		{"unknown endpoint", srv.URL + "/v1/inbound/webhook/nope", signer, clk.Now(), good, 401},
 		{"malformed JSON", url, signer, clk.Now(), []byte(`{"token":`), 400},
 		{"unknown field", url, signer, clk.Now(), []byte(`{"token":"t","decision":"granted","extra":1}`), 400},
 		{"no token", url, signer, clk.Now(), []byte(`{"decision":"granted"}`), 400},
@@ -117,6 +118,14 @@ func TestInboundDecision(t *testing.T) {
 				t.Fatal("decider called for a refused request")
 			}
 		})
+	}
+
+	// Unknown and known endpoints answer a bad request alike: endpoint
+	// names cannot be enumerated.
+	codeU, bodyU := postSigned(t, srv.URL+"/v1/inbound/webhook/nope", signer, "msg_u", clk.Now(), good)
+	codeK, bodyK := postSigned(t, url, mustSigner(t, otherSecret), "msg_k", clk.Now(), good)
+	if codeU != codeK || fmt.Sprint(bodyU) != fmt.Sprint(bodyK) {
+		t.Errorf("unknown endpoint answers %d %v, known endpoint with a bad signature %d %v", codeU, bodyU, codeK, bodyK)
 	}
 
 	dec.err = errors.New("store down")

@@ -158,7 +158,7 @@ func buildApp(ctx context.Context, cfg *Config, reg *envelope.Registry, log *slo
 	a.enqueuer = api.NewIngester(api.IngestConfig{Registry: reg,
 		Limits:        envelope.Limits{MaxBytes: cfg.Limits.MaxEnvelopeBytes, MaxParts: cfg.Limits.MaxParts},
 		MaxRecipients: cfg.Limits.MaxRecipients, Channels: configured, Endpoints: endpoints, Agents: agents,
-		Remember: envelopes.Put},
+		Remember: envelopes.Put, Approvers: cfg.approverSets()},
 		a.db, a.preparer, a.dispatcher.Notify, a.apiMetrics.Ingested)
 	if err := a.wireSchedules(); err != nil {
 		return nil, fmt.Errorf("set up schedules: %w", err)
@@ -167,7 +167,7 @@ func buildApp(ctx context.Context, cfg *Config, reg *envelope.Registry, log *slo
 	if maxBody <= 0 {
 		maxBody = envelope.DefaultLimits.MaxBytes
 	}
-	a.server, err = api.New(api.Config{APIKeys: cfg.APIKeys, MaxBodyBytes: maxBody + 64<<10, Ready: a.readyErr},
+	a.server, err = api.New(api.Config{APIKeys: cfg.APIKeys, MaxBodyBytes: maxBody + 64<<10, Ready: a.readyErr, MetricsRequireKey: cfg.Metrics.RequireKey},
 		a.db, a.enqueuer, a.apiMetrics, a.metrics, log.With("component", "api"), a.routes)
 	if err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"strings"
 	"text/tabwriter"
 	"time"
 )
@@ -45,17 +46,34 @@ func (c *ApprovalsListCmd) Run(g *globals) error {
 		Approvals []struct {
 			ID, State, Agent, Summary, DecidedBy string
 			ExpiresAt                            time.Time
+			Injection                            *struct{ State, LastError string }
 		}
 	}
 	if err := json.Unmarshal(raw, &out); err != nil {
 		return err
 	}
 	tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATE\tAGENT\tEXPIRES\tDECIDED BY\tSUMMARY")
+	fmt.Fprintln(tw, "ID\tSTATE\tAGENT\tEXPIRES\tDECIDED BY\tTO AGENT\tSUMMARY")
+	var dead []string
 	for _, a := range out.Approvals {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.State, a.Agent, a.ExpiresAt.Local().Format(time.DateTime), a.DecidedBy, a.Summary)
+		inj := "-"
+		if a.Injection != nil {
+			inj = a.Injection.State
+			if inj == "dead" {
+				inj = "DEAD"
+				dead = append(dead, a.ID)
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.State, a.Agent, a.ExpiresAt.Local().Format(time.DateTime), a.DecidedBy, inj, a.Summary)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(dead) > 0 {
+		fmt.Fprintf(g.stdout, "\n%d decision(s) never reached the agent (TO AGENT DEAD): %s\n"+
+			"  see why: beachd approvals show <id>; send again: POST /v1/approvals/<id>/retry-injection\n", len(dead), strings.Join(dead, ", "))
+	}
+	return nil
 }
 
 // ApprovalsShowCmd shows one approval.

@@ -25,6 +25,8 @@ type Config struct {
 	PublicURL string    `yaml:"public_url"`
 	APIKeys   []string  `yaml:"api_keys"`
 	Log       LogConfig `yaml:"log"`
+	// Metrics guards /metrics.
+	Metrics MetricsConfig `yaml:"metrics"`
 
 	Agents    map[string]AgentConfig      `yaml:"agents"`
 	Webhooks  WebhooksConfig              `yaml:"webhooks"`
@@ -57,6 +59,14 @@ type LimitsConfig struct {
 	MaxEnvelopeBytes int64 `yaml:"max_envelope_bytes"` // default 8 MiB
 	MaxParts         int   `yaml:"max_parts"`          // default 256
 	MaxRecipients    int   `yaml:"max_recipients"`     // default 100
+}
+
+// MetricsConfig guards /metrics.
+type MetricsConfig struct {
+	// RequireKey makes GET /metrics need a bearer API key like the rest of
+	// the API: its series name webhook endpoints, channels and approval
+	// outcomes. Default false (Prometheus scrapes without a key).
+	RequireKey bool `yaml:"require_key"`
 }
 
 // DispatchConfig tunes the dispatcher.
@@ -165,6 +175,7 @@ func (c *Config) check(v *validator) *envelope.Registry {
 	reg := c.registry(v)
 	for name, a := range c.Agents {
 		a.validate(v, "agents."+name)
+		c.validateApprovers(v, name, a)
 	}
 	c.Webhooks.validate(v)
 	for name, ep := range c.Webhooks.Endpoints {

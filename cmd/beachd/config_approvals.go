@@ -17,7 +17,7 @@ import (
 //	  secret: "${BEACHD_APPROVAL_SECRET}"  # HMAC key of every token, ≥32 bytes;
 //	                             # empty: generated once into data_dir/approval.key (0600)
 //	  sms_code_digits: 6         # 4-10
-//	  max_wrong_codes: 5         # wrong SMS/WhatsApp codes per number per hour, then locked for a day
+//	  max_wrong_codes: 5         # wrong SMS/WhatsApp codes from a number per hour lock its open approvals' codes for a day
 //	  injection_lifetime: 24h    # a failing injection is dead-lettered after this
 //	  email_links: true          # false: no confirmation link in mail, only replies decide (THREATS #3)
 //	  words:                     # decision words beside the English ones
@@ -91,6 +91,9 @@ type AgentConfig struct {
 	WebhookSecret string            `yaml:"webhook_secret"`
 	Headers       map[string]string `yaml:"headers"`
 	Timeout       time.Duration     `yaml:"timeout"`
+	// Approvers, when set, are the only recipients of this agent's
+	// approval requests (config_agents.go).
+	Approvers []string `yaml:"approvers"`
 }
 
 func (a AgentConfig) validate(v *validator, key string) {

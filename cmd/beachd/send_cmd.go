@@ -1,10 +1,14 @@
 package main
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/cool-ai/beachd/envelope"
 )
@@ -12,8 +16,9 @@ import (
 // SendCmd posts an envelope to a running beachd.
 type SendCmd struct {
 	apiFlags
-	File           string   `arg:"" help:"Envelope JSON file (or - for standard input)." type:"path"`
-	To             []string `name:"to" required:"" help:"Recipient as channel:address, e.g. email:alice@example.org, sms:+447700900123, webhook:ops. Repeatable."`
+	File           string   `arg:"" optional:"" help:"Envelope JSON file (or - for standard input)." type:"path"`
+	Sample         string   `name:"sample" enum:",approval" default:"" help:"Send a sample envelope instead of a file: 'approval' asks for an approval with a new approvalId in a new turn of the dev agent, so it can be sent again and again (beachd dev)."`
+	To             []string `name:"to" help:"Recipient as channel:address, e.g. email:alice@example.org, sms:+447700900123, webhook:ops. Repeatable; required with a file (with --sample: the dev recipients)."`
 	Agent          string   `help:"Agent that receives approval decisions."`
 	IdempotencyKey string   `name:"idempotency-key" help:"Idempotency-Key header."`
 }
@@ -22,13 +27,34 @@ type SendCmd struct {
 func (c *SendCmd) Run(g *globals) error {
 	var raw []byte
 	var err error
-	if c.File == "-" {
+	switch {
+	case c.Sample != "" && c.File != "":
+		return &exitError{code: 2, err: fmt.Errorf("give an envelope file or --sample, not both")}
+	case c.Sample == "approval":
+		var id string
+		raw, id, err = sampleApproval(time.Now(), rand.Reader)
+		if err != nil {
+			return err
+		}
+		if len(c.To) == 0 {
+			c.To = devRecipients
+		}
+		if c.Agent == "" {
+			c.Agent = devAgentName
+		}
+		fmt.Fprintf(g.stderr, "sample approval %s\n", id)
+	case c.File == "":
+		return &exitError{code: 2, err: fmt.Errorf("an envelope file (or - for standard input), or --sample approval, is required")}
+	case c.File == "-":
 		raw, err = envelope.ReadLimited(os.Stdin, envelope.DefaultLimits.MaxBytes)
-	} else {
+	default:
 		raw, err = os.ReadFile(c.File)
 	}
 	if err != nil {
 		return fmt.Errorf("read envelope: %w", err)
+	}
+	if len(c.To) == 0 {
+		return &exitError{code: 2, err: fmt.Errorf("--to is required: at least one recipient")}
 	}
 	to, err := parseRecipients(c.To)
 	if err != nil {
@@ -47,6 +73,50 @@ func (c *SendCmd) Run(g *globals) error {
 		return err
 	}
 	return printJSON(g.stdout, out)
+}
+
+// devRecipients are the recipients `beachd dev` configures: its mailbox,
+// its SMS number and its webhook sink.
+var devRecipients = []string{"email:you@beachd.localhost", "sms:+15555550100", "webhook:" + devSinkEndpoint}
+
+// sampleApproval is the sample approval-request envelope with a new
+// approvalId and a new turn. An approvalId is accepted once, and a
+// decision is injected into the turn that asked; a turn that already
+// received its decision is over, so a repeated sample needs both anew. The
+// dev agent takes a decision for a turn it has not seen as one it
+// suspended.
+func sampleApproval(now time.Time, rnd io.Reader) ([]byte, string, error) {
+	var b [8]byte
+	if _, err := io.ReadFull(rnd, b[:]); err != nil {
+		return nil, "", fmt.Errorf("sample ids: %w", err)
+	}
+	suffix := hex.EncodeToString(b[:])
+	id, turn, session := "appr_dev_"+suffix, "turn_dev_"+suffix, "sess_dev"
+	text := "I'm ready to book **British Airways BA2043** for all 6 of you. This charges £1,122 to the card ending 4242, so I need your go-ahead first."
+	env := envelope.Envelope{Role: "agent",
+		Parts: []envelope.Part{
+			{Text: &text, Metadata: map[string]any{"partType": envelope.PartResponse}},
+			{Data: mustRaw(map[string]any{"approvalId": id, "toolName": "book_flight", "toolCallId": "toolu_" + suffix,
+				"args":    map[string]any{"flightNumber": "BA2043", "date": "2026-08-15", "passengers": 6, "totalPrice": map[string]any{"amount": 1122, "currency": "GBP"}},
+				"handler": "travel-booker", "turn": turn, "session": session,
+				"summary": "Book BA2043 (LGW→CFU, 15 Aug) for 6 people, £1,122 total",
+				"reason":  "Booking charges the card on file and is refundable only within 24 hours."}),
+				Metadata: map[string]any{"partType": envelope.PartApprovalRequest}},
+		},
+		Meta: envelope.Meta{SessionID: session, TurnID: turn, ProducedAt: now.UTC(), FinalizedBy: "suspended"}}
+	raw, err := json.Marshal(&env)
+	if err != nil {
+		return nil, "", fmt.Errorf("encode sample: %w", err)
+	}
+	return raw, id, nil
+}
+
+func mustRaw(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // a literal map of strings and numbers
+	}
+	return b
 }
 
 func parseRecipients(specs []string) ([]envelope.Recipient, error) {

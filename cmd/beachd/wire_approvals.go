@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 
 	"github.com/cool-ai/beachd/agent"
@@ -14,13 +17,40 @@ import (
 	"github.com/cool-ai/beachd/envelope"
 )
 
-// enqueueFunc adapts the Ingester, which is built after approvals, to
-// approvals.Enqueuer: it is looked up when a confirmation is sent.
-type enqueueFunc func(ctx context.Context, env *envelope.Envelope, to []envelope.Recipient, agent, source string) (string, error)
+// lateEnqueuer adapts the Ingester, which is built after approvals, to
+// approvals.Enqueuer and approvals.ReplyEnqueuer: it is looked up when a
+// confirmation is sent.
+type lateEnqueuer struct{ a *app }
 
-func (f enqueueFunc) Enqueue(ctx context.Context, env *envelope.Envelope, to []envelope.Recipient, agent, source string) (string, error) {
-	return f(ctx, env, to, agent, source)
+var _ approvals.ReplyEnqueuer = lateEnqueuer{}
+
+func (l lateEnqueuer) Enqueue(ctx context.Context, env *envelope.Envelope, to []envelope.Recipient, agent, source string) (string, error) {
+	return l.EnqueueReply(ctx, env, to, nil, agent, source)
 }
+
+func (l lateEnqueuer) EnqueueReply(ctx context.Context, env *envelope.Envelope, to []envelope.Recipient, extra map[string]string, agent, source string) (string, error) {
+	if l.a.enqueuer == nil {
+		return "", errors.New("ingester not ready")
+	}
+	return l.a.enqueuer.EnqueueReply(ctx, env, to, extra, agent, source)
+}
+
+// approvalKey reads the approval key file, creating it (mode 0600) with a
+// fresh key when it does not exist. Every approval token, code and link is
+// derived from this key, so a file that other users can read is refused:
+// beachd will not start on a key others may have copied.
+func approvalKey(path string) (string, error) {
+	if fi, err := os.Stat(path); err == nil && runtime.GOOS != "windows" && fi.Mode().Perm()&0o077 != 0 {
+		return "", fmt.Errorf("%w: %s is readable by other users (mode %04o); every approval token is derived from it: run `chmod 600 %s` (and consider it leaked if others could read it: delete it to mint a new key, which voids the links and codes already sent)",
+			errKeyFileMode, path, fi.Mode().Perm(), path)
+	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("approval key: %w", err)
+	}
+	return persistentSecret(path, func() string { return randomToken(32) })
+}
+
+// errKeyFileMode: a secret file is readable by group or others.
+var errKeyFileMode = errors.New("key file permissions too open")
 
 // wireApprovals builds the agent client, the approvals Service (token
 // minting at ingest, handles at send time, inbound decisions), the
@@ -30,7 +60,7 @@ func (a *app) wireApprovals() error {
 	cfg := a.cfg.Approvals
 	secret := cfg.Secret
 	if secret == "" {
-		s, err := persistentSecret(filepath.Join(a.cfg.DataDir, "approval.key"), func() string { return randomToken(32) })
+		s, err := approvalKey(filepath.Join(a.cfg.DataDir, "approval.key"))
 		if err != nil {
 			return fmt.Errorf("approvals.secret: %w", err)
 		}
@@ -78,12 +108,7 @@ func (a *app) wireApprovals() error {
 		Permanent: func(err error) bool { return agent.IsPermanent(err) || approvals.PermanentHTTP(err) },
 		Now:       a.now,
 	}, a.db, func(name string) approvals.Sender { return senders[name] }, log)
-	enq := enqueueFunc(func(ctx context.Context, env *envelope.Envelope, to []envelope.Recipient, agentName, source string) (string, error) {
-		if a.enqueuer == nil {
-			return "", errors.New("ingester not ready")
-		}
-		return a.enqueuer.Enqueue(ctx, env, to, agentName, source)
-	})
+	enq := lateEnqueuer{a}
 	words, err := cfg.words()
 	if err != nil {
 		return err
