@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -169,15 +170,17 @@ func (s *Server) requireKey(next http.Handler) http.Handler {
 
 func (s *Server) postDeliveries(w http.ResponseWriter, r *http.Request) {
 	start := s.cfg.Now()
-	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
-		WriteError(w, s.log, &envelope.ValidationError{Problems: []envelope.Problem{{Path: "Content-Type", Reason: "must be application/json"}}})
+	if !jsonBody(r.Header) {
+		WriteError(w, s.log, ErrUnsupportedMediaType)
 		return
 	}
 	body, err := envelope.ReadLimited(r.Body, s.cfg.MaxBodyBytes)
 	if err != nil {
 		var tl *envelope.TooLargeError
 		if errors.As(err, &tl) {
-			WriteError(w, s.log, err)
+			// The body's bound leaves room around the envelope; the limit
+			// a caller can act on is the envelope's, as configured.
+			WriteError(w, s.log, &envelope.TooLargeError{Limit: s.ingest.MaxEnvelopeBytes()})
 			return
 		}
 		WriteError(w, s.log, &envelope.ValidationError{Problems: []envelope.Problem{{Reason: "could not read the body: " + err.Error()}}})
@@ -348,4 +351,25 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// jsonBody reports whether a request declares a JSON body (RFC 9110 §8.3):
+// application/json, any case, with parameters, a charset only if UTF-8
+// (RFC 8259 §8.1); and no Content-Encoding (§8.4). A request without a
+// Content-Type is read as JSON: RFC 9110 lets a recipient examine the data,
+// and the body must parse as JSON anyway.
+func jsonBody(h http.Header) bool {
+	if ce := h.Get("Content-Encoding"); ce != "" && !strings.EqualFold(strings.TrimSpace(ce), "identity") {
+		return false
+	}
+	ct := h.Get("Content-Type")
+	if ct == "" {
+		return true
+	}
+	mt, params, err := mime.ParseMediaType(ct)
+	if err != nil || mt != "application/json" {
+		return false
+	}
+	cs, ok := params["charset"]
+	return !ok || strings.EqualFold(cs, "utf-8")
 }

@@ -4,11 +4,13 @@ import (
 	"crypto/rand"
 	"encoding/base32"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -162,8 +164,23 @@ func (a *app) wireDev() error {
 	a.console.sink = sink
 	a.routes = append(a.routes,
 		api.Route{Method: "POST", Pattern: "/dev/sink", Handler: sink},
-		api.Route{Method: "GET", Pattern: "/dev/sink", Handler: sink})
+		api.Route{Method: "GET", Pattern: "/dev/sink", Handler: devSinkView(sink)})
 	a.devAgent = &devAgent{now: time.Now, generation: devGeneration(a.cfg.devAgentA2A)}
 	a.routes = append(a.routes, a.devAgent.routes(a.cfg.PublicURL, a.log.With("component", "dev-agent"))...)
 	return nil
+}
+
+// devSinkView serves GET /dev/sink: what the sink received, as indented
+// JSON a person reads in a terminal (one delivery after another, each
+// envelope laid out), not one long line.
+func devSinkView(sink *webhook.Sink) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(struct {
+			webhook.SinkStats
+			Received []webhook.Received `json:"received"`
+		}{sink.Stats(), sink.Received()})
+	})
 }
