@@ -63,6 +63,11 @@ type result struct {
 	ClientsCPUPerEnvelopeUs float64 `json:"clientsAndSinkCPUPerEnvelopeUs"`
 	Duplicates              int     `json:"duplicates"`
 	Lost                    int     `json:"lost"`
+	// Steady is the default run's steady-rate phase (steady.go); Goals the
+	// figures against their goals (goals.go).
+	Steady  *steadyResult `json:"steady,omitempty"`
+	LoadAvg []string      `json:"loadAverageAtStartAndEnd,omitempty"`
+	Goals   []goal        `json:"goals,omitempty"`
 }
 
 // sink counts webhooks by webhook-id and remembers when each first arrived.
@@ -122,7 +127,9 @@ func main() {
 	scale := flag.Int("scale", 0, "load this many queued deliveries into a store and measure start-up, RSS and claim rate")
 	drain := flag.Duration("drain", 15*time.Second, "with -scale: how long the daemon delivers from the backlog")
 	soak := flag.Duration("soak", 0, "run a steady load for this long, sampling RSS and latency")
-	rate := flag.Int("rate", 1000, "with -soak: envelopes per second")
+	rate := flag.Int("rate", 0, "offer this many envelopes/s at a steady rate (open loop) for -duration and report ingest→delivered latency; with -soak: the soak's rate (default 1000)")
+	duration := flag.Duration("duration", 20*time.Second, "with -rate: how long to offer the rate")
+	steady := flag.Duration("steady", 10*time.Second, "the default run's (and -throughput's) steady 2000/s phase; 0 skips it")
 	interval := flag.Duration("interval", 10*time.Second, "with -soak: sampling interval")
 	plot := flag.String("plot", "soak.png", "with -soak: the PNG plot")
 	samples := flag.String("samples", "soak.json", "with -soak: the samples as JSON")
@@ -151,22 +158,37 @@ func main() {
 		}
 		return
 	}
-	if !*all && *scale == 0 && *soak == 0 && !*pf && !*thr {
-		// The default: daemon vs raw net/http, as it always was.
+	steadyOnly := *rate > 0 && *soak == 0
+	if !*all && *scale == 0 && *soak == 0 && !*pf && !*thr && !steadyOnly {
+		// The default: daemon vs raw net/http and the relays, then a short
+		// steady phase at the rate of the latency goal.
+		load0 := loadAvg()
 		res, err := bench(*n, *c, *bin, *workers)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "beachd-bench:", err)
 			os.Exit(1)
 		}
+		if *steady > 0 {
+			if res.Steady, err = steadyRun(goalSteadyRate, *steady, *bin); err != nil {
+				fmt.Fprintln(os.Stderr, "beachd-bench: steady:", err)
+				os.Exit(1)
+			}
+		}
+		res.LoadAvg = []string{load0, loadAvg()}
+		res.Goals = goals(res, res.Steady, nil)
 		b, _ := json.MarshalIndent(res, "", "  ")
 		fmt.Println(string(b))
+		fmt.Fprintf(os.Stderr, "\nLoad average (1/5/15 min) at start, end: %s\n%s", strings.Join(res.LoadAvg, "; "), goalsText(res.Goals))
 		if *out != "" {
 			os.WriteFile(*out, append(b, '\n'), 0o644)
 		}
 		if *md != "" {
-			os.WriteFile(*md, []byte(markdown(&report{Machine: machine(), Throughput: res})), 0o644)
+			os.WriteFile(*md, []byte(markdown(&report{Machine: machine(), LoadAvg: res.LoadAvg, Throughput: res, Steady: res.Steady, Goals: res.Goals})), 0o644)
 		}
 		return
+	}
+	if *soak > 0 && *rate == 0 {
+		*rate = 1000
 	}
 	rep := &report{Machine: machine(), Started: time.Now().UTC().Format(time.RFC3339), LoadAvg: []string{loadAvg()}}
 	var failed []string
@@ -195,6 +217,19 @@ func main() {
 			rep.Throughput = res
 		}
 	}
+	if steadyOnly {
+		if res, err := steadyRun(*rate, *duration, *bin); err != nil {
+			fail("steady", err)
+		} else {
+			rep.Steady = res
+		}
+	} else if (*all || *thr) && *steady > 0 {
+		if res, err := steadyRun(goalSteadyRate, *steady, *bin); err != nil {
+			fail("steady", err)
+		} else {
+			rep.Steady = res
+		}
+	}
 	if *scale > 0 {
 		if res, err := scaleRun(*scale, *bin, *drain); err != nil {
 			fail("scale", err)
@@ -219,8 +254,10 @@ func main() {
 	rep.Failed = failed
 	rep.LoadAvg = append(rep.LoadAvg, loadAvg())
 	rep.Finished = time.Now().UTC().Format(time.RFC3339)
+	rep.Goals = goals(rep.Throughput, rep.Steady, rep.Scale)
 	b, _ := json.MarshalIndent(rep, "", "  ")
 	fmt.Println(string(b))
+	fmt.Fprintf(os.Stderr, "\nLoad average (1/5/15 min) at start, end: %s\n%s", strings.Join(rep.LoadAvg, "; "), goalsText(rep.Goals))
 	if *out != "" {
 		os.WriteFile(*out, append(b, '\n'), 0o644)
 	}
