@@ -162,20 +162,11 @@ func main() {
 	if !*all && *scale == 0 && *soak == 0 && !*pf && !*thr && !steadyOnly {
 		// The default: daemon vs raw net/http and the relays, then a short
 		// steady phase at the rate of the latency goal.
-		load0 := loadAvg()
-		res, err := bench(*n, *c, *bin, *workers)
+		res, err := defaultRun(*n, *c, *bin, *workers, *steady)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "beachd-bench:", err)
 			os.Exit(1)
 		}
-		if *steady > 0 {
-			if res.Steady, err = steadyRun(goalSteadyRate, *steady, *bin); err != nil {
-				fmt.Fprintln(os.Stderr, "beachd-bench: steady:", err)
-				os.Exit(1)
-			}
-		}
-		res.LoadAvg = []string{load0, loadAvg()}
-		res.Goals = goals(res, res.Steady, nil)
 		b, _ := json.MarshalIndent(res, "", "  ")
 		fmt.Println(string(b))
 		fmt.Fprintf(os.Stderr, "\nLoad average (1/5/15 min) at start, end: %s\n%s", strings.Join(res.LoadAvg, "; "), goalsText(res.Goals))
@@ -267,6 +258,33 @@ func main() {
 	if len(failed) > 0 {
 		os.Exit(1)
 	}
+}
+
+// defaultRun is the run without a mode flag: bench, then (unless steady
+// is 0) a steady phase at the latency goal's rate on the same build, and
+// the goals.
+func defaultRun(n, c int, bin string, workers int, steady time.Duration) (*result, error) {
+	load0 := loadAvg()
+	tmp, err := os.MkdirTemp("", "beachd-bench-bin-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	if bin, err = buildBeachd(bin, tmp); err != nil {
+		return nil, err
+	}
+	res, err := bench(n, c, bin, workers)
+	if err != nil {
+		return nil, err
+	}
+	if steady > 0 {
+		if res.Steady, err = steadyRun(goalSteadyRate, steady, bin); err != nil {
+			return nil, fmt.Errorf("steady: %w", err)
+		}
+	}
+	res.LoadAvg = []string{load0, loadAvg()}
+	res.Goals = goals(res, res.Steady, nil)
+	return res, nil
 }
 
 const envelopeJSON = `{"role":"agent","parts":[{"text":"Two direct flights found, 15 August 2026 LGW to CFU. Cheapest is easyJet EJ4521 at 94 GBP per person (06:15-12:00). More convenient is British Airways BA2043 at 187 GBP per person (08:45-14:20).","metadata":{"partType":"response"}},{"data":{"route":{"origin":"London Gatwick","destination":"Corfu"},"flights":[{"flightNumber":"BA 2043","airline":"British Airways","departure":"2026-08-15T08:45:00","arrival":"2026-08-15T14:20:00","pricePerPerson":187,"currency":"GBP","stops":0},{"flightNumber":"EJ 4521","airline":"easyJet","departure":"2026-08-15T06:15:00","arrival":"2026-08-15T12:00:00","pricePerPerson":94,"currency":"GBP","stops":0}]},"metadata":{"partType":"domain-data"}}],"meta":{"sessionId":"sess_bench","turnId":"turn_bench","producedAt":"2026-04-20T09:50:00Z","finalizedBy":"complete"}}`
