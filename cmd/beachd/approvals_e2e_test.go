@@ -417,7 +417,18 @@ func smsCode(t *testing.T, d *devDaemon, to string) string {
 // decision link (metadata.decisionUrl of the approval-request part).
 func sinkLink(t *testing.T, d *devDaemon, id string) string {
 	t.Helper()
-	var link string
+	link, _ := sinkApprovalMeta(t, d, id)["decisionUrl"].(string)
+	if link == "" {
+		t.Fatalf("the approval-request part of %s carries no decisionUrl", id)
+	}
+	return link
+}
+
+// sinkApprovalMeta waits for the webhook carrying approval id and returns
+// the metadata of its approval-request part.
+func sinkApprovalMeta(t *testing.T, d *devDaemon, id string) map[string]any {
+	t.Helper()
+	var meta map[string]any
 	waitFor(t, 20*time.Second, "the approval webhook", func() bool {
 		var sink struct {
 			Received []struct {
@@ -433,14 +444,14 @@ func sinkLink(t *testing.T, d *devDaemon, id string) string {
 		for _, r := range sink.Received {
 			for _, p := range r.Envelope.Parts {
 				if p.Metadata["partType"] == "approval-request" && p.Data["approvalId"] == id {
-					link, _ = p.Metadata["decisionUrl"].(string)
-					return link != ""
+					meta = p.Metadata
+					return true
 				}
 			}
 		}
 		return false
 	})
-	return link
+	return meta
 }
 
 var formRe = regexp.MustCompile(`(?s)<form[^>]*method="post"[^>]*>(.*?)</form>`)

@@ -25,33 +25,12 @@ func TestWebhookDecisionEndToEnd(t *testing.T) {
 	d := startDev(t)
 	d.requestApproval("appr_e2e_hook", `[{"channel":"webhook","endpoint":"dev-sink"}]`)
 
-	var token string
-	waitFor(t, 20*time.Second, "the approval webhook", func() bool {
-		var sink struct {
-			Received []struct {
-				Envelope struct {
-					Parts []struct {
-						Data     map[string]any
-						Metadata map[string]any
-					}
-				}
-			}
-		}
-		d.do("GET", "/dev/sink", nil, "", &sink)
-		for _, r := range sink.Received {
-			for _, p := range r.Envelope.Parts {
-				if p.Metadata["partType"] == "approval-request" && p.Data["approvalId"] == "appr_e2e_hook" {
-					token, _ = p.Metadata["decisionToken"].(string)
-					return true
-				}
-			}
-		}
-		return false
-	})
+	meta := sinkApprovalMeta(t, d, "appr_e2e_hook")
+	token, _ := meta["decisionToken"].(string)
 	if token == "" {
 		t.Fatal("the approval-request part delivered to the endpoint carries no decisionToken")
 	}
-	link := sinkLink(t, d, "appr_e2e_hook")
+	link, _ := meta["decisionUrl"].(string)
 	linkToken := link[bytes.LastIndexByte([]byte(link), '/')+1:]
 
 	signer, err := webhook.ParseSigner("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
