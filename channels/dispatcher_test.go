@@ -10,16 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cool-ai/beachd/internal/testkit/fakeclock"
 	"github.com/cool-ai/beachd/store"
 )
-
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *fakeClock) Add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
 
 // scripted is a hand-written Deliverer that answers from a script, per
 // attempt, and records what it was asked.
@@ -44,9 +37,9 @@ func (s *scripted) Deliver(ctx context.Context, job *Job) (*Result, error) {
 	return &Result{ProviderID: fmt.Sprintf("p%d", n), Receipt: Receipt{Data: map[string]any{"status": 200}, Meta: map[string]any{"source": "http"}}}, nil
 }
 
-func setup(t *testing.T, d Deliverer, policy Policy) (*store.DB, *Dispatcher, *fakeClock, string) {
+func setup(t *testing.T, d Deliverer, policy Policy) (*store.DB, *Dispatcher, *fakeclock.Clock, string) {
 	t.Helper()
-	c := &fakeClock{t: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)}
+	c := fakeclock.New(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))
 	db, err := store.Open(filepath.Join(t.TempDir(), "b.db"), store.Options{Now: c.Now})
 	if err != nil {
 		t.Fatal(err)
@@ -96,14 +89,14 @@ func TestDispatchRetryThenSent(t *testing.T) {
 	if step(t, db, d) != 0 {
 		t.Fatal("retried before its time")
 	}
-	c.Add(time.Minute)
+	c.Advance(time.Minute)
 	step(t, db, d)
 	del, _ = db.Delivery(context.Background(), id)
 	// Retry-After (30 min) is longer than the schedule's 10 min: it wins.
 	if want := c.Now().Add(30 * time.Minute); del.State != store.StateRetrying || !del.NextAttemptAt.Equal(want) {
 		t.Fatalf("after 2nd failure: %s next %v want %v", del.State, del.NextAttemptAt, want)
 	}
-	c.Add(30 * time.Minute)
+	c.Advance(30 * time.Minute)
 	step(t, db, d)
 	del, _ = db.Delivery(context.Background(), id)
 	if del.State != store.StateSent || del.Attempts != 3 || del.ProviderID != "p3" {
@@ -131,7 +124,7 @@ func TestDispatchLifetimeEnds(t *testing.T) {
 	db, d, c, id := setup(t, fd, testPolicy)
 	for i := 0; i < 10; i++ {
 		step(t, db, d)
-		c.Add(10 * time.Minute)
+		c.Advance(10 * time.Minute)
 	}
 	del, _ := db.Delivery(context.Background(), id)
 	// 1 min, then 10 min each: attempts at 0, 1, 11, 21, 31, 41, 51; the
@@ -163,7 +156,7 @@ func TestUnconfiguredChannelIsDead(t *testing.T) {
 
 func TestRunDeliversAndStops(t *testing.T) {
 	fd := &scripted{}
-	c := &fakeClock{t: time.Now()}
+	c := fakeclock.New(time.Now())
 	db, err := store.Open(filepath.Join(t.TempDir(), "b.db"), store.Options{})
 	if err != nil {
 		t.Fatal(err)

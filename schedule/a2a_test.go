@@ -15,6 +15,7 @@ import (
 
 	"github.com/cool-ai/beachd/agent"
 	"github.com/cool-ai/beachd/envelope"
+	"github.com/cool-ai/beachd/internal/testkit/fakeclock"
 	"github.com/cool-ai/beachd/store"
 )
 
@@ -70,7 +71,7 @@ func TestFiresAgainstA2AAgent(t *testing.T) {
 	}
 
 	t0 := utc("2026-03-02T08:00:01Z")
-	c := &clock{t: t0}
+	c := fakeclock.New(t0)
 	ctx := context.Background()
 	brief := def("brief", "0 8 * * *")
 	brief.Message = "brief"

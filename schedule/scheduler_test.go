@@ -15,28 +15,9 @@ import (
 
 	"github.com/cool-ai/beachd/agent"
 	"github.com/cool-ai/beachd/envelope"
+	"github.com/cool-ai/beachd/internal/testkit/fakeclock"
 	"github.com/cool-ai/beachd/store"
 )
-
-// clock is an injected clock. With a step, every reading moves it on by
-// the step, as a real clock does between two calls.
-type clock struct {
-	mu   sync.Mutex
-	t    time.Time
-	step time.Duration
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t := c.t
-	c.t = c.t.Add(c.step)
-	return t
-}
-
-func (c *clock) Set(t time.Time) { c.mu.Lock(); c.t = t; c.mu.Unlock() }
-
-func (c *clock) Step(d time.Duration) { c.mu.Lock(); c.step = d; c.mu.Unlock() }
 
 type call struct{ Agent, Text, ContextID string }
 
@@ -125,7 +106,7 @@ type harness struct {
 	path   string
 	db     *store.DB
 	disk   *stallingStore // what the scheduler writes through
-	clock  *clock
+	clock  *fakeclock.Clock
 	agents *fakeAgents
 	enq    *fakeEnqueuer
 	reg    *prometheus.Registry
@@ -136,7 +117,7 @@ type harness struct {
 
 func newHarness(t *testing.T, start time.Time, defs ...Definition) *harness {
 	t.Helper()
-	h := &harness{t: t, path: filepath.Join(t.TempDir(), "beachd.db"), clock: &clock{t: start},
+	h := &harness{t: t, path: filepath.Join(t.TempDir(), "beachd.db"), clock: fakeclock.New(start),
 		agents: &fakeAgents{}, enq: &fakeEnqueuer{reg: envelope.NewRegistry()}}
 	h.open(defs...)
 	return h
@@ -778,7 +759,7 @@ func TestShutdownInterruptsRunningTurn(t *testing.T) {
 func TestRunLoop(t *testing.T) {
 	// Run itself: a slot due at start fires, and Run returns nil when ctx ends.
 	t0 := utc("2026-03-02T08:00:01Z")
-	c := &clock{t: t0}
+	c := fakeclock.New(t0)
 	enq := &fakeEnqueuer{reg: envelope.NewRegistry()}
 	s, _ := newScheduler(t, Config{Schedules: []Definition{def("brief", "0 8 * * *")}, Now: c.Now, DefaultZone: time.UTC},
 		&fakeAgents{}, enq, t0.Add(-time.Hour))
