@@ -16,6 +16,7 @@ import (
 	"github.com/cool-ai/beachd/agent"
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/internal/testkit/fakeclock"
+	"github.com/cool-ai/beachd/internal/testkit/poll"
 	"github.com/cool-ai/beachd/store"
 )
 
@@ -83,7 +84,7 @@ func TestFiresAgainstA2AAgent(t *testing.T) {
 	s, db := newScheduler(t, Config{Schedules: []Definition{brief, fail, hang}, Agents: map[string]bool{"travel": true},
 		Now: c.Now, DefaultZone: time.UTC, Poll: 20 * time.Millisecond}, client, enq, t0.Add(-time.Hour))
 	stop := running(t, s)
-	eventually(t, 10*time.Second, "every run finished", func() bool {
+	poll.Eventually(t, 10*time.Second, "every run finished", func() bool {
 		for _, n := range []string{"brief", "fail", "hang"} {
 			runs, _ := db.ScheduleRuns(ctx, n, 1)
 			if len(runs) == 0 || !runs[0].Finished() {

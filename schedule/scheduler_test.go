@@ -16,6 +16,7 @@ import (
 	"github.com/cool-ai/beachd/agent"
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/internal/testkit/fakeclock"
+	"github.com/cool-ai/beachd/internal/testkit/poll"
 	"github.com/cool-ai/beachd/store"
 )
 
@@ -168,7 +169,7 @@ func (h *harness) at(t time.Time) time.Time {
 // idle waits until no schedule has a run in progress.
 func (h *harness) idle() {
 	h.t.Helper()
-	eventually(h.t, 5*time.Second, "runs still in progress", func() bool {
+	poll.Eventually(h.t, 5*time.Second, "runs still in progress", func() bool {
 		h.s.mu.Lock()
 		defer h.s.mu.Unlock()
 		for _, j := range h.s.jobs {
@@ -183,7 +184,7 @@ func (h *harness) idle() {
 // turns waits until n turns have been started.
 func (h *harness) turns(n int) {
 	h.t.Helper()
-	eventually(h.t, 5*time.Second, fmt.Sprintf("%d turns started", n), func() bool { return len(h.agents.Calls()) >= n })
+	poll.Eventually(h.t, 5*time.Second, fmt.Sprintf("%d turns started", n), func() bool { return len(h.agents.Calls()) >= n })
 }
 
 func (h *harness) runs(name string) []store.ScheduleRun {
@@ -255,16 +256,6 @@ func running(t *testing.T, s *Scheduler) (stop func()) {
 	}
 	t.Cleanup(stop)
 	return stop
-}
-
-// eventually polls cond until it holds, failing the test after d.
-func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(d); !cond(); time.Sleep(2 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, d)
-		}
-	}
 }
 
 func TestFiresOnceAndDeliversResult(t *testing.T) {
@@ -764,7 +755,7 @@ func TestRunLoop(t *testing.T) {
 	s, _ := newScheduler(t, Config{Schedules: []Definition{def("brief", "0 8 * * *")}, Now: c.Now, DefaultZone: time.UTC},
 		&fakeAgents{}, enq, t0.Add(-time.Hour))
 	stop := running(t, s)
-	eventually(t, 5*time.Second, "the due slot's result enqueued", func() bool { return len(enq.Got()) > 0 })
+	poll.Eventually(t, 5*time.Second, "the due slot's result enqueued", func() bool { return len(enq.Got()) > 0 })
 	stop()
 	if len(enq.Got()) != 1 {
 		t.Fatalf("enqueued %d", len(enq.Got()))

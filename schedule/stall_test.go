@@ -13,6 +13,7 @@ import (
 
 	"github.com/cool-ai/beachd/agent"
 	"github.com/cool-ai/beachd/envelope"
+	"github.com/cool-ai/beachd/internal/testkit/poll"
 	"github.com/cool-ai/beachd/store"
 )
 
@@ -308,7 +309,7 @@ func TestConcurrentRunNowStartsOneRun(t *testing.T) {
 		close(start)
 		if st != nil {
 			st.Reached(t)
-			eventually(t, 5*time.Second, "every loser answered while the winner's claim stalled", func() bool {
+			poll.Eventually(t, 5*time.Second, "every loser answered while the winner's claim stalled", func() bool {
 				return answered.Load() == callers-1
 			})
 			st.Release()
@@ -429,7 +430,7 @@ func TestQueuedSlotStartsWhenRunEndsDuringItsClaim(t *testing.T) {
 	st.Reached(t)
 	close(release)
 	// 08:00 ends while 08:01 is being claimed as queued.
-	eventually(t, 5*time.Second, "08:00 finished during the claim", func() bool {
+	poll.Eventually(t, 5*time.Second, "08:00 finished during the claim", func() bool {
 		return h.states("minutely") == "03-02T08:00:succeeded"
 	})
 	st.Release()

@@ -402,18 +402,6 @@ func untoxic(t *testing.T, p *toxiproxy.Proxy, name string) {
 	}
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", within, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // attemptsSoFar sums the attempts recorded on the rig's deliveries.
 func (r *rig) attemptsSoFar() int {
 	r.mu.Lock()

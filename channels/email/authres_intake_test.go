@@ -11,6 +11,7 @@ import (
 
 	"github.com/cool-ai/beachd/approvals"
 	"github.com/cool-ai/beachd/envelope"
+	"github.com/cool-ai/beachd/internal/testkit/poll"
 	"github.com/cool-ai/beachd/store"
 )
 
@@ -97,7 +98,7 @@ func TestIntakeSenderVerification(t *testing.T) {
 			id := "appr_auth_" + strings.ReplaceAll(p.name, "-", "")
 			token := pendingApproval(t, db, svc, id)
 			runIntake(t, cfg, db, svc)
-			eventually(t, 10*time.Second, "intake connected", func() bool {
+			poll.Eventually(t, 10*time.Second, "intake connected", func() bool {
 				_, ok, _ := db.GetKV(ctx, "imap/INBOX")
 				return ok
 			})
@@ -116,7 +117,7 @@ func TestIntakeSenderVerification(t *testing.T) {
 			for i, s := range spoofs {
 				mta.appendMsg("INBOX", authReply(i, token, s.top, s.sent))
 			}
-			eventually(t, 15*time.Second, "spoofed replies handled", func() bool { n, _ := mta.count("Processed"); return n == len(spoofs) })
+			poll.Eventually(t, 15*time.Second, "spoofed replies handled", func() bool { n, _ := mta.count("Processed"); return n == len(spoofs) })
 			v, err := svc.Get(ctx, id)
 			if err != nil {
 				t.Fatal(err)
@@ -141,7 +142,7 @@ func TestIntakeSenderVerification(t *testing.T) {
 
 			mta.appendMsg("INBOX", authReply(9, token, received+
 				"Authentication-Results: mx.example.com; dkim=pass header.d=example.org; spf=pass smtp.mailfrom=example.org; dmarc=pass (p=REJECT) header.from=example.org\r\n", ""))
-			eventually(t, 15*time.Second, "genuine reply decides", func() bool {
+			poll.Eventually(t, 15*time.Second, "genuine reply decides", func() bool {
 				v, err := svc.Get(ctx, id)
 				return err == nil && v.State != "pending"
 			})

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cool-ai/beachd/internal/testkit/poll"
 	"github.com/emersion/go-imap/v2"
 	"github.com/emersion/go-imap/v2/imapserver"
 	"github.com/emersion/go-imap/v2/imapserver/imapmemserver"
@@ -71,8 +72,8 @@ func TestIntakeTLSModesAndPolling(t *testing.T) {
 			runIntake(t, cfg, db, dec)
 			mta := openMailboxTLS(t, port, tc.mode, clientTLS)
 			mta.appendMsg("INBOX", replyMsg(1, "tls1@example.com", "Approve"))
-			eventually(t, 10*time.Second, "handled", func() bool { return len(dec.inbound()) == 1 })
-			eventually(t, 5*time.Second, "moved", func() bool {
+			poll.Eventually(t, 10*time.Second, "handled", func() bool { return len(dec.inbound()) == 1 })
+			poll.Eventually(t, 5*time.Second, "moved", func() bool {
 				n, _ := mta.count("INBOX")
 				p, seen := mta.count("Processed")
 				return n == 0 && p == 1 && seen == 1
