@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +19,7 @@ import (
 	"github.com/cool-ai/beachd/internal/testkit/fakeclock"
 	"github.com/cool-ai/beachd/render"
 	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/storetest"
 )
 
 // sent is a confirmation the Service enqueued.
@@ -92,10 +92,7 @@ func newHarness(t testing.TB, opt harnessOpt) *harness {
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &harness{t: t, ctx: ctx, clock: fakeclock.NewOffset(), enq: &fakeEnqueuer{}}
 	var err error
-	h.db, err = store.Open(filepath.Join(t.TempDir(), "b.db"), store.Options{Now: h.clock.Now, MaxBatchDelay: time.Millisecond, NoSync: os.Getenv("APPROVALS_NOSYNC") != ""})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h.db = storetest.Open(t, store.Options{Now: h.clock.Now, MaxBatchDelay: time.Millisecond, NoSync: os.Getenv("APPROVALS_NOSYNC") != ""})
 	h.agent = agenttest.Start()
 	h.client, err = agent.New(map[string]agent.Target{"travel": {URL: h.agent.URL, Timeout: 5 * time.Second}}, nil)
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/cool-ai/beachd/internal/testkit/fakeclock"
 	"github.com/cool-ai/beachd/internal/testkit/poll"
 	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/storetest"
 )
 
 type call struct{ Agent, Text, ContextID string }
@@ -128,12 +129,10 @@ func newHarness(t *testing.T, start time.Time, defs ...Definition) *harness {
 // restarted process would.
 func (h *harness) open(defs ...Definition) {
 	h.t.Helper()
-	db, err := store.Open(h.path, store.Options{Now: h.clock.Now})
-	if err != nil {
-		h.t.Fatal(err)
-	}
+	db := storetest.OpenAt(h.t, h.path, store.Options{Now: h.clock.Now})
 	h.db = db
 	h.reg = prometheus.NewRegistry()
+	var err error
 	h.s, err = New(Config{Schedules: defs, Agents: map[string]bool{"travel": true}, DefaultZone: time.UTC,
 		Now: h.clock.Now, Metrics: h.reg, ShutdownWait: 5 * time.Second, AbandonAfter: 50 * time.Millisecond},
 		h.db, h.agents, h.enq)
@@ -220,11 +219,7 @@ func (h *harness) seedCursor(name string, at time.Time) {
 // the test ends.
 func newScheduler(t *testing.T, cfg Config, agents Agents, enq Enqueuer, seen time.Time) (*Scheduler, *store.DB) {
 	t.Helper()
-	db, err := store.Open(filepath.Join(t.TempDir(), "beachd.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := storetest.Open(t, store.Options{})
 	if !seen.IsZero() {
 		for _, d := range cfg.Schedules {
 			if _, err := db.InitScheduleState(context.Background(), d.Name, seen); err != nil {
@@ -348,10 +343,7 @@ func TestRunInterruptedByCrashIsNotRepeated(t *testing.T) {
 	h.at(t0)
 	h.close()
 	// A process claimed the 08:00 slot and died during the turn.
-	db, err := store.Open(h.path, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := storetest.OpenAt(t, h.path, store.Options{})
 	if _, err := db.ClaimScheduleSlot(context.Background(), store.ScheduleRun{Schedule: "brief",
 		Slot: utc("2026-03-02T08:00:00Z"), Trigger: store.TriggerCron, State: store.RunRunning}); err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@ package schedule
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -15,6 +14,7 @@ import (
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/internal/testkit/poll"
 	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/storetest"
 )
 
 // stallingStore is the store on a disk that can stall: the first write that
@@ -536,11 +536,7 @@ func TestRunNowClaimedDuringShutdown(t *testing.T) {
 // mark interrupted while it runs.
 func TestRunNowRefusedDuringRecovery(t *testing.T) {
 	t0 := utc("2026-03-02T07:00:00Z")
-	db, err := store.Open(filepath.Join(t.TempDir(), "b.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := storetest.Open(t, store.Options{})
 	s, err := New(Config{Schedules: []Definition{def("brief", "0 8 * * *")}, Agents: map[string]bool{"travel": true},
 		DefaultZone: time.UTC, Now: func() time.Time { return t0 }}, db, &fakeAgents{}, &fakeEnqueuer{reg: envelope.NewRegistry()})
 	if err != nil {

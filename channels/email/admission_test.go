@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/cool-ai/beachd/channels/webhook"
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/storetest"
 )
 
 // TestSlowMailServerLeavesWorkersForOtherChannels: with the mail server
@@ -60,11 +60,7 @@ func TestSlowMailServerLeavesWorkersForOtherChannels(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	db, err := store.Open(filepath.Join(t.TempDir(), "b.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := storetest.Open(t, store.Options{})
 	env, _ := json.Marshal(textEnvelope("Your booking is confirmed."))
 	var to []store.NewDelivery
 	for i := range 8 {

@@ -13,6 +13,7 @@ import (
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/internal/testkit/poll"
 	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/storetest"
 )
 
 type nopEnqueuer struct{}
@@ -89,7 +90,7 @@ func TestIntakeSenderVerification(t *testing.T) {
 			ctx := context.Background()
 			cfg, mta := p.open(t)
 			cfg.Parse = ParseOptions{ReplyDomain: "reply.beachd.test", ReplyLocal: "approvals", AuthServID: "mx.example.com"}
-			db := openStore(t)
+			db := storetest.Open(t, store.Options{})
 			svc, err := approvals.New(approvals.Config{Secret: []byte(strings.Repeat("s", 32)), PublicURL: "https://beachd.example.org"},
 				db, nopEnqueuer{}, nil, testLogger(t))
 			if err != nil {

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/cool-ai/beachd/internal/testkit/poll"
+	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/storetest"
 )
 
 // dovecot is a standalone Dovecot (Debian dovecot-imapd) for one test:
@@ -203,7 +205,7 @@ func dovecotIntakeConfig(d *dovecot, mailbox string) IntakeConfig {
 // handles the next reply.
 func TestDovecotIdleMoveAndRestart(t *testing.T) {
 	d := startDovecot(t)
-	db := openStore(t)
+	db := storetest.Open(t, store.Options{})
 	dec := &recDecider{}
 	runIntake(t, dovecotIntakeConfig(d, "INBOX"), db, dec)
 	poll.Eventually(t, 10*time.Second, "intake connected", func() bool {
@@ -242,7 +244,7 @@ func TestDovecotIdleMoveAndRestart(t *testing.T) {
 // handles the new message.
 func TestDovecotUIDValidityChange(t *testing.T) {
 	d := startDovecot(t)
-	db := openStore(t)
+	db := storetest.Open(t, store.Options{})
 	mta := openMailbox(t, d.addr(), dovecotUser, dovecotPass)
 	if err := mta.c.Create("Replies", nil).Wait(); err != nil {
 		t.Fatal(err)

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,6 +22,7 @@ import (
 	"github.com/cool-ai/beachd/internal/testkit/poll"
 	"github.com/cool-ai/beachd/render"
 	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/storetest"
 )
 
 // recDecider records what the intake hands over; it fails the first
@@ -55,16 +55,6 @@ func (d *recDecider) callCount() int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.calls
-}
-
-func openStore(t testing.TB) *store.DB {
-	t.Helper()
-	db, err := store.Open(filepath.Join(t.TempDir(), "beachd.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
 }
 
 func testLogger(t testing.TB) *slog.Logger {
@@ -209,7 +199,7 @@ func startDevServer(t testing.TB) *DevServer {
 // server: duplicates, oversize and unreadable mail, a decider that fails.
 func TestIntakeMailboxRules(t *testing.T) {
 	d := startDevServer(t)
-	db := openStore(t)
+	db := storetest.Open(t, store.Options{})
 	dec := &recDecider{failFirst: 2}
 	person := openMailbox(t, d.IMAPAddr(), d.Agent.Address, d.Agent.Password)
 	person.appendMsg("INBOX", replyMsg(1, "m1@example.com", "Approve"))
@@ -256,7 +246,7 @@ func TestIntakeMailboxRules(t *testing.T) {
 // intake with its token.
 func TestDevServerRoundTrip(t *testing.T) {
 	d := startDevServer(t)
-	db := openStore(t)
+	db := storetest.Open(t, store.Options{})
 	dec := &recDecider{}
 	runIntake(t, devIntakeConfig(d), db, dec)
 
@@ -382,7 +372,7 @@ func (b *blackhole) pipe(dst, src net.Conn) {
 func TestIntakeDetectsDeadConnection(t *testing.T) {
 	d := startDevServer(t)
 	bh := newBlackhole(t, d.IMAPAddr())
-	db := openStore(t)
+	db := storetest.Open(t, store.Options{})
 	dec := &recDecider{}
 	cfg := devIntakeConfig(d)
 	cfg.Port = bh.ln.Addr().(*net.TCPAddr).Port
@@ -430,7 +420,7 @@ func openMailboxTLS(t testing.TB, port int, mode string, clientTLS *tls.Config) 
 // time is left unread after MaxFailures tries; the mail behind it flows.
 func TestIntakePoisonMessageIsSkipped(t *testing.T) {
 	d := startDevServer(t)
-	db := openStore(t)
+	db := storetest.Open(t, store.Options{})
 	dec := &poisonDecider{poison: "poison@example.com"}
 	mta := openMailbox(t, d.IMAPAddr(), d.Agent.Address, d.Agent.Password)
 	mta.appendMsg("INBOX", replyMsg(1, "poison@example.com", "Approve"))

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +18,7 @@ import (
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/render"
 	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/storetest"
 )
 
 const (
@@ -223,12 +223,7 @@ func openStore(t testing.TB) *store.DB {
 		// A lone write need not wait 2ms for company (bbolt Batch).
 		opt.MaxBatchDelay = time.Microsecond
 	}
-	db, err := store.Open(filepath.Join(t.TempDir(), "beachd.db"), opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
+	return storetest.Open(t, opt)
 }
 
 func newTestClient(t testing.TB, baseURL string, timeout time.Duration) *Client {
