@@ -11,6 +11,7 @@ import (
 	"github.com/emersion/go-smtp"
 	"github.com/rs/zerolog"
 
+	"github.com/cool-ai/beachd/channels/twilio/twiliotest"
 	"github.com/cool-ai/beachd/internal/testkit/poll"
 	"github.com/cool-ai/beachd/store"
 )
@@ -186,20 +187,22 @@ func TestFaults(t *testing.T) {
 	scenario(t, "peer_errors", rigOptions{WebStatus: webStatus}, func(r *rig) func(*store.Delivery) outcome {
 		var tmu sync.Mutex
 		twSeen := map[string]int{}
-		r.tw.Fail = func(n int, to, body string) *TwilioReply {
+		r.tw.Fail = func(n int, to, body string) *twiliotest.Reply {
 			if strings.Contains(to, "+15005550001") {
-				return TwilioError(400, 21211, "The 'To' number +15005550001 is not a valid phone number.")
+				rep := twiliotest.Error(400, 21211, "The 'To' number +15005550001 is not a valid phone number.")
+				return &rep
 			}
 			tmu.Lock()
 			defer tmu.Unlock()
 			twSeen[to+body]++
 			switch twSeen[to+body] {
 			case 1:
-				return TwilioError(503, 20500, "Service unavailable")
+				rep := twiliotest.Error(503, 20500, "Service unavailable")
+				return &rep
 			case 2:
-				rep := TwilioError(429, 20429, "Too Many Requests")
+				rep := twiliotest.Error(429, 20429, "Too Many Requests")
 				rep.Header["Retry-After"] = "1"
-				return rep
+				return &rep
 			}
 			return nil
 		}

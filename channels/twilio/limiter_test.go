@@ -20,7 +20,7 @@ func TestBurstOf100IsPacedNotRejected(t *testing.T) {
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	clock := fakeclock.New(t0) // advances only when someone sleeps on it
 	lim := NewLimiter(LimiterConfig{PerSecond: 1, Burst: 3, Now: clock.Now, Sleep: clock.Sleep})
-	d, err := NewSMS(testConfig(), Deps{Client: newTestClient(t, f.srv.URL, 5*time.Second), Store: openStore(t), Limiter: lim})
+	d, err := NewSMS(testConfig(), Deps{Client: newTestClient(t, f.URL, 5*time.Second), Store: openStore(t), Limiter: lim})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +34,7 @@ func TestBurstOf100IsPacedNotRejected(t *testing.T) {
 		}
 		sentAt = append(sentAt, clock.Now())
 	}
-	if n := f.postCount(); n != 100 {
+	if n := f.Posts(); n != 100 {
 		t.Fatalf("posts = %d, want 100", n)
 	}
 	for i, at := range sentAt {
@@ -93,7 +93,7 @@ func TestWaitBeyondTheAttemptBecomesRetryAfter(t *testing.T) {
 	lim := NewLimiter(LimiterConfig{PerSecond: 1, Burst: 1, Now: clock.Now, Sleep: func(ctx context.Context, d time.Duration) error { return ctx.Err() }})
 	cfg := testConfig()
 	cfg.CallReserve = 5 * time.Second
-	d, err := NewSMS(cfg, Deps{Client: newTestClient(t, f.srv.URL, 5*time.Second), Store: openStore(t), Limiter: lim})
+	d, err := NewSMS(cfg, Deps{Client: newTestClient(t, f.URL, 5*time.Second), Store: openStore(t), Limiter: lim})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestWaitBeyondTheAttemptBecomesRetryAfter(t *testing.T) {
 			t.Fatalf("send %d: err=%v retryAfter=%v", i, err, e.RetryAfter)
 		}
 	}
-	if n := f.postCount(); n != 5 {
+	if n := f.Posts(); n != 5 {
 		t.Errorf("posts = %d, want 5", n)
 	}
 }
