@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cool-ai/beachd/channels/email/smtptest"
 	"github.com/cool-ai/beachd/internal/testkit/poll"
 	"github.com/cool-ai/beachd/store"
 	"github.com/cool-ai/beachd/store/storetest"
@@ -37,7 +38,10 @@ func startMemIMAP(t *testing.T, caps imap.CapSet, mode string) (port int, client
 		t.Fatal(err)
 	}
 	if mode != TLSNone {
-		serverTLS, pool := selfSigned(t)
+		serverTLS, pool, err := smtptest.SelfSigned()
+		if err != nil {
+			t.Fatal(err)
+		}
 		clientTLS = &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"}
 		if mode == TLSImplicit {
 			ln = tls.NewListener(ln, serverTLS)
