@@ -224,6 +224,44 @@ func TestTooLarge(t *testing.T) {
 	if code, out := do(t, srv, "POST", "/v1/deliveries", key, mid); code != 413 {
 		t.Fatalf("envelope over its limit: %d %v", code, out)
 	}
+	// Both state the configured envelope limit (4096), not the body's
+	// bound around it (8192).
+	for _, body := range []string{big, mid} {
+		if _, out := do(t, srv, "POST", "/v1/deliveries", key, body); out["error"] != "envelope larger than 4096 bytes" {
+			t.Errorf("413 says %q; want the configured limit", out["error"])
+		}
+	}
+}
+
+// A body that is not JSON by its declared type is 415 (RFC 9110 §15.5.16),
+// not 400; JSON with parameters, in any case, and a missing Content-Type
+// are read.
+func TestDeliveriesContentType(t *testing.T) {
+	srv, _ := newTestServer(t)
+	body := request(`[{"channel":"webhook","endpoint":"ops"}]`)
+	for _, tt := range []struct {
+		hdr  []string
+		want int
+	}{
+		{nil, 202},
+		{[]string{"Content-Type", "application/json"}, 202},
+		{[]string{"Content-Type", "Application/JSON; charset=UTF-8"}, 202},
+		{[]string{"Content-Type", "application/json ; charset=\"utf-8\""}, 202},
+		{[]string{"Content-Type", "text/plain"}, 415},
+		{[]string{"Content-Type", "application/x-www-form-urlencoded"}, 415},
+		{[]string{"Content-Type", "application/jsonx"}, 415},
+		{[]string{"Content-Type", "application/json; charset=latin1"}, 415},
+		{[]string{"Content-Type", "application/json;;"}, 415},
+		{[]string{"Content-Type", "application/json", "Content-Encoding", "gzip"}, 415},
+	} {
+		code, out := do(t, srv, "POST", "/v1/deliveries", key, body, tt.hdr...)
+		if code != tt.want {
+			t.Errorf("%q: %d %v; want %d", tt.hdr, code, out, tt.want)
+		}
+		if code == 415 && !strings.Contains(fmt.Sprint(out["error"]), "application/json") {
+			t.Errorf("%q: 415 without saying what is accepted: %v", tt.hdr, out)
+		}
+	}
 }
 
 func TestRetryAndNotFound(t *testing.T) {

@@ -4,7 +4,9 @@
 //
 // Every /v1 route but the inbound provider webhooks requires
 // "Authorization: Bearer <key>", compared in constant time against every
-// configured key. Errors are JSON {"error": "...", "problems": [...]}, mapped
+// configured key. A read-only key (Config.ReadKeys) passes GET and HEAD and is
+// refused 403 on anything else, whichever package contributed the route.
+// Errors are JSON {"error": "...", "problems": [...]}, mapped
 // from typed errors in one place (writeError); provider and internal error
 // text never reaches a caller raw.
 //

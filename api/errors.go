@@ -14,6 +14,11 @@ import (
 var (
 	// ErrUnauthorized: no or a wrong bearer key.
 	ErrUnauthorized = errors.New("missing or invalid API key")
+	// ErrReadOnly: a read-only key asked to change something.
+	ErrReadOnly = errors.New("this API key is read-only")
+	// ErrUnsupportedMediaType: a request body that is not JSON by its
+	// Content-Type (or is compressed): 415.
+	ErrUnsupportedMediaType = errors.New("the body must be JSON: Content-Type application/json (charset utf-8, if given), without Content-Encoding")
 )
 
 // ConflictError is a request that conflicts with what is stored (an
@@ -60,9 +65,14 @@ func WriteError(w http.ResponseWriter, log *slog.Logger, err error) {
 		WriteJSON(w, http.StatusBadRequest, errorBody{Error: "invalid request", Problems: verr.Problems})
 	case errors.As(err, &tooLarge):
 		WriteJSON(w, http.StatusRequestEntityTooLarge, errorBody{Error: tooLarge.Error()})
+	case errors.Is(err, ErrUnsupportedMediaType):
+		w.Header().Set("Accept-Encoding", "identity")
+		WriteJSON(w, http.StatusUnsupportedMediaType, errorBody{Error: err.Error()})
 	case errors.Is(err, ErrUnauthorized):
 		w.Header().Set("WWW-Authenticate", `Bearer realm="beachd"`)
 		WriteJSON(w, http.StatusUnauthorized, errorBody{Error: err.Error()})
+	case errors.Is(err, ErrReadOnly):
+		WriteJSON(w, http.StatusForbidden, errorBody{Error: err.Error()})
 	case errors.Is(err, store.ErrIdempotencyConflict):
 		WriteJSON(w, http.StatusConflict, errorBody{Error: "Idempotency-Key was already used with a different request body"})
 	case errors.Is(err, store.ErrDuplicateApproval):

@@ -56,6 +56,15 @@ type Ingester struct {
 	observe  func(deliveries []*store.Delivery)
 }
 
+// MaxEnvelopeBytes is the configured bound of one envelope (limits.max_envelope_bytes),
+// the limit a 413 states.
+func (in *Ingester) MaxEnvelopeBytes() int64 {
+	if in == nil || in.cfg.Limits.MaxBytes <= 0 {
+		return envelope.DefaultLimits.MaxBytes
+	}
+	return in.cfg.Limits.MaxBytes
+}
+
 // NewIngester builds an Ingester. preparer may be nil (approval-request parts
 // are then delivered without tokens); notify is called after each accepted
 // ingest (the dispatcher's wake-up); observe (metrics) may be nil.

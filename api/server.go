@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"mime"
 	"net/http"
 	"strconv"
 	"strings"
@@ -33,6 +34,9 @@ type Route struct {
 type Config struct {
 	// APIKeys are the accepted bearer keys; at least one is required.
 	APIKeys []string
+	// ReadKeys are bearer keys that may only read: GET and HEAD pass, any
+	// other method is refused 403.
+	ReadKeys []string
 	// MaxBodyBytes bounds request bodies; default 8 MiB + 64 KiB.
 	MaxBodyBytes int64
 	// Ready reports readiness for /readyz; nil means always ready.
@@ -47,6 +51,7 @@ type Config struct {
 type Server struct {
 	cfg      Config
 	keys     [][32]byte
+	readKeys [][32]byte
 	db       *store.DB
 	ingest   *Ingester
 	log      *slog.Logger
@@ -76,11 +81,19 @@ func New(cfg Config, db *store.DB, ingest *Ingester, metrics *Metrics, gatherer 
 		}
 		s.keys = append(s.keys, sha256.Sum256([]byte(k)))
 	}
+	for _, k := range cfg.ReadKeys {
+		if k == "" {
+			return nil, errors.New("api: a read-only API key is empty")
+		}
+		s.readKeys = append(s.readKeys, sha256.Sum256([]byte(k)))
+	}
 	routes := []Route{
 		{"POST", "/v1/deliveries", http.HandlerFunc(s.postDeliveries), true},
 		{"GET", "/v1/deliveries", http.HandlerFunc(s.listDeliveries), true},
 		{"GET", "/v1/deliveries/{id}", http.HandlerFunc(s.getDelivery), true},
 		{"POST", "/v1/deliveries/{id}/retry", http.HandlerFunc(s.retryDelivery), true},
+		{"GET", "/v1/deliveries/stats", http.HandlerFunc(s.deliveryStats), true},
+		{"POST", "/v1/deliveries/retry", http.HandlerFunc(s.bulkRetry), true},
 		{"GET", "/healthz", http.HandlerFunc(s.healthz), false},
 		{"GET", "/readyz", http.HandlerFunc(s.readyz), false},
 	}
@@ -126,18 +139,28 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // requireKey checks the bearer key against every configured key without
 // stopping early, so the time taken says nothing about which key matched.
+// A read-only key may GET and HEAD only.
 func (s *Server) requireKey(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		auth := r.Header.Get("Authorization")
 		tok, ok := strings.CutPrefix(auth, "Bearer ")
-		match := 0
+		match, read := 0, 0
 		if ok {
 			h := sha256.Sum256([]byte(strings.TrimSpace(tok)))
 			for _, k := range s.keys {
 				match |= subtle.ConstantTimeCompare(h[:], k[:])
 			}
+			for _, k := range s.readKeys {
+				read |= subtle.ConstantTimeCompare(h[:], k[:])
+			}
 		}
-		if match != 1 {
+		switch {
+		case match == 1:
+		case read == 1 && (r.Method == http.MethodGet || r.Method == http.MethodHead):
+		case read == 1:
+			WriteError(w, s.log, ErrReadOnly)
+			return
+		default:
 			WriteError(w, s.log, ErrUnauthorized)
 			return
 		}
@@ -147,15 +170,17 @@ func (s *Server) requireKey(next http.Handler) http.Handler {
 
 func (s *Server) postDeliveries(w http.ResponseWriter, r *http.Request) {
 	start := s.cfg.Now()
-	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
-		WriteError(w, s.log, &envelope.ValidationError{Problems: []envelope.Problem{{Path: "Content-Type", Reason: "must be application/json"}}})
+	if !jsonBody(r.Header) {
+		WriteError(w, s.log, ErrUnsupportedMediaType)
 		return
 	}
 	body, err := envelope.ReadLimited(r.Body, s.cfg.MaxBodyBytes)
 	if err != nil {
 		var tl *envelope.TooLargeError
 		if errors.As(err, &tl) {
-			WriteError(w, s.log, err)
+			// The body's bound leaves room around the envelope; the limit
+			// a caller can act on is the envelope's, as configured.
+			WriteError(w, s.log, &envelope.TooLargeError{Limit: s.ingest.MaxEnvelopeBytes()})
 			return
 		}
 		WriteError(w, s.log, &envelope.ValidationError{Problems: []envelope.Problem{{Reason: "could not read the body: " + err.Error()}}})
@@ -246,6 +271,10 @@ func (s *Server) getDelivery(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
+	if filtered(q) {
+		s.queryDeliveries(w, r)
+		return
+	}
 	st := store.State(q.Get("state"))
 	if st != "" && !st.Valid() {
 		WriteError(w, s.log, &envelope.ValidationError{Problems: []envelope.Problem{{Path: "state", Reason: fmt.Sprintf("unknown state %q: one of queued, sending, sent, retrying, dead", st)}}})
@@ -322,4 +351,25 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// jsonBody reports whether a request declares a JSON body (RFC 9110 §8.3):
+// application/json, any case, with parameters, a charset only if UTF-8
+// (RFC 8259 §8.1); and no Content-Encoding (§8.4). A request without a
+// Content-Type is read as JSON: RFC 9110 lets a recipient examine the data,
+// and the body must parse as JSON anyway.
+func jsonBody(h http.Header) bool {
+	if ce := h.Get("Content-Encoding"); ce != "" && !strings.EqualFold(strings.TrimSpace(ce), "identity") {
+		return false
+	}
+	ct := h.Get("Content-Type")
+	if ct == "" {
+		return true
+	}
+	mt, params, err := mime.ParseMediaType(ct)
+	if err != nil || mt != "application/json" {
+		return false
+	}
+	cs, ok := params["charset"]
+	return !ok || strings.EqualFold(cs, "utf-8")
 }

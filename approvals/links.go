@@ -28,45 +28,6 @@ import (
 // PageLifetime is how long a rendered confirmation page can be submitted.
 const PageLifetime = 24 * time.Hour
 
-const pageCSS = `body{font-family:system-ui,sans-serif;max-width:36em;margin:2em auto;padding:0 1em;color:#222}
-h1{font-size:1.3em}dl{display:grid;grid-template-columns:auto 1fr;gap:.3em 1em}dt{font-weight:600}
-pre{white-space:pre-wrap;background:#f4f4f4;padding:.5em}button{font-size:1.1em;padding:.5em 1.5em;margin-right:1em}
-.ok{color:#060}.no{color:#a00}textarea{width:100%}`
-
-var pageTmpl = template.Must(template.New("page").Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer"><title>{{.Title}}</title><style>{{.CSS}}</style></head><body>
-<h1>{{.Title}}</h1>
-{{if .Message}}<p>{{.Message}}</p>{{end}}
-{{if .Approval}}<dl>
-<dt>Request</dt><dd>{{.Summary}}</dd>
-<dt>Action</dt><dd>{{.Tool}}</dd>
-<dt>Requested by</dt><dd>{{.RequestedBy}}</dd>
-{{if .Pending}}<dt>Expires</dt><dd>{{.Expires}}</dd>{{else}}<dt>Decision</dt><dd>{{.Decision}}</dd>{{end}}
-</dl>
-{{if .Args}}<details><summary>Details</summary><pre>{{.Args}}</pre></details>{{end}}
-{{if .Pending}}<form method="post" action="">
-<input type="hidden" name="nonce" value="{{.Nonce}}"><input type="hidden" name="decision" value="granted">
-<p><label for="note">Note (optional)</label><br><textarea id="note" name="reason" rows="2" maxlength="500"></textarea></p>
-<p><button type="submit" class="ok">Approve</button></p>
-</form>
-<form method="post" action="">
-<input type="hidden" name="nonce" value="{{.Nonce}}"><input type="hidden" name="decision" value="denied">
-<p><label for="reason">Reason (optional)</label><br><textarea id="reason" name="reason" rows="2" maxlength="500"></textarea></p>
-<p><button type="submit" class="no">Deny</button></p>
-</form>{{end}}{{end}}
-</body></html>
-`))
-
-type pageData struct {
-	Title, Message                                      string
-	CSS                                                 template.CSS // a constant of ours, so trusted
-	Approval                                            bool
-	Summary, Tool, RequestedBy, Expires, Decision, Args string
-	Pending                                             bool
-	Nonce                                               string
-}
-
 // LinkHandler serves GET, HEAD and POST /a/{token}. The token is read from
 // the request's path value "token".
 func (s *Service) LinkHandler() http.Handler {
@@ -184,9 +145,16 @@ func (s *Service) showPage(w http.ResponseWriter, r *http.Request, message strin
 	now := s.cfg.Now()
 	var req envelope.ApprovalRequest
 	_ = json.Unmarshal(a.Request, &req)
-	args, _ := json.MarshalIndent(req.Args, "", "  ")
 	d := pageData{Title: "Approval request", Message: message, Approval: true, Summary: Summary(a), Tool: req.ToolName,
-		RequestedBy: a.Agent, Expires: a.ExpiresAt.UTC().Format("Mon 2 Jan 2006 15:04 MST"), Args: string(args)}
+		RequestedBy: a.Agent, Expires: a.ExpiresAt.UTC().Format("Mon 2 Jan 2006 15:04 MST"), ArgRows: ArgRows(req.Args),
+		TimeLeft: TimeLeft(a.ExpiresAt.Sub(now)), StateClass: stateClass(a.State)}
+	d.Why, d.AgentMessage, d.ToolTitle = s.requestContext(r.Context(), a)
+	if req.Summary == "" {
+		d.Summary = "Run " + req.ToolName
+		if d.ToolTitle != "" {
+			d.Summary = d.ToolTitle
+		}
+	}
 	if d.RequestedBy == "" {
 		d.RequestedBy = req.Handler
 	} else if req.Handler != "" {
@@ -199,6 +167,7 @@ func (s *Service) showPage(w http.ResponseWriter, r *http.Request, message strin
 	case d.Pending:
 		d.Nonce = s.m.pageNonce(tok, now.Unix())
 	case a.State == store.ApprovalPending:
+		d.StateClass = "expired"
 		d.Decision = "Expired at " + a.ExpiresAt.UTC().Format("2 Jan 2006 15:04 MST")
 	default:
 		d.Decision = pageDecision(a, viewer) + s.injectionNote(r.Context(), a)

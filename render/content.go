@@ -316,7 +316,9 @@ func (r *Renderer) approvalView(ar envelope.ApprovalRequest, p envelope.Part, h 
 			v.Expired = true
 		}
 	}
-	if ok {
+	// An expired approval can no longer be answered: its rendition shows
+	// no code, link, token or button that would invite an answer.
+	if ok && !v.Expired {
 		v.Token, v.Code = h.Token, h.Code
 		if safeURL(h.LinkURL) {
 			v.LinkURL = h.LinkURL

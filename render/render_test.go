@@ -400,24 +400,52 @@ func TestMarkdown(t *testing.T) {
 	}
 }
 
+// An expired approval is shown as expired, and nothing in its rendition
+// invites an answer: no reply instructions, code, link, token or button.
 func TestExpiredApprovalReadsWell(t *testing.T) {
 	r := newTestRenderer(t, Config{})
 	env := textEnv(envelope.PartResponse, "Shall I book?", "suspended")
 	past := testNow.Add(-time.Hour)
 	addData(env, envelope.PartApprovalRequest, envelope.ApprovalRequest{ApprovalID: "ap1", ToolName: "book", ToolCallID: "c", Args: map[string]any{},
 		Handler: "h", Turn: "t", Session: "s", Summary: "Book it", ExpiresAt: &past})
-	s, err := r.SMS(Input{Envelope: env, Now: testNow, Approvals: []ApprovalHandle{{ApprovalID: "ap1", Code: "1"}}})
+	const link = "https://beachd.example.org/a/tok"
+	h := ApprovalHandle{ApprovalID: "ap1", Token: testToken, Code: "4821", LinkURL: link,
+		Buttons: []Button{{Title: "Approve", Payload: "ap1:yes"}, {Title: "Deny", Payload: "ap1:no"}}}
+	in := Input{Envelope: env, Now: testNow, Approvals: []ApprovalHandle{h}}
+	invites := []string{"To answer", "reply", "Reply", "APPROVE", "YES", "4821", link, "/a/tok", testToken, "Tap", "button", "Decide", "decide", "No way to answer"}
+	check := func(what, body string, want ...string) {
+		t.Helper()
+		for _, w := range want {
+			if !strings.Contains(body, w) {
+				t.Errorf("%s lacks %q:\n%s", what, w, body)
+			}
+		}
+		for _, no := range invites {
+			if strings.Contains(body, no) {
+				t.Errorf("%s of an expired approval invites an answer (%q):\n%s", what, no, body)
+			}
+		}
+	}
+	s, err := r.SMS(in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(s.Body, "Book it? (Expired.)") || strings.Contains(s.Body, "Expires") {
-		t.Errorf("expired approval reads badly:\n%s", s.Body)
-	}
-	e, err := r.Email(Input{Envelope: env, Now: testNow, Approvals: []ApprovalHandle{{ApprovalID: "ap1", Token: testToken}}})
+	check("SMS", s.Body, "Expired, no longer open to an answer: Book it")
+	e, err := r.Email(in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(e.Text, "Expired: Mon 20 Apr 2026, 08:51 UTC (it can no longer be approved)") {
-		t.Errorf("email:\n%s", e.Text)
+	check("email text", e.Text, "== Approval request expired ==", "Expired: Mon 20 Apr 2026, 08:51 UTC (it can no longer be approved)")
+	check("email HTML", e.HTML, "Approval request expired", "it can no longer be approved")
+	if strings.Contains(e.Subject, testToken) || strings.Contains(e.Headers["Message-ID"], testToken) {
+		t.Errorf("email carries the approval token: %q %q", e.Subject, e.Headers["Message-ID"])
+	}
+	w, err := r.WhatsApp(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("WhatsApp", w.Body, "This request has expired and can no longer be answered.")
+	if len(w.Buttons) != 0 {
+		t.Errorf("WhatsApp buttons on an expired approval: %+v", w.Buttons)
 	}
 }

@@ -75,7 +75,7 @@ type ApprovalView struct {
 	Expired bool
 	// Answering. Token and SubjectTag ("[approval:…]") for email, Code for
 	// SMS, LinkURL for the confirmation page, Buttons for WhatsApp. Empty
-	// when no handle was minted for this recipient.
+	// when no handle was minted for this recipient, and when Expired.
 	Token      string
 	SubjectTag string
 	Code       string

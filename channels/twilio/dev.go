@@ -180,11 +180,53 @@ func (h *DevHandler) Reply(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	in := inboundFromForm(form, now())
-	code, reason := h.Inbound.inbound(r.Context(), in)
+	code, reason, res := h.Inbound.handleInbound(r.Context(), in)
 	if code != http.StatusOK {
 		http.Error(w, reason, code)
 		return
 	}
+	out := DevReplyResult{MessageSID: in.MessageID, Channel: channel, From: from, Text: in.Text,
+		ButtonPayload: in.ButtonPayload, Outcome: res.Outcome, ApprovalID: res.ApprovalID, Decision: res.Decision, Reason: res.Reason}
+	if res.Outcome != "decided" {
+		out.Why = devOutcomeWhy[res.Outcome]
+	}
 	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(map[string]any{"messageSid": in.MessageID, "inbound": in})
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.Encode(out)
+}
+
+// DevReplyResult is POST /dev/reply's answer: the simulated message, and
+// what became of it: the approval it decided, or why it decided none.
+type DevReplyResult struct {
+	MessageSID    string `json:"messageSid"`
+	Channel       string `json:"channel"`
+	From          string `json:"from"`
+	Text          string `json:"text"`
+	ButtonPayload string `json:"buttonPayload,omitempty"`
+	// Outcome: decided, duplicate, no-token, unknown-token, wrong-sender,
+	// quarantined, not-understood, already-decided, expired, ignored,
+	// opt-out, opt-in or rate-limited.
+	Outcome    string `json:"outcome"`
+	ApprovalID string `json:"approvalId,omitempty"`
+	Decision   string `json:"decision,omitempty"`
+	Reason     string `json:"reason,omitempty"`
+	// Why no approval was decided, in words.
+	Why string `json:"why,omitempty"`
+}
+
+// devOutcomeWhy says, for /dev/reply, why a reply decided nothing.
+var devOutcomeWhy = map[string]string{
+	"duplicate":       "this message was handled before",
+	"no-token":        "the reply carries no approval code",
+	"unknown-token":   "no pending approval sent to this number has this code",
+	"wrong-sender":    "the approval was sent to another number",
+	"quarantined":     "the reply was held for an operator to look at",
+	"not-understood":  "the approval matched, but the reply is neither a yes nor a no",
+	"already-decided": "the approval was decided before",
+	"expired":         "the approval has expired",
+	"ignored":         "the message is not an answer (a carrier keyword, or not from a phone number)",
+	"opt-out":         "a carrier opt-out keyword: nothing more is sent to this number until it opts in",
+	"opt-in":          "a carrier opt-in keyword",
+	"rate-limited":    "too many wrong codes from this number: it is locked for a while",
 }

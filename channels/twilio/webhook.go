@@ -306,25 +306,34 @@ func keyword(text string) string {
 
 // inbound handles one inbound message (from a real webhook or /dev/reply).
 func (h *Handler) inbound(ctx context.Context, in envelope.Inbound) (int, string) {
+	code, reason, _ := h.handleInbound(ctx, in)
+	return code, reason
+}
+
+// handleInbound is inbound, with what became of the message: the outcome
+// (an approval decided, or why none was), or "duplicate" for a message
+// seen before.
+func (h *Handler) handleInbound(ctx context.Context, in envelope.Inbound) (int, string, envelope.InboundResult) {
+	none := envelope.InboundResult{}
 	if !isE164(in.From) {
 		// A short code or alphanumeric sender: nobody we asked.
 		h.log.Info("twilio inbound from a sender that is not an E.164 number; ignored", "channel", in.Channel)
-		return http.StatusOK, ""
+		return http.StatusOK, "", envelope.InboundResult{Outcome: "ignored", Reason: "the sender is not an E.164 number"}
 	}
 	key := "msg/" + in.MessageID
 	first, err := h.store.MarkSeen(ctx, key)
 	if err != nil {
-		return http.StatusInternalServerError, err.Error()
+		return http.StatusInternalServerError, err.Error(), none
 	}
 	if !first {
 		h.log.Info("duplicate twilio inbound message; no effect", "channel", in.Channel, "from", redact(in.From))
-		return http.StatusOK, ""
+		return http.StatusOK, "", envelope.InboundResult{Outcome: "duplicate"}
 	}
-	fail := func(reason string) (int, string) {
+	fail := func(reason string) (int, string, envelope.InboundResult) {
 		if err := h.store.ForgetSeen(context.WithoutCancel(ctx), key); err != nil {
 			h.log.Error("forget seen message", "err", err)
 		}
-		return http.StatusInternalServerError, reason
+		return http.StatusInternalServerError, reason, none
 	}
 	stamp := []byte(in.ReceivedAt.UTC().Format(time.RFC3339Nano))
 	if in.Channel == envelope.ChannelWhatsApp {
@@ -353,5 +362,5 @@ func (h *Handler) inbound(ctx context.Context, in envelope.Inbound) (int, string
 		return fail("hand inbound message to approvals: " + err.Error())
 	}
 	h.log.Info("twilio inbound message handled", "channel", in.Channel, "from", redact(in.From), "outcome", res.Outcome)
-	return http.StatusOK, ""
+	return http.StatusOK, "", res
 }

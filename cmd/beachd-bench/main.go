@@ -63,6 +63,11 @@ type result struct {
 	ClientsCPUPerEnvelopeUs float64 `json:"clientsAndSinkCPUPerEnvelopeUs"`
 	Duplicates              int     `json:"duplicates"`
 	Lost                    int     `json:"lost"`
+	// Steady is the default run's steady-rate phase (steady.go); Goals the
+	// figures against their goals (goals.go).
+	Steady  *steadyResult `json:"steady,omitempty"`
+	LoadAvg []string      `json:"loadAverageAtStartAndEnd,omitempty"`
+	Goals   []goal        `json:"goals,omitempty"`
 }
 
 // sink counts webhooks by webhook-id and remembers when each first arrived.
@@ -122,7 +127,9 @@ func main() {
 	scale := flag.Int("scale", 0, "load this many queued deliveries into a store and measure start-up, RSS and claim rate")
 	drain := flag.Duration("drain", 15*time.Second, "with -scale: how long the daemon delivers from the backlog")
 	soak := flag.Duration("soak", 0, "run a steady load for this long, sampling RSS and latency")
-	rate := flag.Int("rate", 1000, "with -soak: envelopes per second")
+	rate := flag.Int("rate", 0, "offer this many envelopes/s at a steady rate (open loop) for -duration and report ingest→delivered latency; with -soak: the soak's rate (default 1000)")
+	duration := flag.Duration("duration", 20*time.Second, "with -rate: how long to offer the rate")
+	steady := flag.Duration("steady", 10*time.Second, "the default run's (and -throughput's) steady 2000/s phase; 0 skips it")
 	interval := flag.Duration("interval", 10*time.Second, "with -soak: sampling interval")
 	plot := flag.String("plot", "soak.png", "with -soak: the PNG plot")
 	samples := flag.String("samples", "soak.json", "with -soak: the samples as JSON")
@@ -151,22 +158,28 @@ func main() {
 		}
 		return
 	}
-	if !*all && *scale == 0 && *soak == 0 && !*pf && !*thr {
-		// The default: daemon vs raw net/http, as it always was.
-		res, err := bench(*n, *c, *bin, *workers)
+	steadyOnly := *rate > 0 && *soak == 0
+	if !*all && *scale == 0 && *soak == 0 && !*pf && !*thr && !steadyOnly {
+		// The default: daemon vs raw net/http and the relays, then a short
+		// steady phase at the rate of the latency goal.
+		res, err := defaultRun(*n, *c, *bin, *workers, *steady)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "beachd-bench:", err)
 			os.Exit(1)
 		}
 		b, _ := json.MarshalIndent(res, "", "  ")
 		fmt.Println(string(b))
+		fmt.Fprintf(os.Stderr, "\nLoad average (1/5/15 min) at start, end: %s\n%s", strings.Join(res.LoadAvg, "; "), goalsText(res.Goals))
 		if *out != "" {
 			os.WriteFile(*out, append(b, '\n'), 0o644)
 		}
 		if *md != "" {
-			os.WriteFile(*md, []byte(markdown(&report{Machine: machine(), Throughput: res})), 0o644)
+			os.WriteFile(*md, []byte(markdown(&report{Machine: machine(), LoadAvg: res.LoadAvg, Throughput: res, Steady: res.Steady, Goals: res.Goals})), 0o644)
 		}
 		return
+	}
+	if *soak > 0 && *rate == 0 {
+		*rate = 1000
 	}
 	rep := &report{Machine: machine(), Started: time.Now().UTC().Format(time.RFC3339), LoadAvg: []string{loadAvg()}}
 	var failed []string
@@ -195,6 +208,19 @@ func main() {
 			rep.Throughput = res
 		}
 	}
+	if steadyOnly {
+		if res, err := steadyRun(*rate, *duration, *bin); err != nil {
+			fail("steady", err)
+		} else {
+			rep.Steady = res
+		}
+	} else if (*all || *thr) && *steady > 0 {
+		if res, err := steadyRun(goalSteadyRate, *steady, *bin); err != nil {
+			fail("steady", err)
+		} else {
+			rep.Steady = res
+		}
+	}
 	if *scale > 0 {
 		if res, err := scaleRun(*scale, *bin, *drain); err != nil {
 			fail("scale", err)
@@ -219,8 +245,10 @@ func main() {
 	rep.Failed = failed
 	rep.LoadAvg = append(rep.LoadAvg, loadAvg())
 	rep.Finished = time.Now().UTC().Format(time.RFC3339)
+	rep.Goals = goals(rep.Throughput, rep.Steady, rep.Scale)
 	b, _ := json.MarshalIndent(rep, "", "  ")
 	fmt.Println(string(b))
+	fmt.Fprintf(os.Stderr, "\nLoad average (1/5/15 min) at start, end: %s\n%s", strings.Join(rep.LoadAvg, "; "), goalsText(rep.Goals))
 	if *out != "" {
 		os.WriteFile(*out, append(b, '\n'), 0o644)
 	}
@@ -230,6 +258,33 @@ func main() {
 	if len(failed) > 0 {
 		os.Exit(1)
 	}
+}
+
+// defaultRun is the run without a mode flag: bench, then (unless steady
+// is 0) a steady phase at the latency goal's rate on the same build, and
+// the goals.
+func defaultRun(n, c int, bin string, workers int, steady time.Duration) (*result, error) {
+	load0 := loadAvg()
+	tmp, err := os.MkdirTemp("", "beachd-bench-bin-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	if bin, err = buildBeachd(bin, tmp); err != nil {
+		return nil, err
+	}
+	res, err := bench(n, c, bin, workers)
+	if err != nil {
+		return nil, err
+	}
+	if steady > 0 {
+		if res.Steady, err = steadyRun(goalSteadyRate, steady, bin); err != nil {
+			return nil, fmt.Errorf("steady: %w", err)
+		}
+	}
+	res.LoadAvg = []string{load0, loadAvg()}
+	res.Goals = goals(res, res.Steady, nil)
+	return res, nil
 }
 
 const envelopeJSON = `{"role":"agent","parts":[{"text":"Two direct flights found, 15 August 2026 LGW to CFU. Cheapest is easyJet EJ4521 at 94 GBP per person (06:15-12:00). More convenient is British Airways BA2043 at 187 GBP per person (08:45-14:20).","metadata":{"partType":"response"}},{"data":{"route":{"origin":"London Gatwick","destination":"Corfu"},"flights":[{"flightNumber":"BA 2043","airline":"British Airways","departure":"2026-08-15T08:45:00","arrival":"2026-08-15T14:20:00","pricePerPerson":187,"currency":"GBP","stops":0},{"flightNumber":"EJ 4521","airline":"easyJet","departure":"2026-08-15T06:15:00","arrival":"2026-08-15T12:00:00","pricePerPerson":94,"currency":"GBP","stops":0}]},"metadata":{"partType":"domain-data"}}],"meta":{"sessionId":"sess_bench","turnId":"turn_bench","producedAt":"2026-04-20T09:50:00Z","finalizedBy":"complete"}}`

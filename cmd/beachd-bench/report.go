@@ -28,6 +28,8 @@ type report struct {
 	Scale      *scaleResult   `json:"scale,omitempty"`
 	Soak       *soakResult    `json:"soak,omitempty"`
 	Postfix    *postfixResult `json:"postfix,omitempty"`
+	Steady     *steadyResult  `json:"steady,omitempty"`
+	Goals      []goal         `json:"goals,omitempty"`
 	Failed     []string       `json:"failed,omitempty"`
 }
 
@@ -205,6 +207,10 @@ func markdown(r *report) string {
 		row("Webhook throughput", "%d envelopes, %d clients: ingest %.0f/s (%.2f× raw), delivered %.0f/s (%.2f× raw); raw POST loop %.0f/s", t.N, t.C, t.IngestRate, t.IngestRatio, t.DeliveryRate, t.DeliverRatio, t.RawRate)
 		row("Webhook latency", "ingest p50 %.1f ms / p99 %.1f ms; ingest→delivered p50 %.1f ms / p99 %.1f ms; lost %d, duplicates %d", t.IngestP50ms, t.IngestP99ms, t.E2EP50ms, t.E2EP99ms, t.Lost, t.Duplicates)
 	}
+	if s := r.Steady; s != nil {
+		row("Steady rate", "%d/s offered for %s (achieved %.0f/s, %d late sends > %.0f ms): %d accepted, %d delivered, %d errors; ingest→delivered p50 %.1f / p90 %.1f / p99 %.1f / max %.1f ms; ingest p99 %.1f ms",
+			s.Rate, s.Duration, s.OfferedRate, s.Late, s.LateAfterMs, s.Accepted, s.Delivered, s.Errors, s.E2EP50ms, s.E2EP90ms, s.E2EP99ms, s.E2EMaxms, s.IngestP99ms)
+	}
 	if c := r.Crash; c != nil {
 		row("Crash loop (SIGKILL)", "%d kills under mixed webhook/email/SMS/WhatsApp load: %d acknowledged, %d delivered, **%d lost**, %d duplicates (bound %d); bbolt check: %s; %s", c.Kills, c.Acknowledged, c.Delivered, c.Lost, c.Duplicates, c.InFlightMax, c.BoltCheck, passed(c.Passed))
 	}
@@ -233,6 +239,14 @@ func markdown(r *report) string {
 		row("Accepted/s", "beachd %.0f, Postfix %.0f: **%.2f×**", p.Beachd.AcceptedPerSec, p.Postfix.AcceptedPerSec, p.AcceptRatio)
 		row("Delivered/s", "beachd %.0f, Postfix %.0f: **%.2f×**", p.Beachd.DeliveredPerSec, p.Postfix.DeliveredPerSec, p.DeliverRatio)
 		row("p99 accept latency", "beachd %.1f ms, Postfix %.1f ms (p50 %.1f / %.1f)", p.Beachd.AcceptP99ms, p.Postfix.AcceptP99ms, p.Beachd.AcceptP50ms, p.Postfix.AcceptP50ms)
+	}
+	for _, g := range r.Goals {
+		op := map[string]string{">=": "≥", "<=": "≤"}[g.Op]
+		note := ""
+		if g.Note != "" {
+			note = "; " + g.Note
+		}
+		row("Goal: "+g.Name, "**%.2f %s** (goal %s %g %s, %s) — %s%s", g.Value, g.Unit, op, g.Target, g.Unit, map[bool]string{true: "met", false: "not met"}[g.Met], g.Figures, note)
 	}
 	for _, f := range r.Failed {
 		row("FAILED", "%s", strings.ReplaceAll(f, "\n", " "))
@@ -304,6 +318,10 @@ func mergeReports(paths []string) (*report, error) {
 		if r.Postfix != nil {
 			out.Postfix = r.Postfix
 		}
+		if r.Steady != nil {
+			out.Steady = r.Steady
+		}
 	}
+	out.Goals = goals(out.Throughput, out.Steady, out.Scale)
 	return out, nil
 }

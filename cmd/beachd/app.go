@@ -84,6 +84,8 @@ type app struct {
 	onListen []func(addr string)
 	// devAgent is `beachd dev`'s agent (nil otherwise).
 	devAgent *devAgent
+	// console holds what the operator console shows (wire_console.go).
+	console consoleParts
 }
 
 // buildApp opens the store and builds every part. Nothing runs yet.
@@ -99,6 +101,14 @@ func buildApp(ctx context.Context, cfg *Config, reg *envelope.Registry, log *slo
 		}
 	}()
 	a.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// The address is bound before the data dir is touched: a port in use
+	// leaves nothing behind.
+	if ln == nil {
+		if ln, err = net.Listen("tcp", cfg.Listen); err != nil {
+			return nil, fmt.Errorf("listen: %w", err)
+		}
+	}
+	a.listener = ln
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data_dir: %w", err)
 	}
@@ -109,12 +119,6 @@ func buildApp(ctx context.Context, cfg *Config, reg *envelope.Registry, log *slo
 	if a.apiMetrics, err = api.NewMetrics(a.metrics, a.db); err != nil {
 		return nil, err
 	}
-	if ln == nil {
-		if ln, err = net.Listen("tcp", cfg.Listen); err != nil {
-			return nil, fmt.Errorf("listen: %w", err)
-		}
-	}
-	a.listener = ln
 	// The order matters: the renderer and approvals come before the
 	// channels that use them; schedules come last, they use everything.
 	steps := []struct {
@@ -161,11 +165,15 @@ func buildApp(ctx context.Context, cfg *Config, reg *envelope.Registry, log *slo
 	if err := a.wireSchedules(); err != nil {
 		return nil, fmt.Errorf("set up schedules: %w", err)
 	}
+	if err := a.wireConsole(); err != nil {
+		return nil, fmt.Errorf("set up console: %w", err)
+	}
 	maxBody := cfg.Limits.MaxEnvelopeBytes
 	if maxBody <= 0 {
 		maxBody = envelope.DefaultLimits.MaxBytes
 	}
-	a.server, err = api.New(api.Config{APIKeys: cfg.APIKeys, MaxBodyBytes: maxBody + 64<<10, Ready: a.readyErr, MetricsRequireKey: cfg.Metrics.RequireKey},
+	a.server, err = api.New(api.Config{APIKeys: keysOf(cfg.APIKeys, roleFull), ReadKeys: keysOf(cfg.APIKeys, roleRead), MaxBodyBytes: maxBody + 64<<10,
+		Ready: a.readyErr, MetricsRequireKey: cfg.Metrics.RequireKey},
 		a.db, a.enqueuer, a.apiMetrics, a.metrics, log.With("component", "api"), a.routes)
 	if err != nil {
 		return nil, err
@@ -245,6 +253,15 @@ func (a *app) run(ctx context.Context) error {
 	srv := &http.Server{Handler: a.server, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
 		WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10,
 		ErrorLog: slog.NewLogLogger(a.log.Handler(), slog.LevelWarn)}
+	// stopStart is when shutdown began (unix ns; 0: running), for the
+	// durations the shutdown logs.
+	var stopStart atomic.Int64
+	since := func() time.Duration {
+		if t := stopStart.Load(); t != 0 {
+			return time.Since(time.Unix(0, t)).Round(time.Millisecond)
+		}
+		return 0
+	}
 	g.Go(func() error {
 		if err := srv.Serve(a.listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			return fmt.Errorf("http: %w", err)
@@ -253,10 +270,14 @@ func (a *app) run(ctx context.Context) error {
 	})
 	g.Go(func() error {
 		<-gctx.Done()
+		stopStart.Store(time.Now().UnixNano())
 		a.stopping.Store(true) // /readyz: 503 "stopping", not "starting: …" as workers end
+		a.log.Info("shutting down", "reason", shutdownReason(ctx, gctx))
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(gctx), 10*time.Second)
 		defer cancel()
-		return srv.Shutdown(sctx)
+		err := srv.Shutdown(sctx)
+		a.log.Info("http server stopped", "after", since(), "err", err)
+		return err
 	})
 	for _, w := range a.workers {
 		w := w
@@ -264,6 +285,11 @@ func (a *app) run(ctx context.Context) error {
 			defer func() {
 				if p := recover(); p != nil {
 					err = fmt.Errorf("%s panicked: %v\n%s", w.name, p, debug.Stack())
+				}
+				if err != nil {
+					a.log.Error("worker stopped", "worker", w.name, "after", since(), "err", err)
+				} else {
+					a.log.Info("worker stopped", "worker", w.name, "after", since())
 				}
 			}()
 			if err := w.run(gctx); err != nil && gctx.Err() == nil {
@@ -279,7 +305,26 @@ func (a *app) run(ctx context.Context) error {
 	a.log.Info("beachd is running", "listen", a.addr(), "data_dir", a.cfg.DataDir, "channels", a.channelNames())
 	err := g.Wait()
 	a.ready.Store(false)
+	a.close()
+	if err != nil {
+		a.log.Error("stopped", "after", since(), "err", err)
+	} else {
+		a.log.Info("stopped", "after", since())
+	}
 	return err
+}
+
+// shutdownReason says why the daemon stops: the signal ("interrupt signal
+// received", from signal.NotifyContext's cause), or the error of the part
+// that failed.
+func shutdownReason(parent, group context.Context) string {
+	if parent.Err() != nil {
+		return context.Cause(parent).Error()
+	}
+	if err := context.Cause(group); err != nil {
+		return err.Error()
+	}
+	return "stopped"
 }
 
 func (a *app) channelNames() []string {

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cool-ai/beachd/channels/twilio"
 	"github.com/emersion/go-imap/v2"
 	"github.com/emersion/go-imap/v2/imapclient"
 	"github.com/emersion/go-smtp"
@@ -331,12 +332,16 @@ func TestApprovalEndToEnd(t *testing.T) {
 	// another number does nothing.
 	d.requestApproval("appr_e2e_sms", `[{"channel":"sms","address":"+15555550102"}]`)
 	code = smsCode(t, d, "+15555550102")
-	d.devReply("sms", "+15555550199", "YES "+code)
+	if res := d.devReply("sms", "+15555550199", "YES "+code); res.ApprovalID != "" || res.Outcome != "unknown-token" || res.Why == "" {
+		t.Errorf("/dev/reply from another number: %+v; want no approval, and why", res)
+	}
 	time.Sleep(300 * time.Millisecond)
 	if st := d.approvalState("appr_e2e_sms"); st != "pending" {
 		t.Fatalf("a code from another number decided: %q", st)
 	}
-	d.devReply("sms", "+15555550102", "YES "+code)
+	if res := d.devReply("sms", "+15555550102", "YES "+code); res.ApprovalID != "appr_e2e_sms" || res.Decision != "granted" || res.Outcome != "decided" {
+		t.Errorf("/dev/reply: %+v; want the approval it decided", res)
+	}
 	waitFor(t, 20*time.Second, "the SMS decision injected", func() bool {
 		for _, r := range d.agentReceived().Received {
 			if r.ApprovalResponse.ApprovalID == "appr_e2e_sms" {
@@ -356,7 +361,9 @@ func TestApprovalEndToEnd(t *testing.T) {
 	}
 }
 
-func (d *devDaemon) devReply(channel, from, body string) {
+// devReply answers as a phone would, and returns what /dev/reply says
+// became of the answer.
+func (d *devDaemon) devReply(channel, from, body string) twilio.DevReplyResult {
 	d.t.Helper()
 	form := url.Values{"channel": {channel}, "from": {from}, "body": {body}}
 	resp, err := http.PostForm(d.base+"/dev/reply", form)
@@ -368,6 +375,13 @@ func (d *devDaemon) devReply(channel, from, body string) {
 	if resp.StatusCode/100 != 2 {
 		d.t.Fatalf("dev reply: %d %s", resp.StatusCode, b)
 	}
+	var res twilio.DevReplyResult
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&res); err != nil || resp.Header.Get("Content-Type") != "application/json" {
+		d.t.Fatalf("dev reply answered %s %q: %v", resp.Header.Get("Content-Type"), b, err)
+	}
+	return res
 }
 
 type devMessages struct {

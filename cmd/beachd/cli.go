@@ -5,13 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/alecthomas/kong"
 )
 
-// version is set at build time with -ldflags "-X main.version=…".
-var version = "dev"
+// version is set at build time with -ldflags "-X main.version=…"; when
+// it is not, `beachd version` reads the module version and commit the Go
+// toolchain recorded in the binary.
+var version = ""
 
 type cli struct {
 	ConfigPath string `name:"config" short:"c" default:"beachd.yaml" help:"Configuration file." type:"path"`
@@ -96,8 +100,59 @@ type VersionCmd struct{}
 
 // Run prints the version.
 func (VersionCmd) Run(g *globals) error {
-	fmt.Fprintln(g.stdout, "beachd", version)
+	info, _ := debug.ReadBuildInfo()
+	fmt.Fprintln(g.stdout, "beachd", versionString(version, info))
 	return nil
+}
+
+// versionString is the version set at build time (-ldflags "-X
+// main.version=…"), else what the Go toolchain recorded in the binary: the
+// module version ("v1.2.0" from go install …@v1.2.0, a pseudo-version, or
+// "(devel)" for a build in a checkout), then the commit, its time, and
+// "modified" when the tree had uncommitted changes.
+func versionString(ldflags string, info *debug.BuildInfo) string {
+	if ldflags != "" && ldflags != "dev" {
+		return ldflags
+	}
+	if info == nil {
+		return "dev (no build information)"
+	}
+	v := info.Main.Version
+	if v == "" {
+		v = "(devel)"
+	}
+	var rev, at string
+	modified := false
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.time":
+			at = s.Value
+		case "vcs.modified":
+			modified = s.Value == "true"
+		}
+	}
+	var extra []string
+	if rev != "" {
+		if len(rev) > 12 {
+			rev = rev[:12]
+		}
+		extra = append(extra, "commit "+rev)
+	}
+	if at != "" {
+		extra = append(extra, at)
+	}
+	if modified {
+		extra = append(extra, "modified")
+	}
+	if info.GoVersion != "" {
+		extra = append(extra, info.GoVersion)
+	}
+	if len(extra) > 0 {
+		v += " (" + strings.Join(extra, ", ") + ")"
+	}
+	return v
 }
 
 // ConfigCmd groups configuration commands.
@@ -108,18 +163,10 @@ type ConfigCmd struct {
 // ConfigCheckCmd validates the configuration.
 type ConfigCheckCmd struct{}
 
-// Run validates the configuration and the template override directory.
+// Run validates the configuration and the template override directory,
+// and prints every problem at once: what `beachd serve` would refuse.
 func (ConfigCheckCmd) Run(g *globals) error {
-	cfg, _, err := loadValidConfig(g.configPath, g.getenv)
-	if err != nil {
-		return err
-	}
-	if cfg.Twilio != nil && !cfg.Twilio.hasCredentials() {
-		// validate lets `beachd dev` record messages without credentials;
-		// the file is checked for serve, which refuses that.
-		return errNoTwilioCredentials
-	}
-	if err := cfg.Render.check(); err != nil {
+	if _, _, err := loadServeConfig(g.configPath, g.getenv); err != nil {
 		return err
 	}
 	fmt.Fprintf(g.stdout, "%s: ok\n", g.configPath)

@@ -2,11 +2,14 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -20,7 +23,7 @@ type Config struct {
 	Listen    string    `yaml:"listen"`
 	DataDir   string    `yaml:"data_dir"`
 	PublicURL string    `yaml:"public_url"`
-	APIKeys   []string  `yaml:"api_keys"`
+	APIKeys   []APIKey  `yaml:"api_keys"`
 	Log       LogConfig `yaml:"log"`
 	// Metrics guards /metrics.
 	Metrics MetricsConfig `yaml:"metrics"`
@@ -71,27 +74,6 @@ type DispatchConfig struct {
 	Workers int `yaml:"workers"` // concurrent sends, default 32
 }
 
-// validator collects configuration problems, each naming its key.
-type validator struct{ problems []string }
-
-func (v *validator) errorf(key, format string, args ...any) {
-	v.problems = append(v.problems, key+": "+fmt.Sprintf(format, args...))
-}
-
-func (v *validator) err() error {
-	if len(v.problems) == 0 {
-		return nil
-	}
-	return &ConfigError{Problems: v.problems}
-}
-
-// ConfigError lists every problem of a configuration.
-type ConfigError struct{ Problems []string }
-
-func (e *ConfigError) Error() string {
-	return "invalid configuration:\n  " + strings.Join(e.Problems, "\n  ")
-}
-
 // defaults fills the zero values that have defaults.
 func (c *Config) defaults() {
 	if c.Listen == "" {
@@ -138,8 +120,15 @@ func (c *Config) registry(v *validator) *envelope.Registry {
 // validate checks the whole configuration and returns every problem.
 func (c *Config) validate() (*envelope.Registry, error) {
 	v := &validator{}
-	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
-		v.errorf("listen", "must be host:port: %v", err)
+	reg := c.check(v)
+	return reg, v.err()
+}
+
+// check checks the whole configuration into v and returns the part-type
+// registry it defines.
+func (c *Config) check(v *validator) *envelope.Registry {
+	if err := checkListenAddr(c.Listen); err != nil {
+		v.errorf("listen", "%v", err)
 	}
 	if strings.TrimSpace(c.DataDir) == "" {
 		v.errorf("data_dir", "required")
@@ -151,9 +140,15 @@ func (c *Config) validate() (*envelope.Registry, error) {
 		v.errorf("api_keys", "at least one key is required")
 	}
 	for i, k := range c.APIKeys {
-		if len(k) < 16 {
+		if len(k.Key) < 16 {
 			v.errorf(fmt.Sprintf("api_keys[%d]", i), "must be at least 16 characters")
 		}
+		if k.Role != "" && k.Role != roleFull && k.Role != roleRead {
+			v.errorf(fmt.Sprintf("api_keys[%d].role", i), "must be full or read, got %q", k.Role)
+		}
+	}
+	if len(c.APIKeys) > 0 && len(keysOf(c.APIKeys, roleFull)) == 0 {
+		v.errorf("api_keys", "at least one full-access key is required (a plain string, or role: full)")
 	}
 	switch c.Log.Format {
 	case "text", "json":
@@ -165,8 +160,11 @@ func (c *Config) validate() (*envelope.Registry, error) {
 	default:
 		v.errorf("log.level", "must be debug, info, warn or error, got %q", c.Log.Level)
 	}
-	if c.Limits.MaxEnvelopeBytes < 0 || c.Limits.MaxParts < 0 || c.Limits.MaxRecipients < 0 {
-		v.errorf("limits", "limits cannot be negative")
+	for key, n := range map[string]int64{"limits.max_envelope_bytes": c.Limits.MaxEnvelopeBytes,
+		"limits.max_parts": int64(c.Limits.MaxParts), "limits.max_recipients": int64(c.Limits.MaxRecipients)} {
+		if n < 0 {
+			v.errorf(key, "cannot be negative (0: the default)")
+		}
 	}
 	if c.Limits.MaxParts > envelope.MaxDecodedParts {
 		v.errorf("limits.max_parts", "at most %d, got %d", envelope.MaxDecodedParts, c.Limits.MaxParts)
@@ -178,7 +176,7 @@ func (c *Config) validate() (*envelope.Registry, error) {
 		v.errorf("retention", "must be at least 1h (0: the default, 168h), got %s", c.Retention)
 	}
 	if c.Dispatch.Workers < 0 || c.Dispatch.Workers > 4096 {
-		v.errorf("dispatch.workers", "must be between 1 and 4096")
+		v.errorf("dispatch.workers", "must be between 1 and 4096 (0: the default, 32), got %d", c.Dispatch.Workers)
 	}
 	reg := c.registry(v)
 	for name, a := range c.Agents {
@@ -214,18 +212,82 @@ func (c *Config) validate() (*envelope.Registry, error) {
 		seen[s.Name] = true
 		s.validate(v, i, c)
 	}
-	return reg, v.err()
+	return reg
 }
 
-// loadValidConfig loads a configuration file and validates it, returning
-// the part-type registry it defines. Every problem names its key.
-func loadValidConfig(path string, getenv func(string) string) (*Config, *envelope.Registry, error) {
-	cfg, err := loadConfig(path, getenv)
-	if err != nil {
-		return nil, nil, err
+// checkServe adds to check what a running daemon needs, so that `beachd
+// config check` and `beachd serve` refuse the same files, and serve refuses
+// them before it creates or opens anything: templates that load, and
+// Twilio credentials unless dev (`beachd dev` and `beachd render` record or
+// preview messages without them).
+func (c *Config) checkServe(v *validator, dev bool) {
+	if c.Twilio != nil && !c.Twilio.hasCredentials() && !dev {
+		v.errorf("twilio.account_sid", "required, with twilio.auth_token, to send SMS and WhatsApp (only `beachd dev` records messages without them)")
 	}
-	reg, err := cfg.validate()
+	if dir := c.Render.TemplatesDir; dir != "" {
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			return // Render.validate reports it
+		}
+	}
+	if err := c.Render.check(); err != nil {
+		v.errorf("render.templates_dir", "%v", errors.Unwrap(err))
+	}
+}
+
+// checkListenAddr checks a listen address: host:port, the host empty (every
+// interface), an IP address or a name, the port a number 0-65535 (0: any
+// free port).
+func checkListenAddr(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
+		return fmt.Errorf("must be host:port, such as 127.0.0.1:8025 or :8025, got %q", addr)
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return fmt.Errorf("port must be a number from 0 to 65535, got %q", port)
+	}
+	if net.ParseIP(host) == nil && strings.ContainsAny(host, " /\\%@[]") {
+		return fmt.Errorf("host %q is not an IP address or a host name", host)
+	}
+	return nil
+}
+
+// loadValidConfig loads a configuration file and validates it, templates
+// included, returning the part-type registry it defines. Every problem
+// names its key; all are reported at once. It accepts a twilio section
+// without credentials, as `beachd render` and `beachd dev` do.
+func loadValidConfig(path string, getenv func(string) string) (*Config, *envelope.Registry, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read config: %w", err)
+	}
+	return checkConfig(raw, path, getenv, false)
+}
+
+// loadServeConfig is what `beachd serve` and `beachd config check`
+// accept: loadValidConfig, and Twilio credentials when twilio is set.
+func loadServeConfig(path string, getenv func(string) string) (*Config, *envelope.Registry, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read config: %w", err)
+	}
+	return checkConfig(raw, path, getenv, true)
+}
+
+// checkConfig decodes and validates a configuration file in one pass and
+// reports every problem it finds (see config_problems.go).
+func checkConfig(raw []byte, name string, getenv func(string) string, serve bool) (*Config, *envelope.Registry, error) {
+	cfg, root, probs, err := decodeConfig(raw, getenv)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", name, err)
+	}
+	refused := map[string]bool{}
+	for _, p := range probs {
+		refused[p.key] = true
+	}
+	v := &validator{}
+	reg := cfg.check(v)
+	cfg.checkServe(v, !serve)
+	if err := newConfigError(name, root, refused, append(probs, v.items...)); err != nil {
 		return nil, nil, err
 	}
 	return cfg, reg, nil
@@ -235,7 +297,8 @@ var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 
 // loadConfig reads, expands and decodes a configuration file. Unknown keys
 // are errors; ${ENV} references in values are expanded with getenv, and a
-// reference to an unset variable is an error naming the key.
+// reference to an unset variable is an error naming the key. It does not
+// validate values: loadValidConfig does.
 func loadConfig(path string, getenv func(string) string) (*Config, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
@@ -244,36 +307,58 @@ func loadConfig(path string, getenv func(string) string) (*Config, error) {
 	return parseConfig(raw, path, getenv)
 }
 
+// parseConfig is loadConfig of a file's content; name is the file's name.
 func parseConfig(raw []byte, name string, getenv func(string) string) (*Config, error) {
-	if len(raw) > 1<<20 {
-		return nil, fmt.Errorf("%s: larger than 1 MiB", name)
-	}
-	var root yaml.Node
-	if err := yaml.Unmarshal(raw, &root); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	var missing []string
-	expandNode(&root, "", getenv, &missing)
-	if len(missing) > 0 {
-		return nil, &ConfigError{Problems: missing}
-	}
-	expanded, err := yaml.Marshal(&root)
+	cfg, root, probs, err := decodeConfig(raw, getenv)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	var cfg Config
-	if len(bytes.TrimSpace(raw)) > 0 {
+	if err := newConfigError(name, root, nil, probs); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// maxConfigBytes bounds a configuration file.
+const maxConfigBytes = 1 << 20
+
+// decodeConfig expands and decodes a configuration file, defaults filled.
+// err is a file that cannot be read as yaml at all; probs are the unset
+// variables, unknown keys and values of the wrong type, each with its key
+// and position, and cfg holds every value that did decode. root is the
+// file's node tree, after expansion, positions as written.
+func decodeConfig(raw []byte, getenv func(string) string) (cfg *Config, root *yaml.Node, probs []problem, err error) {
+	if len(raw) > maxConfigBytes {
+		return nil, nil, nil, fmt.Errorf("larger than %d bytes", maxConfigBytes)
+	}
+	root = &yaml.Node{}
+	if err := yaml.Unmarshal(raw, root); err != nil {
+		return nil, nil, nil, err
+	}
+	expandNode(root, "", getenv, &probs)
+	cfg = &Config{}
+	if len(bytes.TrimSpace(raw)) > 0 && root.Kind != 0 {
+		expanded, err := yaml.Marshal(root)
+		if err != nil {
+			return nil, nil, nil, err
+		}
 		dec := yaml.NewDecoder(bytes.NewReader(expanded))
 		dec.KnownFields(true)
-		if err := dec.Decode(&cfg); err != nil {
-			return nil, fmt.Errorf("%s: %w", name, describeYAMLError(err, &root))
+		// On values of the wrong type and unknown keys yaml goes on to the
+		// end and keeps what it could decode; describeYAMLError names them.
+		if err := dec.Decode(cfg); err != nil && !errors.Is(err, io.EOF) {
+			dp, derr := describeYAMLError(err, root)
+			if derr != nil {
+				return nil, nil, nil, derr
+			}
+			probs = append(probs, dp...)
 		}
 	}
 	cfg.defaults()
-	return &cfg, nil
+	return cfg, root, probs, nil
 }
 
-func expandNode(n *yaml.Node, path string, getenv func(string) string, missing *[]string) {
+func expandNode(n *yaml.Node, path string, getenv func(string) string, missing *[]problem) {
 	switch n.Kind {
 	case yaml.DocumentNode:
 		for _, c := range n.Content {
@@ -281,12 +366,7 @@ func expandNode(n *yaml.Node, path string, getenv func(string) string, missing *
 		}
 	case yaml.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			key := n.Content[i].Value
-			p := key
-			if path != "" {
-				p = path + "." + key
-			}
-			expandNode(n.Content[i+1], p, getenv, missing)
+			expandNode(n.Content[i+1], joinKey(path, n.Content[i].Value), getenv, missing)
 		}
 	case yaml.SequenceNode:
 		for i, c := range n.Content {
@@ -300,7 +380,8 @@ func expandNode(n *yaml.Node, path string, getenv func(string) string, missing *
 			name := m[2 : len(m)-1]
 			v := getenv(name)
 			if v == "" {
-				*missing = append(*missing, fmt.Sprintf("%s: environment variable %s is not set", path, name))
+				*missing = append(*missing, problem{key: path, line: n.Line, col: n.Column,
+					reason: fmt.Sprintf("environment variable %s is not set", name)})
 			}
 			return v
 		})

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"fmt"
+	"io"
 	"net/mail"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/cool-ai/beachd/channels/email"
+	gomail "github.com/wneessen/go-mail"
 )
 
 // EmailConfig is the `email:` section: sending over SMTP and reading
@@ -167,7 +170,7 @@ func (c *EmailConfig) validate(v *validator) {
 		}
 		if d.PrivateKeyFile == "" {
 			v.errorf("email.smtp.dkim.private_key_file", "required")
-		} else if _, err := os.Stat(d.PrivateKeyFile); err != nil {
+		} else if err := checkDKIMKey(d.PrivateKeyFile); err != nil {
 			v.errorf("email.smtp.dkim.private_key_file", "%v", err)
 		}
 	}
@@ -217,4 +220,29 @@ func (c *EmailConfig) validateSenderCheck(v *validator) {
 		v.errorf("email.authserv_id", "required with email.imap: replies decide approvals, and a reply's From is only believed when the Authentication-Results of the server that received it (this authserv-id, e.g. mx.example.org) verify it; "+
 			"set email.trust_unauthenticated: true instead only if that server adds no Authentication-Results and accepts mail from nobody else")
 	}
+}
+
+// maxDKIMKeyBytes bounds a DKIM key file (an RSA-4096 PEM is about 3 KiB).
+const maxDKIMKeyBytes = 64 << 10
+
+// checkDKIMKey reads and parses a DKIM private key file as the sender
+// will, so that a key it cannot use is a configuration problem, found
+// before serve starts.
+func checkDKIMKey(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxDKIMKeyBytes+1))
+	if err != nil {
+		return err
+	}
+	if len(b) > maxDKIMKeyBytes {
+		return fmt.Errorf("%s: larger than %d bytes: not a private key", path, maxDKIMKeyBytes)
+	}
+	if _, err := gomail.PrivKeyFromPEM(b); err != nil {
+		return fmt.Errorf("%s: not a PEM RSA or Ed25519 private key (PKCS#1 or PKCS#8): %v", path, err)
+	}
+	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -20,32 +21,33 @@ import (
 // each problem is named by the path of its node and placed at that node's
 // line and column as written.
 
-// describeYAMLError turns a decoding error of the configuration into a
-// ConfigError whose problems each name their key. root is the file as
-// written (after expansion in place, which keeps positions).
-func describeYAMLError(err error, root *yaml.Node) error {
+// describeYAMLError turns a decoding error of the configuration into
+// problems that each name their key and position. root is the file as
+// written (after expansion in place, which keeps positions). An error that
+// is not about types or keys is returned as it is.
+func describeYAMLError(err error, root *yaml.Node) ([]problem, error) {
 	var te *yaml.TypeError
 	if !errors.As(err, &te) {
-		return err
+		return nil, err
 	}
 	w := &nodeWalker{budget: 1 << 20}
 	w.walk(root, reflect.TypeFor[Config](), "")
 	if len(w.problems) == 0 {
 		// The walk and yaml disagree (a case the walk does not know): yaml's
 		// own words are better than nothing.
-		problems := make([]string, len(te.Errors))
+		problems := make([]problem, len(te.Errors))
 		for i, e := range te.Errors {
-			problems[i] = goTypeNames(e)
+			problems[i] = problem{reason: goTypeNames(e)}
 		}
-		return &ConfigError{Problems: problems}
+		return problems, nil
 	}
-	return &ConfigError{Problems: w.problems}
+	return w.problems, nil
 }
 
 // nodeWalker collects the problems yaml's decoder finds in a node tree
 // decoded into a Go type, unknown keys refused.
 type nodeWalker struct {
-	problems []string
+	problems []problem
 	// budget is how many more nodes may be visited: aliases can make a
 	// small file a large tree.
 	budget int
@@ -61,11 +63,7 @@ var (
 )
 
 func (w *nodeWalker) add(path string, n *yaml.Node, msg string) {
-	at := fmt.Sprintf("line %d, column %d: ", n.Line, n.Column)
-	if path != "" {
-		at = path + ": " + at
-	}
-	w.problems = append(w.problems, at+msg)
+	w.problems = append(w.problems, problem{key: path, line: n.Line, col: n.Column, reason: msg})
 }
 
 // walk checks that n decodes into t; path is n's key path.
@@ -214,7 +212,8 @@ func isMergeKey(k *yaml.Node) bool {
 	return k.Kind == yaml.ScalarNode && k.Value == "<<" && (k.Tag == "" || k.Tag == "!" || k.ShortTag() == "!!merge")
 }
 
-// leaf decodes n into a new t with yaml itself and records what it refuses.
+// leaf decodes n into a new t with yaml itself and records what it
+// refuses, in plain words.
 func (w *nodeWalker) leaf(n *yaml.Node, t reflect.Type, path string) {
 	err := n.Decode(reflect.New(t).Interface())
 	if err == nil {
@@ -225,9 +224,79 @@ func (w *nodeWalker) leaf(n *yaml.Node, t reflect.Type, path string) {
 		w.add(path, n, err.Error())
 		return
 	}
+	if want := wantedValue(t); want != "" {
+		w.add(path, n, "want "+want+", got "+gotValue(n, t))
+		return
+	}
 	for _, e := range te.Errors {
 		w.add(path, n, goTypeNames(yamlLinePrefix.ReplaceAllString(e, "")))
 	}
+}
+
+var durationType = reflect.TypeFor[time.Duration]()
+
+// wantedValue names, for a person, what a value of type t is written as;
+// "" for a type it has no words for.
+func wantedValue(t reflect.Type) string {
+	switch t {
+	case durationType:
+		return "a duration such as 30s, 5m or 24h"
+	case timeType:
+		return "a date and time such as 2026-01-31T08:00:00Z"
+	}
+	switch t.Kind() {
+	case reflect.Pointer:
+		return wantedValue(t.Elem())
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return "a whole number"
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return "a whole number, 0 or more"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.String:
+		return "a single value (text)"
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	case reflect.Map:
+		return "a map of names to values (name: value)"
+	case reflect.Struct:
+		return "a section of keys (key: value)"
+	}
+	return ""
+}
+
+// maxQuoted bounds a value quoted in a problem.
+const maxQuoted = 60
+
+// gotValue describes what node n holds: a scalar as written (quoted when
+// it is text), else its shape.
+func gotValue(n *yaml.Node, t reflect.Type) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a map"
+	case yaml.SequenceNode:
+		return "a list"
+	}
+	v := n.Value
+	if len([]rune(v)) > maxQuoted {
+		v = string([]rune(v)[:maxQuoted]) + "…"
+	}
+	switch n.ShortTag() {
+	case "!!int", "!!float":
+		// A number where a number is wanted did not fit.
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if k := t.Kind(); t != durationType && (k >= reflect.Int && k <= reflect.Float64) {
+			return v + " (out of range)"
+		}
+		return v
+	case "!!bool", "!!null":
+		return v
+	}
+	return strconv.Quote(v)
 }
 
 // goTypeNames drops this package's name from Go type names in yaml's

@@ -2,8 +2,10 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/cool-ai/beachd/api"
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/schedule"
 )
@@ -53,22 +55,44 @@ func (s *ScheduleConfig) validate(v *validator, i int, c *Config) {
 	}
 	_, err := schedule.Check([]schedule.Definition{s.definition()}, schedule.CheckOptions{
 		Agents: agents, Now: time.Now(), Key: func(int) string { return key }})
+	badZone := false
 	if ce, ok := err.(*schedule.ConfigError); ok {
 		for _, p := range ce.Problems {
 			v.errorf(p.Key, "%s", p.Reason)
+			badZone = badZone || p.Key == key+".time_zone"
 		}
 	} else if err != nil {
 		v.errorf(key, "%v", err)
+	}
+	if badZone && s.Cron != "" {
+		// Check does not parse the spec without a zone to read it in; its
+		// problems are reported now, not once the zone is fixed.
+		if _, err := schedule.ParseSpec(s.Cron, "", time.UTC, time.Now()); err != nil {
+			v.errorf(key+".cron", "schedule %q: %v", s.Name, err)
+		}
 	}
 	if ac, ok := c.Agents[s.Agent]; ok && ac.A2AURL == "" {
 		v.errorf(key+".agent", "schedule %q: agent %q has no a2a_url; schedules start turns over A2A", s.Name, s.Agent)
 	}
 	for j, r := range s.To {
-		if r.Channel != envelope.ChannelWebhook || r.Endpoint == "" {
-			continue
-		}
-		if _, ok := c.Webhooks.Endpoints[r.Endpoint]; !ok {
-			v.errorf(fmt.Sprintf("%s.to[%d].endpoint", key, j), "schedule %q: unknown webhook endpoint %q (not in webhooks.endpoints)", s.Name, r.Endpoint)
+		rk := fmt.Sprintf("%s.to[%d]", key, j)
+		switch {
+		case r.Channel == envelope.ChannelWebhook && r.Endpoint != "":
+			if _, ok := c.Webhooks.Endpoints[r.Endpoint]; !ok {
+				v.errorf(rk+".endpoint", "schedule %q: unknown webhook endpoint %q (not in webhooks.endpoints)", s.Name, r.Endpoint)
+			}
+		case r.Address == "":
+			// schedule.Check reports it.
+		case r.Channel == envelope.ChannelEmail:
+			// Checked as a delivery request's recipient is, so that a run
+			// is not refused at every slot.
+			if _, err := api.NormalizeEmail(r.Address); err != nil {
+				v.errorf(rk+".address", "schedule %q: %v", s.Name, err)
+			}
+		case r.Channel == envelope.ChannelSMS || r.Channel == envelope.ChannelWhatsApp:
+			if !e164Number.MatchString(strings.TrimPrefix(r.Address, "whatsapp:")) {
+				v.errorf(rk+".address", "schedule %q: must be an E.164 number like +447700900123, got %q", s.Name, r.Address)
+			}
 		}
 	}
 }

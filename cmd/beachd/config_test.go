@@ -26,7 +26,7 @@ func TestExampleConfigIsValid(t *testing.T) {
 	if _, err := cfg.validate(); err != nil {
 		t.Fatalf("the repository's example configuration is invalid: %v", err)
 	}
-	if cfg.APIKeys[0] != "0123456789abcdef0123" || cfg.Email.SMTP.Password != "p" {
+	if cfg.APIKeys[0].Key != "0123456789abcdef0123" || cfg.Email.SMTP.Password != "p" {
 		t.Errorf("env not expanded: %+v", cfg.APIKeys)
 	}
 }
@@ -90,8 +90,8 @@ func TestEnvExpansionKeepsTypes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.APIKeys[0] != "0123456789abcdef: # not yaml" || cfg.Dispatch.Workers != 7 {
-		t.Fatalf("got %q %d", cfg.APIKeys[0], cfg.Dispatch.Workers)
+	if cfg.APIKeys[0].Key != "0123456789abcdef: # not yaml" || cfg.Dispatch.Workers != 7 {
+		t.Fatalf("got %q %d", cfg.APIKeys[0].Key, cfg.Dispatch.Workers)
 	}
 }
 

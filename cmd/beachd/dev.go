@@ -4,11 +4,13 @@ import (
 	"crypto/rand"
 	"encoding/base32"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -70,7 +72,7 @@ func devConfig(addr, dataDir, apiKey, sinkSecret string) *Config {
 		Listen:    addr,
 		DataDir:   dataDir,
 		PublicURL: "http://" + addr,
-		APIKeys:   []string{apiKey},
+		APIKeys:   []APIKey{{Key: apiKey}},
 		Log:       LogConfig{Format: "text", Level: "info"},
 		Agents:    map[string]AgentConfig{devAgentName: devAgentConfig(addr)},
 		Webhooks: WebhooksConfig{Endpoints: map[string]EndpointConfig{
@@ -109,7 +111,7 @@ func randomToken(n int) string {
 
 func printDevBanner(w io.Writer, a *app, addr string) {
 	base := "http://" + addr
-	key := a.cfg.APIKeys[0]
+	key := a.cfg.APIKeys[0].Key
 	fmt.Fprintf(w, `
 beachd dev is running.
 
@@ -159,10 +161,26 @@ func (a *app) wireDev() error {
 		return fmt.Errorf("dev sink secret: %w", err)
 	}
 	sink := webhook.NewSink(webhook.SinkConfig{Secrets: secrets, Keep: 200})
+	a.console.sink = sink
 	a.routes = append(a.routes,
 		api.Route{Method: "POST", Pattern: "/dev/sink", Handler: sink},
-		api.Route{Method: "GET", Pattern: "/dev/sink", Handler: sink})
+		api.Route{Method: "GET", Pattern: "/dev/sink", Handler: devSinkView(sink)})
 	a.devAgent = &devAgent{now: time.Now, generation: devGeneration(a.cfg.devAgentA2A)}
 	a.routes = append(a.routes, a.devAgent.routes(a.cfg.PublicURL, a.log.With("component", "dev-agent"))...)
 	return nil
+}
+
+// devSinkView serves GET /dev/sink: what the sink received, as indented
+// JSON a person reads in a terminal (one delivery after another, each
+// envelope laid out), not one long line.
+func devSinkView(sink *webhook.Sink) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(struct {
+			webhook.SinkStats
+			Received []webhook.Received `json:"received"`
+		}{sink.Stats(), sink.Received()})
+	})
 }

@@ -109,9 +109,14 @@ func TestDevQuickStart(t *testing.T) {
 				Envelope json.RawMessage
 			}
 		}
-		json.NewDecoder(resp.Body).Decode(&sink)
+		raw, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
+		json.Unmarshal(raw, &sink)
 		if len(sink.Received) > 0 {
+			// A person reads it in a terminal: laid out, not one line.
+			if !bytes.Contains(raw, []byte("\n  \"received\": [\n")) || !bytes.Contains(raw, []byte("\n        \"role\": \"agent\"")) {
+				t.Errorf("/dev/sink is not laid out for reading:\n%.400s", raw)
+			}
 			r := sink.Received[0]
 			if !r.Verified {
 				t.Errorf("the dev sink could not verify the signature")

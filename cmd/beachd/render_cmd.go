@@ -35,7 +35,8 @@ type RenderCmd struct {
 	Consumes         []string `help:"Webhook endpoint's consumes list (default: that of the --to endpoint in the configuration)."`
 	SMSPolicy        string   `name:"sms-policy" help:"SMS over the cap: truncate or split (default: render.sms.policy, else truncate)."`
 	AttachDomainData bool     `name:"attach-domain-data" help:"Attach domain-data as JSON to email when no surface shows it (default: render.email.attach_domain_data)."`
-	File             string   `arg:"" type:"existingfile" help:"An envelope, or a bare A2UI surface (wrapped in a one-part envelope)."`
+	Now              string   `help:"Render as of this time: RFC 3339 (2026-04-20T10:00:00Z), or 'produced' for the envelope's meta.producedAt (default: the current time, as a delivery now would be)."`
+	File             string   `arg:"" type:"existingfile" help:"An envelope, a delivery request ({\"envelope\", \"to\"}, as POST /v1/deliveries takes; its first recipient on --channel is the recipient unless --to is given), or a bare A2UI surface (wrapped in a one-part envelope)."`
 }
 
 // Run renders the file, with the configuration file when --config names one.
@@ -43,7 +44,18 @@ func (c *RenderCmd) Run(g *globals, withConfig configGiven) error {
 	o := renderOpts{
 		Channel: c.Channel, Format: c.Format, TemplatesDir: c.Templates, To: c.To, From: c.From,
 		ReplyTo: c.ReplyTo, PublicURL: c.PublicURL, Consumes: c.Consumes, SMSPolicy: c.SMSPolicy,
-		AttachDomainData: c.AttachDomainData, File: c.File, Now: g.now(),
+		AttachDomainData: c.AttachDomainData, File: c.File, Now: g.now(), Stderr: g.stderr,
+	}
+	switch c.Now {
+	case "":
+	case "produced":
+		o.NowProduced = true
+	default:
+		t, err := time.Parse(time.RFC3339, c.Now)
+		if err != nil {
+			return &exitError{code: 2, err: fmt.Errorf("--now %q: want an RFC 3339 time such as 2026-04-20T10:00:00Z, or produced", c.Now)}
+		}
+		o.Now = t
 	}
 	if withConfig {
 		cfg, reg, err := loadValidConfig(g.configPath, g.getenv)
@@ -64,6 +76,11 @@ type renderOpts struct {
 	AttachDomainData                                            bool
 	File                                                        string
 	Now                                                         time.Time
+	// NowProduced: render as of the envelope's meta.producedAt.
+	NowProduced bool
+	// Stderr receives what the reader of the rendition should know (an
+	// approval already expired); nil: dropped.
+	Stderr io.Writer
 
 	// Config is the validated configuration file and Registry the part
 	// types it defines; nil: the built-in defaults.
@@ -111,23 +128,36 @@ func runRender(w io.Writer, o renderOpts) error {
 	if o.Now.IsZero() {
 		o.Now = time.Now()
 	}
-	cfg, reg, err := o.previewConfig()
-	if err != nil {
-		return err
+	if o.Stderr == nil {
+		o.Stderr = io.Discard
 	}
-	lim := envelope.Limits{MaxBytes: cfg.Limits.MaxEnvelopeBytes, MaxParts: cfg.Limits.MaxParts}
-	if lim.MaxBytes <= 0 {
-		lim.MaxBytes = envelope.DefaultLimits.MaxBytes
+	maxBytes := envelope.DefaultLimits.MaxBytes
+	if o.Config != nil && o.Config.Limits.MaxEnvelopeBytes > 0 {
+		maxBytes = o.Config.Limits.MaxEnvelopeBytes
 	}
 	f, err := os.Open(o.File)
 	if err != nil {
 		return err
 	}
-	raw, err := envelope.ReadLimited(f, lim.MaxBytes)
+	// A delivery request's envelope plus its recipients and some room.
+	raw, err := envelope.ReadLimited(f, maxBytes+64<<10)
 	f.Close()
 	if err != nil {
 		return fmt.Errorf("read %s: %w", o.File, err)
 	}
+	if inner, to, ok, err := unwrapDeliveryRequest(raw); err != nil {
+		return fmt.Errorf("%s: %w", o.File, err)
+	} else if ok {
+		raw = inner
+		if o.To == "" {
+			o.To = recipientOn(to, o.Channel)
+		}
+	}
+	cfg, reg, err := o.previewConfig()
+	if err != nil {
+		return err
+	}
+	lim := envelope.Limits{MaxBytes: maxBytes, MaxParts: cfg.Limits.MaxParts}
 	env, err := envelopeOrSurface(raw, lim, o.Now)
 	if err != nil {
 		return fmt.Errorf("%s: %w", o.File, err)
@@ -135,6 +165,10 @@ func runRender(w io.Writer, o renderOpts) error {
 	if err := reg.Validate(env); err != nil {
 		return fmt.Errorf("%s: %w", o.File, err)
 	}
+	if o.NowProduced && !env.Meta.ProducedAt.IsZero() {
+		o.Now = env.Meta.ProducedAt
+	}
+	warnExpired(o.Stderr, env, o.Now, o.NowProduced)
 	r, err := newRenderer(cfg)
 	if err != nil {
 		return err
@@ -270,6 +304,65 @@ func (o *renderOpts) previewConfig() (*Config, *envelope.Registry, error) {
 	o.SMSCode = strings.Repeat("0", digits)
 	o.NoEmailLinks = cfg.Approvals.EmailLinks != nil && !*cfg.Approvals.EmailLinks
 	return &cfg, reg, nil
+}
+
+// unwrapDeliveryRequest recognises a delivery request, the body of POST
+// /v1/deliveries ({"envelope": {…}, "to": […], "agent": "…"}), and returns
+// its envelope and recipients; ok is false for anything else.
+func unwrapDeliveryRequest(raw []byte) (env json.RawMessage, to []envelope.Recipient, ok bool, err error) {
+	var probe map[string]json.RawMessage
+	if json.Unmarshal(raw, &probe) != nil {
+		return nil, nil, false, nil
+	}
+	if _, has := probe["envelope"]; !has {
+		return nil, nil, false, nil
+	}
+	if _, has := probe["parts"]; has {
+		return nil, nil, false, nil // an envelope (with a stray "envelope" key, which Decode refuses)
+	}
+	var req struct {
+		Envelope json.RawMessage      `json:"envelope"`
+		To       []envelope.Recipient `json:"to"`
+		Agent    string               `json:"agent"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return nil, nil, false, fmt.Errorf("a delivery request ({\"envelope\", \"to\", \"agent\"}, as POST /v1/deliveries takes) that does not decode: %w", err)
+	}
+	return req.Envelope, req.To, true, nil
+}
+
+// recipientOn is the address (or endpoint) of the first recipient on
+// channel; "" when there is none.
+func recipientOn(to []envelope.Recipient, channel string) string {
+	for _, r := range to {
+		if r.Channel == channel {
+			return r.Target()
+		}
+	}
+	return ""
+}
+
+// warnExpired tells the reader when an approval in env has expired by the
+// time rendered: the rendition is then the expired form, which cannot be
+// answered, and that may not be what they came to see.
+func warnExpired(w io.Writer, env *envelope.Envelope, now time.Time, produced bool) {
+	ars, err := env.ApprovalRequests()
+	if err != nil {
+		return
+	}
+	for _, ar := range ars {
+		if ar.ExpiresAt == nil || ar.ExpiresAt.After(now) {
+			continue
+		}
+		fmt.Fprintf(w, "beachd render: approval %s expired at %s, before the time rendered (%s): this is the expired form, which cannot be answered.",
+			ar.ApprovalID, ar.ExpiresAt.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
+		if !produced {
+			fmt.Fprint(w, " Pass --now produced to render it as it was sent, at the envelope's producedAt.")
+		}
+		fmt.Fprintln(w)
+	}
 }
 
 // envelopeOrSurface decodes raw as an envelope, or, when it is not one (no

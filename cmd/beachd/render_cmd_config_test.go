@@ -60,7 +60,8 @@ render: {templates_dir: `+tmpl+`}
 
 	render := func(args ...string) string {
 		t.Helper()
-		code, out, errs := renderCLI(t, append([]string{"render"}, args...)...)
+		// As of the samples' producedAt: their approval is still open.
+		code, out, errs := renderCLI(t, append([]string{"render", "--now", "produced"}, args...)...)
 		if code != 0 {
 			t.Fatalf("render %v: exit %d: %s", args, code, errs)
 		}
@@ -124,8 +125,8 @@ func TestRenderCmdBadConfigIsConfigCheckError(t *testing.T) {
 	writeFile(t, filepath.Join(broken, "email", "result.txt.tmpl"), "{{.Text\n")
 	for name, tc := range map[string]struct{ yaml, key string }{
 		"invalid value":   {keys + "render: {sms: {policy: shout}}\n", "render.sms.policy:"},
-		"unknown key":     {keys + "render: {sms: {policy: split, max: 3}}\n", "render.sms.max: line 2, column 31"},
-		"flow-map type":   {keys + "webhooks: {endpoints: {ops: {url: \"https://x.org/\", timeout: soon}}}\n", "webhooks.endpoints.ops.timeout: line 2, column 62"},
+		"unknown key":     {keys + "render: {sms: {policy: split, max: 3}}\n", "line 2, column 31: render.sms.max: is not a known key"},
+		"flow-map type":   {keys + "webhooks: {endpoints: {ops: {url: \"https://x.org/\", timeout: soon}}}\n", "line 2, column 62: webhooks.endpoints.ops.timeout: want a duration"},
 		"missing env":     {"api_keys: [\"${BEACHD_TEST_NOT_SET}\"]\n", "api_keys[0]: environment variable"},
 		"broken template": {keys + "render: {templates_dir: " + broken + "}\n", "result.txt.tmpl:1"},
 		"missing file":    {"", "read config"},
@@ -170,11 +171,11 @@ func TestRenderCmdEmailLinksOff(t *testing.T) {
 	sample := filepath.Join("..", "..", "testdata", "envelopes", "approval-request.json")
 	on := writeFile(t, filepath.Join(dir, "on.yaml"), "public_url: https://beachd.example.net\napi_keys: [\"0123456789abcdef\"]\n")
 	off := writeFile(t, filepath.Join(dir, "off.yaml"), "public_url: https://beachd.example.net\napi_keys: [\"0123456789abcdef\"]\napprovals: {email_links: false}\n")
-	code, out, errs := renderCLI(t, "render", "--config", on, "--channel", "email", sample)
+	code, out, errs := renderCLI(t, "render", "--config", on, "--now", "produced", "--channel", "email", sample)
 	if code != 0 || !strings.Contains(out, "https://beachd.example.net/a/") {
 		t.Fatalf("links on: exit %d, %s\n%s", code, errs, out)
 	}
-	code, out, errs = renderCLI(t, "render", "--config", off, "--channel", "email", sample)
+	code, out, errs = renderCLI(t, "render", "--config", off, "--now", "produced", "--channel", "email", sample)
 	if code != 0 || strings.Contains(out, "/a/") || !strings.Contains(out, "[approval:") {
 		t.Fatalf("links off: exit %d, %s\n%s", code, errs, out)
 	}
@@ -188,12 +189,12 @@ func TestRenderCmdNoReplyIntake(t *testing.T) {
 	base := "public_url: https://beachd.example.net\napi_keys: [\"0123456789abcdef\"]\n"
 	smtpOnly := writeFile(t, filepath.Join(dir, "smtp.yaml"), base+"email: {from: a@example.net, smtp: {host: smtp.example.net}}\n")
 	withIMAP := writeFile(t, filepath.Join(dir, "imap.yaml"), base+"email: {from: a@example.net, authserv_id: mx.example.net, smtp: {host: smtp.example.net}, imap: {host: imap.example.net, username: a}}\n")
-	code, out, errs := renderCLI(t, "render", "--config", smtpOnly, "--channel", "email", sample)
+	code, out, errs := renderCLI(t, "render", "--config", smtpOnly, "--now", "produced", "--channel", "email", sample)
 	if code != 0 || strings.Contains(strings.ToLower(out), "reply to this email") || strings.Contains(out, "[approval:") ||
 		!strings.Contains(out, "To answer, open this page: https://beachd.example.net/a/") || !strings.Contains(out, "Replies to this message are not read.") {
 		t.Fatalf("smtp only: exit %d, %s\n%s", code, errs, out)
 	}
-	code, out, errs = renderCLI(t, "render", "--config", withIMAP, "--channel", "email", sample)
+	code, out, errs = renderCLI(t, "render", "--config", withIMAP, "--now", "produced", "--channel", "email", sample)
 	if code != 0 || !strings.Contains(out, "reply to this email") || !strings.Contains(out, "[approval:") {
 		t.Fatalf("with imap: exit %d, %s\n%s", code, errs, out)
 	}

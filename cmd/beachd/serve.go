@@ -11,18 +11,24 @@ import (
 // ServeCmd runs the daemon.
 type ServeCmd struct{}
 
-// Run loads the configuration, builds the daemon and runs it until a signal.
+// Run loads and checks the configuration, builds the daemon and runs it
+// until a signal. The file is checked as `beachd config check` checks it,
+// every problem reported at once, before anything is created or opened.
 func (ServeCmd) Run(g *globals) error {
-	cfg, err := loadConfig(g.configPath, g.getenv)
+	cfg, _, err := loadServeConfig(g.configPath, g.getenv)
 	if err != nil {
 		return err
 	}
 	return serve(g, cfg, false, nil)
 }
 
+// serve checks cfg, builds the daemon and runs it. Nothing is created or
+// opened in the data dir before the whole configuration has been checked.
 func serve(g *globals, cfg *Config, dev bool, ln net.Listener) error {
-	reg, err := cfg.validate()
-	if err != nil {
+	v := &validator{}
+	reg := cfg.check(v)
+	cfg.checkServe(v, dev)
+	if err := v.err(); err != nil {
 		return err
 	}
 	log := newLogger(cfg.Log, g.stderr)

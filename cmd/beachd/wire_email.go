@@ -25,9 +25,11 @@ func (a *app) wireEmail() error {
 			return err
 		}
 		c = devEmailConfig(dev)
+		a.console.mail = dev
 		a.workers = append(a.workers, worker{name: "email-dev-server", run: dev.Run})
 		a.banner = append(a.banner, dev.Banner()...)
 	}
+	a.console.emailFrom = c.From
 	sc := email.SenderConfig{
 		From: c.From, ReplyTo: c.replyTo(), MessageIDDomain: c.MessageIDDomain,
 		Host: c.SMTP.Host, Port: c.SMTP.Port, Username: c.SMTP.Username, Password: c.SMTP.Password,

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
 
 	"github.com/cool-ai/beachd/api"
 	"github.com/cool-ai/beachd/schedule"
@@ -29,11 +30,16 @@ func (a *app) wireSchedules() error {
 		}
 	}
 	log := a.log.With("component", "schedule")
-	s, err := schedule.New(schedule.Config{Schedules: defs, Agents: agents, Now: a.now, Log: log, Metrics: a.metrics},
+	// A schedule without a zone runs in the machine's, named as Go's
+	// time.Local finds it (TZ, /etc/localtime), so that listings show
+	// "Europe/London", not "Local".
+	zone := machineZone(os.LookupEnv, localtimePath)
+	s, err := schedule.New(schedule.Config{Schedules: defs, Agents: agents, Now: a.now, Log: log, Metrics: a.metrics, DefaultZone: zone},
 		a.db, a.agents, a.enqueuer)
 	if err != nil {
 		return err
 	}
+	a.console.scheduler = s
 	a.routes = append(a.routes, api.ScheduleRoutes(s, log)...)
 	a.workers = append(a.workers, worker{name: "schedules", run: s.Run, started: s.Active})
 	if a.dev && len(defs) > 0 {

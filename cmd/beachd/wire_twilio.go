@@ -118,6 +118,7 @@ func (a *app) wireTwilioRecorder(c *TwilioConfig, renderFn twilio.RenderFunc) er
 		return err
 	}
 	dev := &twilio.DevHandler{Log: rec, Inbound: h, OurNumber: ours, Now: a.now}
+	a.console.texts, a.console.devReply = rec, dev.Reply
 	open := a.listener != nil && isLoopback(a.listener.Addr())
 	a.routes = append(a.routes,
 		api.Route{Method: "GET", Pattern: "/dev/messages", Handler: http.HandlerFunc(dev.Messages), Auth: !open},

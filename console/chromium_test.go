@@ -1,0 +1,153 @@
+package console
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// Every screen rendered from the fixtures in headless Chromium: the states a
+// live daemon rarely shows (a dead injection, an open breaker, a retrying
+// delivery) included. axe-core must find no serious or critical violation;
+// desktop (1280×800) and phone (390×844) screenshots go to
+// $BEACHD_SCREENSHOTS (prefixed fixture-), else a temporary directory. The
+// live daemon's screens and actions are driven in
+// cmd/beachd/console_chromium_test.go.
+
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, p := range []string{"/usr/bin/chromium", "/usr/bin/chromium-browser"} {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	if p, err := exec.LookPath("chromium"); err == nil {
+		return p
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("chromium is missing (scripts/peers/chromium.sh installs it)")
+	}
+	t.Skip("SKIPPED LOUDLY: chromium is not installed; run scripts/peers/chromium.sh as root")
+	return ""
+}
+
+func axeJS(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("../.peers/node_modules/axe-core/axe.min.js")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("axe-core is missing (scripts/peers/axe.sh installs it)")
+		}
+		t.Skip("SKIPPED LOUDLY: axe-core is not installed; run scripts/peers/axe.sh")
+	}
+	return string(b)
+}
+
+func TestFixtureScreensInChromium(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a browser")
+	}
+	chrome, axe := chromium(t), axeJS(t)
+	dir := os.Getenv("BEACHD_SCREENSHOTS")
+	if dir == "" {
+		dir = t.TempDir()
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, "http://beachd.test")
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chrome), chromedp.NoSandbox, chromedp.Headless, chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("no-first-run", true),
+		chromedp.Flag("hide-scrollbars", true), chromedp.UserDataDir(t.TempDir()))
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancel()
+	bctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	if err := chromedp.Do(bctx); err != nil {
+		t.Fatal(err)
+	}
+	run := func(steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(bctx, 60*time.Second)
+		defer cancel()
+		if err := chromedp.Do(ctx, steps...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Sign in through the form.
+	run(chromedp.Navigate(f.srv.URL+"/ui/"), chromedp.SetValue(chromedp.CSS("#key"), fullKey))
+	ctx, cancel := context.WithTimeout(bctx, 30*time.Second)
+	if _, err := chromedp.RunResponse(ctx, chromedp.Click(chromedp.CSS(`form[action="/ui/login"] button`))); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+
+	paths := make([]string, 0)
+	for p := range f.screens() {
+		if !strings.HasSuffix(p, "/mime") {
+			paths = append(paths, p)
+		}
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		name := "fixture-" + strings.Trim(strings.NewReplacer("/ui/", "", "/", "-", "?", "-", "=", "-", "&", "-", ":", "").Replace(p), "-")
+		if name == "fixture-" {
+			name = "fixture-overview"
+		}
+		if strings.Contains(p, "/deliveries/") {
+			name = "fixture-delivery-" + map[string]string{f.sent["email"]: "email", f.sent["sms"]: "sms", f.dead[0]: "dead"}[strings.TrimPrefix(p, "/ui/deliveries/")]
+		}
+		run(chromedp.Navigate(f.srv.URL + p))
+		ctx, cancel := context.WithTimeout(bctx, 90*time.Second)
+		body, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("main")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(body, "Something went wrong") || strings.Contains(body, "Not Found") {
+			t.Errorf("%s: %s", p, body)
+		}
+		for _, vp := range []struct {
+			suffix string
+			w, h   int64
+			mobile bool
+		}{{"desktop", 1280, 800, false}, {"phone", 390, 844, true}} {
+			vopts := []chromedp.EmulateViewportOption{chromedp.EmulateScale(1)}
+			if vp.mobile {
+				vopts = append(vopts, chromedp.EmulateMobile)
+			}
+			if err := chromedp.Do(ctx, chromedp.EmulateViewport(vp.w, vp.h, vopts...)); err != nil {
+				t.Fatal(err)
+			}
+			res, err := chromedp.Run(ctx, chromedp.Evaluate[struct {
+				Violations []struct {
+					ID, Impact, Help string
+					Nodes            []struct{ Target []any }
+				}
+			}](axe+`;axe.run(document, {resultTypes: ["violations"]})`, chromedp.EvalAwaitPromise))
+			if err != nil {
+				t.Fatalf("%s: axe: %v", p, err)
+			}
+			for _, v := range res.Violations {
+				if v.Impact == "serious" || v.Impact == "critical" {
+					t.Errorf("%s (%s): axe %s violation %s: %s at %v", p, vp.suffix, v.Impact, v.ID, v.Help, v.Nodes)
+				}
+			}
+			png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s-%s.png", name, vp.suffix)), png, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cancel()
+	}
+}

@@ -1,0 +1,555 @@
+package console
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cool-ai/beachd/approvals"
+	"github.com/cool-ai/beachd/channels/webhook"
+	"github.com/cool-ai/beachd/envelope"
+	"github.com/cool-ai/beachd/schedule"
+	"github.com/cool-ai/beachd/store"
+)
+
+// Fixtures: a real store with deliveries in every state, and hand-written
+// fakes of the services (their own packages test them; here only what the
+// console shows and asks of them matters).
+
+const (
+	fullKey = "full-key-0123456789abcdef"
+	readKey = "read-key-0123456789abcdef"
+)
+
+type fakeApprovals struct {
+	mu      sync.Mutex
+	views   map[string]*approvals.View
+	decided []string
+	retried []string
+}
+
+func (f *fakeApprovals) List(ctx context.Context, state, after string, limit int) ([]*approvals.View, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []*approvals.View
+	for _, v := range f.views {
+		if v.State == state {
+			out = append(out, v)
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeApprovals) ListByInjection(ctx context.Context, state string, limit int) ([]*approvals.View, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []*approvals.View
+	for _, v := range f.views {
+		if v.Injection != nil && v.Injection.State == state {
+			out = append(out, v)
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeApprovals) Get(ctx context.Context, id string) (*approvals.View, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if v, ok := f.views[id]; ok {
+		return v, nil
+	}
+	return nil, store.ErrNotFound
+}
+
+func (f *fakeApprovals) Decide(ctx context.Context, id, decision, reason, keyID string) (*approvals.View, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	v, ok := f.views[id]
+	if !ok {
+		return nil, store.ErrNotFound
+	}
+	if v.State != store.ApprovalPending {
+		return nil, store.ErrAlreadyDecided
+	}
+	v.State, v.Reason, v.DecidedBy, v.DecidedAt = decision, reason, "operator:"+keyID, time.Now()
+	f.decided = append(f.decided, id+":"+decision+":"+reason)
+	return v, nil
+}
+
+func (f *fakeApprovals) RetryInjection(ctx context.Context, id string) (*store.Injection, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.retried = append(f.retried, id)
+	return &store.Injection{ApprovalID: id, State: "pending"}, nil
+}
+
+type fakeSchedules struct{ runs []string }
+
+func (f *fakeSchedules) List(ctx context.Context) ([]schedule.Status, error) {
+	now := time.Date(2026, 11, 24, 2, 0, 0, 0, time.UTC)
+	last := schedule.RunView{ID: "r1", ScheduleRun: store.ScheduleRun{Schedule: "morning-brief", Slot: now.Add(-19 * time.Hour),
+		Trigger: "cron", State: "succeeded", EnvelopeID: "env_1"}}
+	return []schedule.Status{
+		{Name: "morning-brief", Cron: "0 7 * * *", TimeZone: "Europe/London", Agent: "travel", Enabled: true, Next: now.Add(5 * time.Hour), Last: &last, LastOutcome: "succeeded"},
+		{Name: "weekly-report", Cron: "0 9 * * MON", Agent: "travel", Enabled: false},
+	}, nil
+}
+
+func (f *fakeSchedules) RunNow(ctx context.Context, name string) (store.ScheduleRun, error) {
+	if name != "morning-brief" && name != "weekly-report" {
+		return store.ScheduleRun{}, schedule.ErrUnknownSchedule
+	}
+	f.runs = append(f.runs, name)
+	return store.ScheduleRun{Schedule: name, Trigger: "manual", State: "running"}, nil
+}
+
+type fakeWebhooks struct {
+	mu       sync.Mutex
+	disabled map[string]bool
+}
+
+func (f *fakeWebhooks) Endpoints() []webhook.EndpointStatus {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return []webhook.EndpointStatus{{Name: "dev-sink", Breaker: webhook.Closed},
+		{Name: "partner-crm", Breaker: webhook.Open, Disabled: f.disabled["partner-crm"], DisabledAt: time.Now()}}
+}
+
+func (f *fakeWebhooks) Enable(name string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if name != "dev-sink" && name != "partner-crm" {
+		return false
+	}
+	delete(f.disabled, name)
+	return true
+}
+
+type fakeEnqueuer struct{ n int }
+
+func (f *fakeEnqueuer) Enqueue(ctx context.Context, env *envelope.Envelope, to []envelope.Recipient, agent, source string) (string, error) {
+	f.n++
+	return "env_test", nil
+}
+
+type fakeRenditions struct{}
+
+func (fakeRenditions) Render(ctx context.Context, d *store.Delivery) (*Rendition, error) {
+	switch d.Channel {
+	case "email":
+		return &Rendition{Subject: "Your flights", HTML: `<p style="color:#18181b">Two flights <script>alert(1)</script></p>`, Text: "Two flights", MIME: []byte("Subject: Your flights\r\n\r\nTwo flights\r\n")}, nil
+	case "sms":
+		return &Rendition{Text: "Two flights: EJ4521 £94, BA2043 £187", Facts: []Fact{{"Encoding", "UCS-2"}, {"Segments", "1"}}}, nil
+	}
+	return nil, errors.New("no preview")
+}
+
+type fakeDev struct{ replies []string }
+
+func (f *fakeDev) Texts() []DevText {
+	return []DevText{{Channel: "sms", To: "+15555550100", Body: "Approve booking BA2043? Reply YES 123456 or NO 123456", At: time.Now()},
+		{Channel: "whatsapp", To: "+15555550101", Body: "Approve booking BA2043?", Buttons: []DevButton{{"Approve", "p1"}, {"Deny", "p2"}}, At: time.Now()}}
+}
+func (f *fakeDev) Webhooks() []DevWebhook {
+	return []DevWebhook{{ID: "msg_1", Type: "beach.envelope", Verified: true, At: time.Now(), Text: "I found two direct flights"}}
+}
+func (f *fakeDev) AgentReceived() []DevDecision {
+	return []DevDecision{{ApprovalID: "appr_done", Decision: "granted", DecidedBy: "you@beachd.localhost", At: time.Now()}}
+}
+func (f *fakeDev) Mail() DevMail {
+	return DevMail{Lines: []string{"mail: SMTP 127.0.0.1:2525, IMAP 127.0.0.1:1143"}, Received: 3}
+}
+func (f *fakeDev) Reply(ctx context.Context, channel, from, body, payload string) error {
+	f.replies = append(f.replies, channel+":"+from+":"+body)
+	return nil
+}
+
+type fixture struct {
+	t     *testing.T
+	c     *Console
+	srv   *httptest.Server
+	db    *store.DB
+	appr  *fakeApprovals
+	sched *fakeSchedules
+	hooks *fakeWebhooks
+	enq   *fakeEnqueuer
+	dev   *fakeDev
+	dead  []string
+	sent  map[string]string // channel → a sent delivery id
+	woke  int
+}
+
+func newFixture(t *testing.T, publicURL string) *fixture {
+	t.Helper()
+	db, err := store.Open(filepath.Join(t.TempDir(), "beachd.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	f := &fixture{t: t, db: db, sent: map[string]string{}, sched: &fakeSchedules{}, enq: &fakeEnqueuer{}, dev: &fakeDev{},
+		hooks: &fakeWebhooks{disabled: map[string]bool{"partner-crm": true}}}
+	ctx := context.Background()
+	env := json.RawMessage(`{"role":"agent","parts":[{"text":"Two flights","metadata":{"partType":"response"}}],"meta":{"sessionId":"s","turnId":"t","producedAt":"2026-11-24T01:00:00Z","finalizedBy":"complete"}}`)
+	res, err := db.Ingest(ctx, store.Ingest{Envelope: env, Agent: "travel", Source: "api", Deliveries: []store.NewDelivery{
+		{Channel: "email", To: "ann@example.org"}, {Channel: "sms", To: "+15555550100"},
+		{Channel: "webhook", To: "partner-crm"}, {Channel: "webhook", To: "partner-crm"}, {Channel: "email", To: "bob@example.org"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claimed, err := db.Claim(ctx, 10, time.Minute, nil)
+	if err != nil || len(claimed) != 5 {
+		t.Fatalf("claim: %d %v", len(claimed), err)
+	}
+	for _, d := range claimed {
+		o := store.Outcome{State: store.StateSent, Attempt: store.Attempt{N: 1, At: time.Now(), Duration: 120 * time.Millisecond, Outcome: "sent",
+			Receipt: json.RawMessage(`{"data":{"code":250,"text":"2.0.0 Ok: queued"},"meta":{"source":"smtp"}}`)}}
+		if d.Channel == "webhook" {
+			o = store.Outcome{State: store.StateDead, DeadReason: "the endpoint answered 410 Gone", Error: "410 Gone",
+				Attempt: store.Attempt{N: 1, At: time.Now(), Duration: 40 * time.Millisecond, Outcome: "dead", Error: "410 Gone"}}
+			f.dead = append(f.dead, d.ID)
+		} else if d.To == "bob@example.org" {
+			o = store.Outcome{State: store.StateRetrying, NextAttemptAt: time.Now().Add(time.Hour), Error: "421 try later",
+				Attempt: store.Attempt{N: 1, At: time.Now(), Outcome: "retry", Error: "421 try later"}}
+		} else {
+			f.sent[d.Channel] = d.ID
+		}
+		if _, err := db.Record(ctx, d.ID, d.LeaseUntil, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = res
+	now := time.Now()
+	req, _ := json.Marshal(envelope.ApprovalRequest{ApprovalID: "appr_1", ToolName: "book_flight", Handler: "travel-booker",
+		Args: map[string]any{"flightNumber": "BA2043", "passengers": float64(6), "totalPrice": map[string]any{"amount": float64(1122), "currency": "GBP"}}})
+	f.appr = &fakeApprovals{views: map[string]*approvals.View{
+		"appr_1": {Approval: store.Approval{ID: "appr_1", Agent: "travel", Request: req, State: store.ApprovalPending, CreatedAt: now.Add(-time.Hour),
+			ExpiresAt: now.Add(3 * time.Hour), Recipients: []store.ApprovalRecipient{{Channel: "email", Address: "ann@example.org"}}},
+			Summary: "Book BA2043 for 6 people, £1,122", Audit: []store.AuditEntry{{At: now.Add(-time.Hour), ApprovalID: "appr_1", Event: "created"}}},
+		"appr_dead": {Approval: store.Approval{ID: "appr_dead", Agent: "travel", Request: req, State: store.ApprovalGranted, CreatedAt: now.Add(-2 * time.Hour),
+			ExpiresAt: now.Add(time.Hour), DecidedAt: now.Add(-time.Hour), DecidedBy: "ann@example.org", Channel: "email"},
+			Summary: "Book BA2044", Injection: &store.Injection{ApprovalID: "appr_dead", State: "dead", Attempts: 9, LastError: "agent answered 404: task gone"},
+			Audit: []store.AuditEntry{{At: now.Add(-time.Hour), Event: "decided", Channel: "email", Actor: "ann@example.org", Decision: "granted"},
+				{At: now, Event: "injection-dead", Detail: "task gone"}}},
+	}}
+	c, err := New(Config{Keys: []Key{{Secret: fullKey}, {Secret: readKey, ReadOnly: true}}, Secret: []byte("0123456789abcdef0123"),
+		PublicURL: publicURL, Channels: []string{"email", "sms", "webhook"}},
+		Deps{DB: db, Approvals: f.appr, Schedules: f.sched, Webhooks: f.hooks, Enqueuer: f.enq, Renditions: fakeRenditions{},
+			Notify: func() { f.woke++ }, Dev: f.dev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.c = c
+	f.srv = httptest.NewServer(c)
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+var noRedirect = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+
+func (f *fixture) get(key, path string) (int, string, http.Header) {
+	f.t.Helper()
+	req, _ := http.NewRequest("GET", f.srv.URL+path, nil)
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	res, err := noRedirect.Do(req)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b), res.Header
+}
+
+func (f *fixture) post(key, path string, form url.Values, hdr map[string]string) (int, string, http.Header) {
+	f.t.Helper()
+	req, _ := http.NewRequest("POST", f.srv.URL+path, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	res, err := noRedirect.Do(req)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b), res.Header
+}
+
+var csrfRe = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+func (f *fixture) csrf(key string) string {
+	f.t.Helper()
+	_, body, _ := f.get(key, "/ui/")
+	m := csrfRe.FindStringSubmatch(body)
+	if m == nil {
+		f.t.Fatalf("no CSRF token on the overview")
+	}
+	return m[1]
+}
+
+// screens are every page of the console with a phrase each must show.
+func (f *fixture) screens() map[string]string {
+	return map[string]string{
+		"/ui/":                                        "dead letters",
+		"/ui/deliveries":                              "partner-crm",
+		"/ui/deliveries?state=dead":                   "410 Gone",
+		"/ui/deliveries/" + f.sent["email"]:           "2.0.0 Ok: queued",
+		"/ui/deliveries/" + f.sent["sms"]:             "UCS-2",
+		"/ui/deliveries/" + f.dead[0]:                 "the endpoint answered 410 Gone",
+		"/ui/retry":                                   "Died since",
+		"/ui/retry?since=2020-01-01T00:00":            "<strong>2</strong> dead deliveries died since",
+		"/ui/approvals":                               "2 hours 5",
+		"/ui/approvals?tab=decided":                   "ann@example.org",
+		"/ui/approvals?tab=injection-dead":            "Book BA2044",
+		"/ui/approvals/appr_1":                        "GBP 1,122.00",
+		"/ui/approvals/appr_dead":                     "task gone",
+		"/ui/schedules":                               "morning-brief",
+		"/ui/webhooks":                                "partner-crm",
+		"/ui/dev":                                     "YES 123456",
+		"/ui/deliveries/" + f.sent["email"] + "/mime": "Subject: Your flights",
+	}
+}
+
+func TestEveryScreenRenders(t *testing.T) {
+	f := newFixture(t, "http://beachd.test")
+	for path, want := range f.screens() {
+		code, body, h := f.get(fullKey, path)
+		if code != 200 || !strings.Contains(body, want) {
+			t.Errorf("GET %s: %d, want 200 with %q:\n%.2000s", path, code, want, body)
+			continue
+		}
+		if strings.HasSuffix(path, "/mime") {
+			continue
+		}
+		csp := h.Get("Content-Security-Policy")
+		if !strings.Contains(csp, "frame-ancestors 'none'") || !strings.Contains(csp, "script-src 'nonce-") || strings.Contains(csp, "unsafe") {
+			t.Errorf("GET %s: CSP %q", path, csp)
+		}
+		if h.Get("X-Frame-Options") != "DENY" || h.Get("Cache-Control") != "no-store" {
+			t.Errorf("GET %s: headers %v", path, h)
+		}
+		if regexp.MustCompile(`\son[a-z]+="`).MatchString(body) || strings.Contains(body, "<script>") {
+			t.Errorf("GET %s has an inline handler or script", path)
+		}
+	}
+	// The email's HTML is served apart, sandboxed, with no script allowed.
+	code, body, h := f.get(fullKey, "/ui/deliveries/"+f.sent["email"]+"/frame")
+	if code != 200 || !strings.Contains(h.Get("Content-Security-Policy"), "sandbox") || strings.Contains(h.Get("Content-Security-Policy"), "script-src") ||
+		!strings.Contains(body, "Two flights") {
+		t.Errorf("frame: %d %v", code, h)
+	}
+	// No key: a browser goes to the sign-in page, a tool gets 401.
+	if code, _, h := f.get("", "/ui/deliveries"); code != http.StatusSeeOther || !strings.HasPrefix(h.Get("Location"), "/ui/login") {
+		t.Errorf("no session: %d %s", code, h.Get("Location"))
+	}
+	if code, _, _ := f.get("wrong-key-0123456789", "/ui/deliveries"); code != http.StatusUnauthorized {
+		t.Errorf("wrong bearer key: %d", code)
+	}
+}
+
+func TestSignInSessionCookie(t *testing.T) {
+	for _, tc := range []struct {
+		public string
+		secure bool
+	}{{"http://beachd.test", false}, {"https://beachd.example.org", true}} {
+		f := newFixture(t, tc.public)
+		_, page, _ := f.get("", "/ui/login")
+		tok := csrfRe.FindStringSubmatch(page)[1]
+		if code, _, _ := f.post("", "/ui/login", url.Values{"key": {fullKey}}, nil); code != http.StatusForbidden {
+			t.Errorf("sign-in without its token: %d", code)
+		}
+		if code, body, _ := f.post("", "/ui/login", url.Values{"key": {"nope-0123456789abcdef"}, "csrf": {tok}}, nil); code != http.StatusUnauthorized || !strings.Contains(body, "not one of") {
+			t.Errorf("wrong key: %d", code)
+		}
+		code, _, h := f.post("", "/ui/login", url.Values{"key": {fullKey}, "csrf": {tok}, "next": {"/ui/approvals"}}, nil)
+		if code != http.StatusSeeOther || h.Get("Location") != "/ui/approvals" {
+			t.Fatalf("sign-in: %d %s", code, h.Get("Location"))
+		}
+		ck := (&http.Response{Header: h}).Cookies()
+		if len(ck) != 1 || !ck[0].HttpOnly || ck[0].SameSite != http.SameSiteStrictMode || ck[0].Secure != tc.secure || strings.Contains(ck[0].Value, fullKey) {
+			t.Fatalf("cookie %+v", ck)
+		}
+		req, _ := http.NewRequest("GET", f.srv.URL+"/ui/approvals", nil)
+		req.AddCookie(ck[0])
+		res, err := noRedirect.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != 200 || !strings.Contains(string(body), "Book BA2043") {
+			t.Errorf("with the session: %d", res.StatusCode)
+		}
+		// A tampered cookie (read-only turned full) is no session.
+		bad := *ck[0]
+		bad.Value = strings.Replace(bad.Value, ".w.", ".r.", 1)
+		req, _ = http.NewRequest("GET", f.srv.URL+"/ui/approvals", nil)
+		req.AddCookie(&bad)
+		res, _ = noRedirect.Do(req)
+		res.Body.Close()
+		if res.StatusCode != http.StatusSeeOther {
+			t.Errorf("tampered cookie: %d", res.StatusCode)
+		}
+		// The session's CSRF token works only with the session.
+		m := csrfRe.FindStringSubmatch(string(body))
+		form := url.Values{"csrf": {m[1]}}
+		req, _ = http.NewRequest("POST", f.srv.URL+"/ui/schedules/morning-brief/run", strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.AddCookie(ck[0])
+		res, _ = noRedirect.Do(req)
+		res.Body.Close()
+		if res.StatusCode != http.StatusSeeOther || len(f.sched.runs) != 1 {
+			t.Errorf("run now with the session: %d %v", res.StatusCode, f.sched.runs)
+		}
+		if code, _, _ := f.post(fullKey, "/ui/schedules/morning-brief/run", form, nil); code != http.StatusForbidden {
+			t.Errorf("the session's token with a bearer key: %d", code)
+		}
+	}
+}
+
+func TestChangesNeedCSRFAndAFullKey(t *testing.T) {
+	f := newFixture(t, "http://beachd.test")
+	tok, rtok := f.csrf(fullKey), f.csrf(readKey)
+	actions := []struct {
+		path string
+		form url.Values
+		did  func() bool
+	}{
+		{"/ui/deliveries/" + f.dead[0] + "/retry", nil, func() bool {
+			d, _ := f.db.Delivery(context.Background(), f.dead[0])
+			return d.State == store.StateQueued
+		}},
+		{"/ui/approvals/appr_1/decide", url.Values{"decision": {"granted"}, "reason": {"ok by me"}}, func() bool { return len(f.appr.decided) == 1 }},
+		{"/ui/approvals/appr_dead/retry-injection", nil, func() bool { return len(f.appr.retried) == 1 }},
+		{"/ui/schedules/morning-brief/run", nil, func() bool { return len(f.sched.runs) == 1 }},
+		{"/ui/webhooks/partner-crm/enable", nil, func() bool { return !f.hooks.disabled["partner-crm"] }},
+		{"/ui/webhooks/dev-sink/test", nil, func() bool { return f.enq.n == 1 }},
+		{"/ui/dev/reply", url.Values{"channel": {"sms"}, "from": {"+15555550100"}, "body": {"YES 123456"}}, func() bool { return len(f.dev.replies) == 1 }},
+		{"/ui/retry", url.Values{"since": {"2020-01-01T00:00"}}, func() bool {
+			d, _ := f.db.Delivery(context.Background(), f.dead[1])
+			return d.State == store.StateQueued
+		}},
+	}
+	for _, a := range actions {
+		with := func(tok string) url.Values {
+			v := url.Values{"csrf": {tok}}
+			for k, x := range a.form {
+				v[k] = x
+			}
+			return v
+		}
+		if code, _, _ := f.post(fullKey, a.path, with(""), nil); code != http.StatusForbidden || a.did() {
+			t.Errorf("%s without the CSRF token: %d, acted %v", a.path, code, a.did())
+		}
+		if code, _, _ := f.post(fullKey, a.path, with(tok), map[string]string{"Origin": "https://evil.example"}); code != http.StatusForbidden || a.did() {
+			t.Errorf("%s from another origin: %d", a.path, code)
+		}
+		if code, _, _ := f.post(readKey, a.path, with(rtok), nil); code != http.StatusForbidden || a.did() {
+			t.Errorf("%s with a read-only key: %d", a.path, code)
+		}
+		if code, body, _ := f.post(fullKey, a.path, with(tok), nil); code != http.StatusSeeOther || !a.did() {
+			t.Errorf("%s: %d, acted %v\n%.500s", a.path, code, a.did(), body)
+		}
+	}
+	if f.woke != 2 {
+		t.Errorf("the dispatcher was woken %d times, want 2 (retry, bulk retry)", f.woke)
+	}
+	if f.appr.decided[0] != "appr_1:granted:ok by me" {
+		t.Errorf("decision %v", f.appr.decided)
+	}
+}
+
+func TestReadOnlyKeySeesNoButton(t *testing.T) {
+	f := newFixture(t, "http://beachd.test")
+	for path := range f.screens() {
+		_, body, _ := f.get(readKey, path)
+		main := body
+		if i := strings.Index(body, `<main`); i >= 0 {
+			main = body[i:]
+		}
+		if strings.Contains(main, `method="post"`) {
+			t.Errorf("read-only %s shows a form that changes something", path)
+		}
+	}
+	_, body, _ := f.get(fullKey, "/ui/approvals/appr_1")
+	if !strings.Contains(body, `value="granted"`) {
+		t.Errorf("a full key sees no decision buttons")
+	}
+}
+
+func TestBulkRetryCountsBeforeItChanges(t *testing.T) {
+	f := newFixture(t, "http://beachd.test")
+	_, body, _ := f.get(fullKey, "/ui/retry?since=2020-01-01T00:00&channel=webhook")
+	if !strings.Contains(body, "<strong>2</strong> dead deliveries") || !strings.Contains(body, "Retry 2 deliveries") {
+		t.Fatalf("dry run:\n%s", body)
+	}
+	for _, id := range f.dead {
+		if d, _ := f.db.Delivery(context.Background(), id); d.State != store.StateDead {
+			t.Fatalf("the count changed %s to %s", id, d.State)
+		}
+	}
+	_, body, _ = f.get(fullKey, "/ui/retry?since=2020-01-01T00:00&channel=email")
+	if !strings.Contains(body, "<strong>0</strong> dead deliveries") || strings.Contains(body, "Retry 0") {
+		t.Errorf("no dead email: %s", body)
+	}
+}
+
+func TestLiveFigures(t *testing.T) {
+	f := newFixture(t, "http://beachd.test")
+	code, body, _ := f.get(fullKey, "/ui/pulse")
+	var p Pulse
+	if code != 200 || json.Unmarshal([]byte(body), &p) != nil || p.Dead != 2 || p.Retrying != 1 || p.Pending != 1 || p.Version == "" {
+		t.Fatalf("pulse: %d %s", code, body)
+	}
+	// The event stream sends the figures at once.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", f.srv.URL+"/ui/events", nil)
+	req.Header.Set("Authorization", "Bearer "+readKey)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if res.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("events: %d %s", res.StatusCode, res.Header.Get("Content-Type"))
+	}
+	buf := make([]byte, 0, 4096)
+	chunk := make([]byte, 1024)
+	for !strings.Contains(string(buf), `"dead":2`) {
+		n, err := res.Body.Read(chunk)
+		if err != nil {
+			t.Fatalf("events: %v after %q", err, buf)
+		}
+		buf = append(buf, chunk[:n]...)
+	}
+	if !strings.Contains(string(buf), "event: pulse\ndata: {") {
+		t.Errorf("events: %q", buf)
+	}
+	// Without a key: 401 for the stream, not a redirect.
+	req, _ = http.NewRequest("GET", f.srv.URL+"/ui/events", nil)
+	req.Header.Set("Accept", "text/event-stream")
+	res2, err := noRedirect.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res2.Body.Close()
+	if res2.StatusCode != http.StatusUnauthorized {
+		t.Errorf("events without a key: %d", res2.StatusCode)
+	}
+}
