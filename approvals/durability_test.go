@@ -12,6 +12,7 @@ import (
 	"github.com/cool-ai/beachd/agent/agenttest"
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/storetest"
 )
 
 // dropHandoff claims jobs and loses them, as a process that dies right
@@ -36,10 +37,7 @@ func TestDecisionSurvivesCrashAndRestart(t *testing.T) {
 	cfg := Config{Secret: []byte(strings.Repeat("k", 32)), PublicURL: "http://x"}
 
 	// First life: the decision commits, the worker never runs.
-	db, err := store.Open(path, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := storetest.OpenAt(t, path, store.Options{})
 	svc, err := New(cfg, db, nil, dropHandoff{lease: time.Hour}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -65,11 +63,7 @@ func TestDecisionSurvivesCrashAndRestart(t *testing.T) {
 	db.Close() // the crash
 
 	// Second life.
-	db, err = store.Open(path, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db = storetest.OpenAt(t, path, store.Options{})
 	inj := NewInjector(InjectorConfig{MinBackoff: 5 * time.Millisecond, Permanent: agent.IsPermanent}, db,
 		func(string) Sender { return client }, nil)
 	rctx, cancel := context.WithCancel(ctx)

@@ -18,6 +18,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/cool-ai/beachd/envelope"
+	"github.com/cool-ai/beachd/internal/testkit/poll"
 	"github.com/cool-ai/beachd/store"
 )
 
@@ -557,19 +558,13 @@ func TestInjectionDeadLettersVisiblyAndRetries(t *testing.T) {
 	env := h.suspend("appr-dead")
 	hd := h.handle(h.ingest(env, email(alice))[0])
 	h.inbound(envelope.Inbound{Channel: "email", From: alice, MessageID: "<r>", Token: hd.Token, Text: "ok"})
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		dead, _ := h.db.ListInjections(h.ctx, store.InjectionDead, 10)
-		if len(dead) == 1 {
-			if !strings.Contains(dead[0].LastError, "agent down") || dead[0].Attempts < 2 {
-				t.Fatalf("dead %+v", dead[0])
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("not dead-lettered")
-		}
-		time.Sleep(5 * time.Millisecond)
+	var dead []*store.Injection
+	poll.Eventually(t, 10*time.Second, "the injection to be dead-lettered", func() bool {
+		dead, _ = h.db.ListInjections(h.ctx, store.InjectionDead, 10)
+		return len(dead) == 1
+	})
+	if !strings.Contains(dead[0].LastError, "agent down") || dead[0].Attempts < 2 {
+		t.Fatalf("dead %+v", dead[0])
 	}
 	v, err := h.svc.Get(h.ctx, "appr-dead")
 	if err != nil || v.Injection == nil || v.Injection.State != store.InjectionDead {
@@ -591,19 +586,13 @@ func TestPermanentInjectionErrorDeadLettersAtOnce(t *testing.T) {
 	setTurn(t, env, "no-such-task")
 	hd := h.handle(h.ingest(env, email(alice))[0])
 	h.inbound(envelope.Inbound{Channel: "email", From: alice, MessageID: "<r>", Token: hd.Token, Text: "ok"})
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		dead, _ := h.db.ListInjections(h.ctx, store.InjectionDead, 10)
-		if len(dead) == 1 {
-			if dead[0].Attempts != 1 || !strings.HasPrefix(dead[0].LastError, "permanent") {
-				t.Fatalf("%+v", dead[0])
-			}
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("not dead-lettered")
-		}
-		time.Sleep(5 * time.Millisecond)
+	var dead []*store.Injection
+	poll.Eventually(t, 10*time.Second, "the injection to be dead-lettered", func() bool {
+		dead, _ = h.db.ListInjections(h.ctx, store.InjectionDead, 10)
+		return len(dead) == 1
+	})
+	if dead[0].Attempts != 1 || !strings.HasPrefix(dead[0].LastError, "permanent") {
+		t.Fatalf("%+v", dead[0])
 	}
 }
 

@@ -4,13 +4,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/storetest"
 )
 
 func TestTokenFormats(t *testing.T) {
@@ -120,11 +120,7 @@ func FuzzFindCode(f *testing.F) {
 // page: it never panics, never answers 5xx, and never changes the
 // approval's state except through a POST carrying the page's valid nonce.
 func FuzzLinkHandler(f *testing.F) {
-	db, err := store.Open(filepath.Join(f.TempDir(), "f.db"), store.Options{})
-	if err != nil {
-		f.Fatal(err)
-	}
-	defer db.Close()
+	db := storetest.Open(f, store.Options{})
 	svc, err := New(Config{Secret: []byte(strings.Repeat("z", 32)), PublicURL: "http://x"}, db, nil, nil, nil)
 	if err != nil {
 		f.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -17,27 +16,11 @@ import (
 	"github.com/cool-ai/beachd/agent"
 	"github.com/cool-ai/beachd/agent/agenttest"
 	"github.com/cool-ai/beachd/envelope"
+	"github.com/cool-ai/beachd/internal/testkit/fakeclock"
 	"github.com/cool-ai/beachd/render"
 	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/storetest"
 )
-
-// clock is a settable clock: real time plus an offset tests advance.
-type clock struct {
-	mu     sync.Mutex
-	offset time.Duration
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return time.Now().Add(c.offset)
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.offset += d
-	c.mu.Unlock()
-}
 
 // sent is a confirmation the Service enqueued.
 type sent struct {
@@ -86,7 +69,7 @@ type harness struct {
 	t       testing.TB
 	ctx     context.Context
 	db      *store.DB
-	clock   *clock
+	clock   *fakeclock.Clock // real time plus an offset tests advance
 	svc     *Service
 	inj     *Injector
 	agent   *agenttest.Server
@@ -107,12 +90,9 @@ type harnessOpt struct {
 func newHarness(t testing.TB, opt harnessOpt) *harness {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	h := &harness{t: t, ctx: ctx, clock: &clock{}, enq: &fakeEnqueuer{}}
+	h := &harness{t: t, ctx: ctx, clock: fakeclock.NewOffset(), enq: &fakeEnqueuer{}}
 	var err error
-	h.db, err = store.Open(filepath.Join(t.TempDir(), "b.db"), store.Options{Now: h.clock.Now, MaxBatchDelay: time.Millisecond, NoSync: os.Getenv("APPROVALS_NOSYNC") != ""})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h.db = storetest.Open(t, store.Options{Now: h.clock.Now, MaxBatchDelay: time.Millisecond, NoSync: os.Getenv("APPROVALS_NOSYNC") != ""})
 	h.agent = agenttest.Start()
 	h.client, err = agent.New(map[string]agent.Target{"travel": {URL: h.agent.URL, Timeout: 5 * time.Second}}, nil)
 	if err != nil {

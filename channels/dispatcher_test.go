@@ -4,22 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/cool-ai/beachd/internal/testkit/fakeclock"
 	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/storetest"
 )
-
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *fakeClock) Add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
 
 // scripted is a hand-written Deliverer that answers from a script, per
 // attempt, and records what it was asked.
@@ -44,19 +37,10 @@ func (s *scripted) Deliver(ctx context.Context, job *Job) (*Result, error) {
 	return &Result{ProviderID: fmt.Sprintf("p%d", n), Receipt: Receipt{Data: map[string]any{"status": 200}, Meta: map[string]any{"source": "http"}}}, nil
 }
 
-func setup(t *testing.T, d Deliverer, policy Policy) (*store.DB, *Dispatcher, *fakeClock, string) {
+func setup(t *testing.T, d Deliverer, policy Policy) (*store.DB, *Dispatcher, *fakeclock.Clock, string) {
 	t.Helper()
-	c := &fakeClock{t: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)}
-	db, err := store.Open(filepath.Join(t.TempDir(), "b.db"), store.Options{Now: c.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := db.CheckInvariants(); err != nil {
-			t.Errorf("invariants: %v", err)
-		}
-		db.Close()
-	})
+	c := fakeclock.New(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))
+	db := storetest.Open(t, store.Options{Now: c.Now})
 	disp, err := NewDispatcher(DispatcherConfig{Workers: 2, Now: c.Now, Jitter: func() float64 { return 0.5 },
 		Policies: map[string]Policy{"webhook": policy}}, db, map[string]Deliverer{"webhook": d}, nil, nil, nil)
 	if err != nil {
@@ -96,14 +80,14 @@ func TestDispatchRetryThenSent(t *testing.T) {
 	if step(t, db, d) != 0 {
 		t.Fatal("retried before its time")
 	}
-	c.Add(time.Minute)
+	c.Advance(time.Minute)
 	step(t, db, d)
 	del, _ = db.Delivery(context.Background(), id)
 	// Retry-After (30 min) is longer than the schedule's 10 min: it wins.
 	if want := c.Now().Add(30 * time.Minute); del.State != store.StateRetrying || !del.NextAttemptAt.Equal(want) {
 		t.Fatalf("after 2nd failure: %s next %v want %v", del.State, del.NextAttemptAt, want)
 	}
-	c.Add(30 * time.Minute)
+	c.Advance(30 * time.Minute)
 	step(t, db, d)
 	del, _ = db.Delivery(context.Background(), id)
 	if del.State != store.StateSent || del.Attempts != 3 || del.ProviderID != "p3" {
@@ -131,7 +115,7 @@ func TestDispatchLifetimeEnds(t *testing.T) {
 	db, d, c, id := setup(t, fd, testPolicy)
 	for i := 0; i < 10; i++ {
 		step(t, db, d)
-		c.Add(10 * time.Minute)
+		c.Advance(10 * time.Minute)
 	}
 	del, _ := db.Delivery(context.Background(), id)
 	// 1 min, then 10 min each: attempts at 0, 1, 11, 21, 31, 41, 51; the
@@ -163,12 +147,8 @@ func TestUnconfiguredChannelIsDead(t *testing.T) {
 
 func TestRunDeliversAndStops(t *testing.T) {
 	fd := &scripted{}
-	c := &fakeClock{t: time.Now()}
-	db, err := store.Open(filepath.Join(t.TempDir(), "b.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	c := fakeclock.New(time.Now())
+	db := storetest.Open(t, store.Options{})
 	_ = c
 	d, _ := NewDispatcher(DispatcherConfig{Workers: 4, IdleWait: 20 * time.Millisecond}, db, map[string]Deliverer{"webhook": fd}, nil, nil, nil)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -244,11 +224,7 @@ func (r *refusing) Done(*store.Delivery)       {}
 // A Deliverer that refuses every due job (an open circuit) must not make
 // the dispatcher claim in a tight loop.
 func TestRefusedJobsDoNotSpin(t *testing.T) {
-	db, err := store.Open(filepath.Join(t.TempDir(), "b.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := storetest.Open(t, store.Options{})
 	r := &refusing{}
 	d, _ := NewDispatcher(DispatcherConfig{Workers: 4, IdleWait: time.Second}, db, map[string]Deliverer{"webhook": r}, nil, nil, nil)
 	db.Ingest(context.Background(), store.Ingest{Envelope: []byte(`{}`), Deliveries: []store.NewDelivery{{Channel: "webhook", To: "a"}}})
@@ -283,11 +259,7 @@ func (s *slow) Deliver(ctx context.Context, job *Job) (*Result, error) {
 // A send in flight when the dispatcher stops finishes within the grace
 // period instead of being cut off (which would leave a maybe-sent message).
 func TestShutdownLetsSendsInFlightFinish(t *testing.T) {
-	db, err := store.Open(filepath.Join(t.TempDir(), "b.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := storetest.Open(t, store.Options{})
 	sd := &slow{took: 300 * time.Millisecond, started: make(chan struct{})}
 	d, _ := NewDispatcher(DispatcherConfig{Workers: 2, ShutdownGrace: 5 * time.Second}, db, map[string]Deliverer{"webhook": sd}, nil, nil, nil)
 	res, _ := db.Ingest(context.Background(), store.Ingest{Envelope: []byte(`{}`), Deliveries: []store.NewDelivery{{Channel: "webhook", To: "a"}}})
@@ -305,11 +277,7 @@ func TestShutdownLetsSendsInFlightFinish(t *testing.T) {
 
 // A send cut off by shutdown after the grace period is due again at once.
 func TestSendCutOffByShutdownIsDueAtOnce(t *testing.T) {
-	db, err := store.Open(filepath.Join(t.TempDir(), "b.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := storetest.Open(t, store.Options{})
 	sd := &slow{took: time.Hour, started: make(chan struct{})}
 	d, _ := NewDispatcher(DispatcherConfig{Workers: 2, ShutdownGrace: 50 * time.Millisecond,
 		Policies: map[string]Policy{"webhook": EmailPolicy}}, db, map[string]Deliverer{"webhook": sd}, nil, nil, nil)
@@ -338,11 +306,7 @@ func (b *blocking) Deliver(ctx context.Context, job *Job) (*Result, error) {
 // With every worker busy and the buffer full, due jobs wait for a worker:
 // the loop does not wake every millisecond to find it cannot claim.
 func TestFullBufferDoesNotSpin(t *testing.T) {
-	db, err := store.Open(filepath.Join(t.TempDir(), "b.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := storetest.Open(t, store.Options{})
 	var nows atomic.Int64
 	now := func() time.Time { nows.Add(1); return time.Now() }
 	b := &blocking{}

@@ -15,28 +15,11 @@ import (
 
 	"github.com/cool-ai/beachd/agent"
 	"github.com/cool-ai/beachd/envelope"
+	"github.com/cool-ai/beachd/internal/testkit/fakeclock"
+	"github.com/cool-ai/beachd/internal/testkit/poll"
 	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/storetest"
 )
-
-// clock is an injected clock. With a step, every reading moves it on by
-// the step, as a real clock does between two calls.
-type clock struct {
-	mu   sync.Mutex
-	t    time.Time
-	step time.Duration
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t := c.t
-	c.t = c.t.Add(c.step)
-	return t
-}
-
-func (c *clock) Set(t time.Time) { c.mu.Lock(); c.t = t; c.mu.Unlock() }
-
-func (c *clock) Step(d time.Duration) { c.mu.Lock(); c.step = d; c.mu.Unlock() }
 
 type call struct{ Agent, Text, ContextID string }
 
@@ -125,7 +108,7 @@ type harness struct {
 	path   string
 	db     *store.DB
 	disk   *stallingStore // what the scheduler writes through
-	clock  *clock
+	clock  *fakeclock.Clock
 	agents *fakeAgents
 	enq    *fakeEnqueuer
 	reg    *prometheus.Registry
@@ -136,7 +119,7 @@ type harness struct {
 
 func newHarness(t *testing.T, start time.Time, defs ...Definition) *harness {
 	t.Helper()
-	h := &harness{t: t, path: filepath.Join(t.TempDir(), "beachd.db"), clock: &clock{t: start},
+	h := &harness{t: t, path: filepath.Join(t.TempDir(), "beachd.db"), clock: fakeclock.New(start),
 		agents: &fakeAgents{}, enq: &fakeEnqueuer{reg: envelope.NewRegistry()}}
 	h.open(defs...)
 	return h
@@ -146,12 +129,10 @@ func newHarness(t *testing.T, start time.Time, defs ...Definition) *harness {
 // restarted process would.
 func (h *harness) open(defs ...Definition) {
 	h.t.Helper()
-	db, err := store.Open(h.path, store.Options{Now: h.clock.Now})
-	if err != nil {
-		h.t.Fatal(err)
-	}
+	db := storetest.OpenAt(h.t, h.path, store.Options{Now: h.clock.Now})
 	h.db = db
 	h.reg = prometheus.NewRegistry()
+	var err error
 	h.s, err = New(Config{Schedules: defs, Agents: map[string]bool{"travel": true}, DefaultZone: time.UTC,
 		Now: h.clock.Now, Metrics: h.reg, ShutdownWait: 5 * time.Second, AbandonAfter: 50 * time.Millisecond},
 		h.db, h.agents, h.enq)
@@ -187,7 +168,7 @@ func (h *harness) at(t time.Time) time.Time {
 // idle waits until no schedule has a run in progress.
 func (h *harness) idle() {
 	h.t.Helper()
-	eventually(h.t, 5*time.Second, "runs still in progress", func() bool {
+	poll.Eventually(h.t, 5*time.Second, "runs still in progress", func() bool {
 		h.s.mu.Lock()
 		defer h.s.mu.Unlock()
 		for _, j := range h.s.jobs {
@@ -202,7 +183,7 @@ func (h *harness) idle() {
 // turns waits until n turns have been started.
 func (h *harness) turns(n int) {
 	h.t.Helper()
-	eventually(h.t, 5*time.Second, fmt.Sprintf("%d turns started", n), func() bool { return len(h.agents.Calls()) >= n })
+	poll.Eventually(h.t, 5*time.Second, fmt.Sprintf("%d turns started", n), func() bool { return len(h.agents.Calls()) >= n })
 }
 
 func (h *harness) runs(name string) []store.ScheduleRun {
@@ -238,11 +219,7 @@ func (h *harness) seedCursor(name string, at time.Time) {
 // the test ends.
 func newScheduler(t *testing.T, cfg Config, agents Agents, enq Enqueuer, seen time.Time) (*Scheduler, *store.DB) {
 	t.Helper()
-	db, err := store.Open(filepath.Join(t.TempDir(), "beachd.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := storetest.Open(t, store.Options{})
 	if !seen.IsZero() {
 		for _, d := range cfg.Schedules {
 			if _, err := db.InitScheduleState(context.Background(), d.Name, seen); err != nil {
@@ -274,16 +251,6 @@ func running(t *testing.T, s *Scheduler) (stop func()) {
 	}
 	t.Cleanup(stop)
 	return stop
-}
-
-// eventually polls cond until it holds, failing the test after d.
-func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(d); !cond(); time.Sleep(2 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, d)
-		}
-	}
 }
 
 func TestFiresOnceAndDeliversResult(t *testing.T) {
@@ -376,10 +343,7 @@ func TestRunInterruptedByCrashIsNotRepeated(t *testing.T) {
 	h.at(t0)
 	h.close()
 	// A process claimed the 08:00 slot and died during the turn.
-	db, err := store.Open(h.path, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := storetest.OpenAt(t, h.path, store.Options{})
 	if _, err := db.ClaimScheduleSlot(context.Background(), store.ScheduleRun{Schedule: "brief",
 		Slot: utc("2026-03-02T08:00:00Z"), Trigger: store.TriggerCron, State: store.RunRunning}); err != nil {
 		t.Fatal(err)
@@ -778,12 +742,12 @@ func TestShutdownInterruptsRunningTurn(t *testing.T) {
 func TestRunLoop(t *testing.T) {
 	// Run itself: a slot due at start fires, and Run returns nil when ctx ends.
 	t0 := utc("2026-03-02T08:00:01Z")
-	c := &clock{t: t0}
+	c := fakeclock.New(t0)
 	enq := &fakeEnqueuer{reg: envelope.NewRegistry()}
 	s, _ := newScheduler(t, Config{Schedules: []Definition{def("brief", "0 8 * * *")}, Now: c.Now, DefaultZone: time.UTC},
 		&fakeAgents{}, enq, t0.Add(-time.Hour))
 	stop := running(t, s)
-	eventually(t, 5*time.Second, "the due slot's result enqueued", func() bool { return len(enq.Got()) > 0 })
+	poll.Eventually(t, 5*time.Second, "the due slot's result enqueued", func() bool { return len(enq.Got()) > 0 })
 	stop()
 	if len(enq.Got()) != 1 {
 		t.Fatalf("enqueued %d", len(enq.Got()))

@@ -3,7 +3,6 @@ package schedule
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -13,7 +12,9 @@ import (
 
 	"github.com/cool-ai/beachd/agent"
 	"github.com/cool-ai/beachd/envelope"
+	"github.com/cool-ai/beachd/internal/testkit/poll"
 	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/storetest"
 )
 
 // stallingStore is the store on a disk that can stall: the first write that
@@ -308,7 +309,7 @@ func TestConcurrentRunNowStartsOneRun(t *testing.T) {
 		close(start)
 		if st != nil {
 			st.Reached(t)
-			eventually(t, 5*time.Second, "every loser answered while the winner's claim stalled", func() bool {
+			poll.Eventually(t, 5*time.Second, "every loser answered while the winner's claim stalled", func() bool {
 				return answered.Load() == callers-1
 			})
 			st.Release()
@@ -429,7 +430,7 @@ func TestQueuedSlotStartsWhenRunEndsDuringItsClaim(t *testing.T) {
 	st.Reached(t)
 	close(release)
 	// 08:00 ends while 08:01 is being claimed as queued.
-	eventually(t, 5*time.Second, "08:00 finished during the claim", func() bool {
+	poll.Eventually(t, 5*time.Second, "08:00 finished during the claim", func() bool {
 		return h.states("minutely") == "03-02T08:00:succeeded"
 	})
 	st.Release()
@@ -535,11 +536,7 @@ func TestRunNowClaimedDuringShutdown(t *testing.T) {
 // mark interrupted while it runs.
 func TestRunNowRefusedDuringRecovery(t *testing.T) {
 	t0 := utc("2026-03-02T07:00:00Z")
-	db, err := store.Open(filepath.Join(t.TempDir(), "b.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := storetest.Open(t, store.Options{})
 	s, err := New(Config{Schedules: []Definition{def("brief", "0 8 * * *")}, Agents: map[string]bool{"travel": true},
 		DefaultZone: time.UTC, Now: func() time.Time { return t0 }}, db, &fakeAgents{}, &fakeEnqueuer{reg: envelope.NewRegistry()})
 	if err != nil {

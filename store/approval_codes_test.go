@@ -151,7 +151,7 @@ func TestTryCodeLockIsPerApproval(t *testing.T) {
 	}
 	checkApprovals(t, db)
 	// The lock ends.
-	c.Add(25 * time.Hour)
+	c.Advance(25 * time.Hour)
 	for i := range 4 {
 		if r, _ := db.TryCode(ctx, attempt(fmt.Sprint("w2-", i), c.Now())); r.Locked {
 			t.Fatalf("wrong code %d after the lock window: locked", i)

@@ -92,7 +92,7 @@ func TestInjectionLeaseAndOutcomes(t *testing.T) {
 	}
 	checkApprovals(t, db)
 	// The worker died; the lease runs out; another claim takes it.
-	c.Add(2 * time.Minute)
+	c.Advance(2 * time.Minute)
 	again, _ := db.ClaimInjections(ctx, c.Now(), 10, time.Minute)
 	if len(again) != 1 || again[0].Attempts != 2 {
 		t.Fatalf("reclaim %v", again)
@@ -106,7 +106,7 @@ func TestInjectionLeaseAndOutcomes(t *testing.T) {
 		t.Fatalf("%+v %v", inj, err)
 	}
 	checkApprovals(t, db)
-	c.Add(time.Second)
+	c.Advance(time.Second)
 	third, _ := db.ClaimInjections(ctx, c.Now(), 10, time.Minute)
 	if _, err := db.RecordInjection(ctx, third[0], InjectionOutcome{State: InjectionDead, Error: "gave up", At: c.Now()}); err != nil {
 		t.Fatal(err)
@@ -135,7 +135,7 @@ func TestExpiryIndex(t *testing.T) {
 	if ids, _ := db.DueExpiries(ctx, c.Now(), 10); len(ids) != 0 {
 		t.Fatal(ids)
 	}
-	c.Add(90 * time.Minute)
+	c.Advance(90 * time.Minute)
 	ids, _ := db.DueExpiries(ctx, c.Now(), 10)
 	if len(ids) != 1 || ids[0] != "soon" {
 		t.Fatalf("due %v", ids)
@@ -223,7 +223,7 @@ func TestRequeueClaimedInjections(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := c.Now().Add(time.Second)
-	c.Add(2 * time.Second)
+	c.Advance(2 * time.Second)
 	// Claimed by the new process after it started: left alone.
 	if _, _, err := db.Decide(ctx, Decision{ApprovalID: "new", State: ApprovalGranted, At: c.Now(), InjectionID: "inj_new", ClaimFor: time.Hour}); err != nil {
 		t.Fatal(err)

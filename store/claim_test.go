@@ -43,7 +43,7 @@ func TestClaimPassesOverARefusedChannel(t *testing.T) {
 	if _, err := db.IngestBulk(ctx, ins); err != nil {
 		t.Fatal(err)
 	}
-	c.Add(time.Millisecond)
+	c.Advance(time.Millisecond)
 	hook := ingestTo(t, db, "webhook", "ops")
 	asked := map[string]int{}
 	got, err := db.ClaimAdmitting(ctx, 10, time.Minute, func(d *Delivery) Admission {
@@ -61,7 +61,7 @@ func TestClaimPassesOverARefusedChannel(t *testing.T) {
 	}
 	// Refused per recipient instead, the backlog is walked up to the run
 	// limit, and still does not stop the other channel.
-	c.Add(time.Millisecond)
+	c.Advance(time.Millisecond)
 	hook2 := ingestTo(t, db, "webhook", "ops")
 	got, err = db.ClaimAdmitting(ctx, 10, time.Minute, func(d *Delivery) Admission {
 		if d.Channel == "sms" {
@@ -82,7 +82,7 @@ func TestClaimTakesChannelsInDueOrder(t *testing.T) {
 	var want []string
 	for i, ch := range []string{"email", "sms", "email", "webhook", "sms"} {
 		want = append(want, ingestTo(t, db, ch, fmt.Sprintf("r%d", i)))
-		c.Add(time.Millisecond)
+		c.Advance(time.Millisecond)
 	}
 	got, err := db.Claim(ctx, 3, time.Minute, nil)
 	if err != nil || !slices.Equal(ids(got), want[:3]) {
@@ -107,7 +107,7 @@ func TestMigrateSchema3DueIndex(t *testing.T) {
 	var want []string
 	for i, ch := range []string{"sms", "email", "sms", "webhook"} {
 		want = append(want, ingestTo(t, db, ch, fmt.Sprintf("r%d", i)))
-		c.Add(time.Millisecond)
+		c.Advance(time.Millisecond)
 	}
 	err := db.bolt.Update(func(tx *bolt.Tx) error {
 		type entry struct{ k, v []byte }

@@ -6,10 +6,12 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/cool-ai/beachd/internal/testkit/fakeclock"
 )
 
 func TestConsoleQueries(t *testing.T) {
-	c := &clock{t: time.Date(2026, 11, 24, 1, 0, 0, 0, time.UTC)}
+	c := fakeclock.New(time.Date(2026, 11, 24, 1, 0, 0, 0, time.UTC))
 	db := openTest(t, filepath.Join(t.TempDir(), "b.db"), c)
 	ctx := context.Background()
 	env := json.RawMessage(`{"role":"agent","parts":[],"meta":{}}`)
@@ -20,7 +22,7 @@ func TestConsoleQueries(t *testing.T) {
 			t.Fatal(err)
 		}
 		ids = append(ids, res.Deliveries[0].ID)
-		c.Add(10 * time.Minute)
+		c.Advance(10 * time.Minute)
 	}
 	// The three webhooks die, at 01:50, then 02:00 (after another hour).
 	claimed, err := db.Claim(ctx, 10, time.Minute, func(d *Delivery) bool { return d.Channel == "webhook" })
@@ -29,7 +31,7 @@ func TestConsoleQueries(t *testing.T) {
 	}
 	for i, d := range claimed {
 		if i == 2 {
-			c.Add(61 * time.Minute)
+			c.Advance(61 * time.Minute)
 		}
 		if _, err := db.Record(ctx, d.ID, d.LeaseUntil, Outcome{State: StateDead, Attempt: Attempt{N: 1, At: c.Now(), Outcome: "dead"}}); err != nil {
 			t.Fatal(err)

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cool-ai/beachd/internal/testkit/fakeclock"
+
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -30,7 +32,7 @@ func TestPruneRemovesOnlyOldFinishedWork(t *testing.T) {
 			db.Record(ctx, j.ID, j.LeaseUntil, Outcome{State: StateRetrying, NextAttemptAt: c.Now().Add(time.Hour)})
 		}
 	}
-	c.Add(8 * 24 * time.Hour)
+	c.Advance(8 * 24 * time.Hour)
 	fresh := ingestOne(t, db, 1)
 	n, err := db.Prune(ctx, c.Now().Add(-7*24*time.Hour), 100)
 	if err != nil || n != 2 {
@@ -74,7 +76,7 @@ func TestPruneForgetsOldInboundRecords(t *testing.T) {
 	if first, err := db.MarkSeen(ctx, "msg/SMold"); !first || err != nil {
 		t.Fatal(first, err)
 	}
-	c.Add(8 * 24 * time.Hour)
+	c.Advance(8 * 24 * time.Hour)
 	if err := db.Note(ctx, AuditEntry{At: c.Now(), Channel: "email", MessageID: "<new@x>", Event: "ignored"}); err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +110,7 @@ func TestReplayAfterItsEnvelopeWasPruned(t *testing.T) {
 	}
 	jobs, _ := db.Claim(ctx, 10, time.Minute, nil)
 	db.Record(ctx, jobs[0].ID, jobs[0].LeaseUntil, Outcome{State: StateSent})
-	c.Add(8 * 24 * time.Hour)
+	c.Advance(8 * 24 * time.Hour)
 	if n, _ := db.Prune(ctx, c.Now().Add(-7*24*time.Hour), 100); n != 1 {
 		t.Fatalf("pruned %d envelopes", n)
 	}
@@ -121,9 +123,9 @@ func TestReplayAfterItsEnvelopeWasPruned(t *testing.T) {
 // ingestAt ingests an envelope with one webhook delivery to `to`, first due
 // at notBefore, a millisecond after the previous one: ids sort by creation
 // time only to the millisecond.
-func ingestAt(t *testing.T, db *DB, c *clock, to string, notBefore time.Time) *IngestResult {
+func ingestAt(t *testing.T, db *DB, c *fakeclock.Clock, to string, notBefore time.Time) *IngestResult {
 	t.Helper()
-	c.Add(time.Millisecond)
+	c.Advance(time.Millisecond)
 	res, err := db.Ingest(ctx, Ingest{Envelope: []byte(`{}`), Deliveries: []NewDelivery{{Channel: "webhook", To: to}}, NotBefore: notBefore})
 	if err != nil {
 		t.Fatal(err)
@@ -177,7 +179,7 @@ func TestPruneReachesFinishedWorkBehindUnfinished(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	c.Add(8 * 24 * time.Hour)
+	c.Advance(8 * 24 * time.Hour)
 	before := c.Now().Add(-7 * 24 * time.Hour)
 
 	if n, err := db.Prune(ctx, before, max); err != nil || n != 2 {
@@ -249,7 +251,7 @@ func TestProviderIDsLastAsLongAsTheirDelivery(t *testing.T) {
 			t.Errorf("provider id %s finds %v, %v; want delivery %s", sid, d, err, id)
 		}
 	}
-	c.Add(8 * 24 * time.Hour)
+	c.Advance(8 * 24 * time.Hour)
 	if n, err := db.Prune(ctx, c.Now().Add(-7*24*time.Hour), 100); err != nil || n != 1 {
 		t.Fatalf("pruned %d, %v", n, err)
 	}
@@ -273,7 +275,7 @@ func TestPruneKeepsAProviderIDTakenOverByALaterDelivery(t *testing.T) {
 		return res.Deliveries[0].ID
 	}
 	send()
-	c.Add(8 * 24 * time.Hour)
+	c.Advance(8 * 24 * time.Hour)
 	newer := send()
 	if n, err := db.Prune(ctx, c.Now().Add(-7*24*time.Hour), 100); err != nil || n != 1 {
 		t.Fatalf("pruned %d, %v", n, err)
@@ -321,7 +323,7 @@ func TestMigrateSchema2ProviderIDs(t *testing.T) {
 	if d, err := db.DeliveryByProviderID(ctx, "webhook", "SMkept"); err != nil || d.ID != res.Deliveries[0].ID {
 		t.Fatalf("migrated provider id finds %v, %v", d, err)
 	}
-	c.Add(8 * 24 * time.Hour)
+	c.Advance(8 * 24 * time.Hour)
 	if n, err := db.Prune(ctx, c.Now().Add(-7*24*time.Hour), 100); err != nil || n != 1 {
 		t.Fatalf("pruned %d, %v", n, err)
 	}
@@ -379,7 +381,7 @@ func TestPrunePassesOverADamagedEnvelope(t *testing.T) {
 		if _, err := db.Record(ctx, jobs[0].ID, jobs[0].LeaseUntil, Outcome{State: StateSent}); err != nil {
 			t.Fatal(err)
 		}
-		c.Add(time.Millisecond)
+		c.Advance(time.Millisecond)
 	}
 	if err := db.bolt.Update(func(tx *bolt.Tx) error { return tx.Bucket(bEnvelopes).Put([]byte(envs[1]), []byte("{not json")) }); err != nil {
 		t.Fatal(err)
@@ -387,7 +389,7 @@ func TestPrunePassesOverADamagedEnvelope(t *testing.T) {
 	if err := db.CheckInvariants(); err == nil || !strings.Contains(err.Error(), envs[1]) {
 		t.Fatalf("CheckInvariants = %v; want it to name %s", err, envs[1])
 	}
-	c.Add(8 * 24 * time.Hour)
+	c.Advance(8 * 24 * time.Hour)
 	total := 0
 	for range 5 {
 		n, err := db.Prune(ctx, c.Now().Add(-7*24*time.Hour), 100)

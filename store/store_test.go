@@ -7,23 +7,16 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/cool-ai/beachd/internal/testkit/fakeclock"
+
 	bolt "go.etcd.io/bbolt"
 )
 
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
-
-func openTest(t testing.TB, path string, c *clock) *DB {
+func openTest(t testing.TB, path string, c *fakeclock.Clock) *DB {
 	t.Helper()
 	db, err := Open(path, Options{Now: c.Now})
 	if err != nil {
@@ -40,7 +33,9 @@ func openTest(t testing.TB, path string, c *clock) *DB {
 	return db
 }
 
-func newClock() *clock { return &clock{t: time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)} }
+func newClock() *fakeclock.Clock {
+	return fakeclock.New(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))
+}
 
 var ctx = context.Background()
 
@@ -94,7 +89,7 @@ func TestStateMachine(t *testing.T) {
 	if at, ok := db.NextDue(); !ok || !at.Equal(next) {
 		t.Fatalf("NextDue = %v %v, want %v", at, ok, next)
 	}
-	c.Add(5 * time.Minute)
+	c.Advance(5 * time.Minute)
 	due, _ := db.Claim(ctx, 10, time.Minute, nil)
 	if len(due) != 1 || due[0].ID != got[1].ID || due[0].Attempts != 1 {
 		t.Fatalf("due after wait = %+v", due)
@@ -128,7 +123,7 @@ func TestRecordAfterLeaseLost(t *testing.T) {
 	db := openTest(t, filepath.Join(t.TempDir(), "b.db"), c)
 	ingestOne(t, db, 1)
 	first, _ := db.Claim(ctx, 1, time.Minute, nil)
-	c.Add(2 * time.Minute)
+	c.Advance(2 * time.Minute)
 	if n, err := db.RequeueExpired(ctx, c.Now()); err != nil || n != 1 {
 		t.Fatalf("requeue = %d %v", n, err)
 	}

@@ -11,6 +11,8 @@ import (
 	"github.com/emersion/go-smtp"
 	"github.com/rs/zerolog"
 
+	"github.com/cool-ai/beachd/channels/twilio/twiliotest"
+	"github.com/cool-ai/beachd/internal/testkit/poll"
 	"github.com/cool-ai/beachd/store"
 )
 
@@ -72,7 +74,7 @@ func TestFaults(t *testing.T) {
 		}
 		r.ingest("bw", perScenario)
 		// Let some attempts crawl, then lift the limit so the rest go.
-		waitFor(t, 20*time.Second, "attempts under the bandwidth limit", func() bool { return r.attemptsSoFar() >= 4 })
+		poll.Eventually(t, 20*time.Second, "attempts under the bandwidth limit", func() bool { return r.attemptsSoFar() >= 4 })
 		for _, p := range all {
 			untoxic(t, r.proxies[p], "bw-up")
 		}
@@ -84,7 +86,7 @@ func TestFaults(t *testing.T) {
 			toxic(t, r.proxies[p], "reset", "reset_peer", "upstream", map[string]any{"timeout": 0})
 		}
 		r.ingest("rst", perScenario)
-		waitFor(t, 20*time.Second, "failed attempts on reset connections", func() bool { return r.attemptsSoFar() >= 8 })
+		poll.Eventually(t, 20*time.Second, "failed attempts on reset connections", func() bool { return r.attemptsSoFar() >= 8 })
 		for _, p := range all {
 			untoxic(t, r.proxies[p], "reset")
 		}
@@ -99,8 +101,8 @@ func TestFaults(t *testing.T) {
 		toxic(t, r.proxies["web"], "cut", "limit_data", "upstream", map[string]any{"bytes": 400})
 		toxic(t, r.proxies["twilio"], "cut", "limit_data", "upstream", map[string]any{"bytes": 300})
 		r.ingest("cut", perScenario)
-		waitFor(t, 20*time.Second, "a DATA cut mid-message", func() bool { return r.smtp.Stats().Partial >= 2 })
-		waitFor(t, 20*time.Second, "failed attempts", func() bool { return r.attemptsSoFar() >= 8 })
+		poll.Eventually(t, 20*time.Second, "a DATA cut mid-message", func() bool { return r.smtp.Stats().Partial >= 2 })
+		poll.Eventually(t, 20*time.Second, "failed attempts", func() bool { return r.attemptsSoFar() >= 8 })
 		for _, p := range all {
 			untoxic(t, r.proxies[p], "cut")
 		}
@@ -113,7 +115,7 @@ func TestFaults(t *testing.T) {
 			toxic(t, r.proxies[p], "stall", "timeout", "downstream", map[string]any{"timeout": 0})
 		}
 		r.ingest("to", perScenario)
-		waitFor(t, 20*time.Second, "attempts that timed out", func() bool { return r.attemptsSoFar() >= 8 })
+		poll.Eventually(t, 20*time.Second, "attempts that timed out", func() bool { return r.attemptsSoFar() >= 8 })
 		for _, p := range all {
 			untoxic(t, r.proxies[p], "stall")
 		}
@@ -130,7 +132,7 @@ func TestFaults(t *testing.T) {
 		}
 		r.ingest("down", perScenario)
 		down := time.Now()
-		waitFor(t, 20*time.Second, "refused attempts", func() bool { return r.attemptsSoFar() >= 12 })
+		poll.Eventually(t, 20*time.Second, "refused attempts", func() bool { return r.attemptsSoFar() >= 12 })
 		// Down for a while (seconds here: the retry schedule is scaled down
 		// to 100–800 ms; BEACHD_STRESS_LONG=1 keeps it down for 2 minutes).
 		if os.Getenv("BEACHD_STRESS_LONG") != "" {
@@ -185,20 +187,22 @@ func TestFaults(t *testing.T) {
 	scenario(t, "peer_errors", rigOptions{WebStatus: webStatus}, func(r *rig) func(*store.Delivery) outcome {
 		var tmu sync.Mutex
 		twSeen := map[string]int{}
-		r.tw.Fail = func(n int, to, body string) *TwilioReply {
+		r.tw.Fail = func(n int, to, body string) *twiliotest.Reply {
 			if strings.Contains(to, "+15005550001") {
-				return TwilioError(400, 21211, "The 'To' number +15005550001 is not a valid phone number.")
+				rep := twiliotest.Error(400, 21211, "The 'To' number +15005550001 is not a valid phone number.")
+				return &rep
 			}
 			tmu.Lock()
 			defer tmu.Unlock()
 			twSeen[to+body]++
 			switch twSeen[to+body] {
 			case 1:
-				return TwilioError(503, 20500, "Service unavailable")
+				rep := twiliotest.Error(503, 20500, "Service unavailable")
+				return &rep
 			case 2:
-				rep := TwilioError(429, 20429, "Too Many Requests")
+				rep := twiliotest.Error(429, 20429, "Too Many Requests")
 				rep.Header["Retry-After"] = "1"
-				return rep
+				return &rep
 			}
 			return nil
 		}

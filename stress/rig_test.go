@@ -25,6 +25,7 @@ import (
 	"github.com/cool-ai/beachd/channels"
 	"github.com/cool-ai/beachd/channels/email"
 	"github.com/cool-ai/beachd/channels/twilio"
+	"github.com/cool-ai/beachd/channels/twilio/twiliotest"
 	"github.com/cool-ai/beachd/channels/webhook"
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/render"
@@ -76,7 +77,7 @@ type rig struct {
 	webSrv  *httptest.Server
 	webN    atomic.Int64
 	smtp    *SMTPSink
-	tw      *FakeTwilio
+	tw      *twiliotest.Server
 	twSrv   *httptest.Server
 
 	proxies map[string]*toxiproxy.Proxy // web, smtp, twilio
@@ -147,7 +148,7 @@ func newRig(t *testing.T, opt rigOptions) *rig {
 	if r.smtp, err = StartSMTPSink(&SMTPSink{}); err != nil {
 		t.Fatal(err)
 	}
-	r.tw = NewFakeTwilio()
+	r.tw = twiliotest.New(TwilioAccount, TwilioToken)
 	r.twSrv = httptest.NewServer(r.tw)
 
 	ts := newToxiServer()
@@ -399,18 +400,6 @@ func untoxic(t *testing.T, p *toxiproxy.Proxy, name string) {
 	t.Helper()
 	if err := p.Toxics.RemoveToxic(context.Background(), name); err != nil {
 		t.Fatalf("remove toxic %s from %s: %v", name, p.Name, err)
-	}
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", within, what)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 

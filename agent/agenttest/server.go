@@ -38,9 +38,12 @@ type Received struct {
 // "approve:" suspends its task (input-required) with an approval-request
 // data part whose approvalId is the rest of the text; a message "reply:X"
 // answers at once with a Message of text X; any other new message completes
-// its task with a response text part and a domain-data part. A message into
-// an existing task that carries an approval-response part is recorded and
-// completes the task.
+// its task with a response text part and a domain-data part. "brief:"
+// completes its task with a typed morning briefing (a response part "Good
+// morning. Three tasks today." and a domain-data part, slotKey "today",
+// listing three tasks); "fail:REASON" fails its task with REASON; "hang:"
+// leaves its task working forever. A message into an existing task that
+// carries an approval-response part is recorded and completes the task.
 type Server struct {
 	URL string
 	srv *httptest.Server
@@ -135,6 +138,27 @@ func (e *executor) Execute(ctx context.Context, rc *a2asrv.RequestContext, q eve
 	}
 	if err := q.Write(ctx, a2a.NewSubmittedTask(rc, msg)); err != nil {
 		return err
+	}
+	if reason, ok := strings.CutPrefix(text, "fail:"); ok {
+		ev := a2a.NewStatusUpdateEvent(rc, a2a.TaskStateFailed,
+			a2a.NewMessageForTask(a2a.MessageRoleAgent, rc, a2a.TextPart{Text: reason}))
+		ev.Final = true
+		return q.Write(ctx, ev)
+	}
+	if strings.HasPrefix(text, "hang:") {
+		return q.Write(ctx, a2a.NewStatusUpdateEvent(rc, a2a.TaskStateWorking, nil))
+	}
+	if strings.HasPrefix(text, "brief:") {
+		art := a2a.NewArtifactEvent(rc,
+			a2a.TextPart{Text: "Good morning. Three tasks today.", Metadata: map[string]any{"partType": "response"}},
+			a2a.DataPart{Data: map[string]any{"tasks": []any{"pack", "book taxi", "call Bob"}},
+				Metadata: map[string]any{"partType": "domain-data", "slotKey": "today"}})
+		if err := q.Write(ctx, art); err != nil {
+			return err
+		}
+		done := a2a.NewStatusUpdateEvent(rc, a2a.TaskStateCompleted, nil)
+		done.Final = true
+		return q.Write(ctx, done)
 	}
 	if id, ok := strings.CutPrefix(text, "approve:"); ok {
 		req := map[string]any{"approvalId": id, "toolName": "book_flight", "toolCallId": "call-" + id,

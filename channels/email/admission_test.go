@@ -6,14 +6,15 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/cool-ai/beachd/channels"
+	"github.com/cool-ai/beachd/channels/email/smtptest"
 	"github.com/cool-ai/beachd/channels/webhook"
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/storetest"
 )
 
 // TestSlowMailServerLeavesWorkersForOtherChannels: with the mail server
@@ -23,19 +24,19 @@ import (
 // workers sat waiting for the one pooled connection and the webhook waited
 // for the mail server's timeout.
 func TestSlowMailServerLeavesWorkersForOtherChannels(t *testing.T) {
-	be := &sink{}
-	port, _ := startSink(t, be, TLSNone)
+	be := &smtptest.Server{Keep: true}
+	port, _ := smtptest.Start(t, be, TLSNone)
 	hang := make(chan struct{})
 	released := false
 	release := func() {
 		if !released {
 			released = true
-			be.set(func(s *sink) { s.hang = nil })
+			be.Set(func(s *smtptest.Server) { s.Hang = nil })
 			close(hang) // the message held is accepted
 		}
 	}
 	defer release()
-	be.set(func(s *sink) { s.hang = hang })
+	be.Set(func(s *smtptest.Server) { s.Hang = hang })
 	mail := newTestSender(t, port, func(c *SenderConfig) { c.PoolSize = 1; c.Timeout = time.Minute; c.Now = time.Now }, false)
 
 	hooked := make(chan struct{}, 1)
@@ -60,11 +61,7 @@ func TestSlowMailServerLeavesWorkersForOtherChannels(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	db, err := store.Open(filepath.Join(t.TempDir(), "b.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := storetest.Open(t, store.Options{})
 	env, _ := json.Marshal(textEnvelope("Your booking is confirmed."))
 	var to []store.NewDelivery
 	for i := range 8 {
@@ -100,14 +97,14 @@ func TestSlowMailServerLeavesWorkersForOtherChannels(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("the webhook did not go out while the mail server held its answer")
 	}
-	if n := len(be.messages()); n != 0 {
+	if n := len(be.Raw()); n != 0 {
 		t.Fatalf("%d emails accepted before the server was released", n)
 	}
 	release()
 	deadline := time.Now().Add(30 * time.Second)
-	for len(be.messages()) < 8 {
+	for len(be.Raw()) < 8 {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of 8 emails accepted after the release", len(be.messages()))
+			t.Fatalf("%d of 8 emails accepted after the release", len(be.Raw()))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

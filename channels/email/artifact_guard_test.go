@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cool-ai/beachd/channels/email/smtptest"
 	"github.com/cool-ai/beachd/channels/fetch"
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/render"
@@ -93,8 +94,8 @@ func artifactParts(t *testing.T, uris ...string) []envelope.Part {
 func TestArtifactsCannotReachLocalAddresses(t *testing.T) {
 	secret, hits := secretServer(t)
 	p := secret.Listener.Addr().(*net.TCPAddr).Port
-	be := &sink{}
-	port, _ := startSink(t, be, TLSNone)
+	be := &smtptest.Server{Keep: true}
+	port, _ := smtptest.Start(t, be, TLSNone)
 	s, logs := guardSender(t, port, nil) // the default: nothing allowed
 	uris := []string{
 		secret.URL + "/secret",
@@ -115,7 +116,7 @@ func TestArtifactsCannotReachLocalAddresses(t *testing.T) {
 	if _, err := s.Deliver(context.Background(), job("dlv-ssrf", "outsider@example.com", env)); err != nil {
 		t.Fatal(err)
 	}
-	raw := string(be.messages()[0])
+	raw := string(be.Raw()[0])
 	if strings.Contains(raw, "attachment;") || strings.Contains(raw, base64.StdEncoding.EncodeToString([]byte("beachd_deliveries_total"))[:16]) {
 		t.Errorf("something was attached:\n%s", raw)
 	}
@@ -187,8 +188,8 @@ func TestArtifactNoteDoesNotTellWhy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	be := &sink{}
-	port, _ := startSink(t, be, TLSNone)
+	be := &smtptest.Server{Keep: true}
+	port, _ := smtptest.Start(t, be, TLSNone)
 	s, logs := guardSender(t, port, f)
 	s.cfg.ArtifactTimeout = 300 * time.Millisecond
 	uris := []string{"http://169.254.169.254/latest/", closedURL, srv.URL + "/404", srv.URL + "/500",
@@ -202,7 +203,7 @@ func TestArtifactNoteDoesNotTellWhy(t *testing.T) {
 	if _, err := s.Deliver(context.Background(), job("dlv-scan", "outsider@example.com", env)); err != nil {
 		t.Fatal(err)
 	}
-	raw := string(be.messages()[0])
+	raw := string(be.Raw()[0])
 	for _, leak := range []string{"refused", "in time", "another type", "Not Found", "status", "connection", "fetched"} {
 		if strings.Contains(raw, leak) {
 			t.Errorf("the mail says %q", leak)
@@ -269,30 +270,30 @@ func TestContentCannotWriteHeaders(t *testing.T) {
 		}
 	}
 	t.Run("rendered", func(t *testing.T) {
-		be := &sink{}
-		port, _ := startSink(t, be, TLSNone)
+		be := &smtptest.Server{Keep: true}
+		port, _ := smtptest.Start(t, be, TLSNone)
 		s := newTestSender(t, port, nil, true)
 		j := job("dlv-hdr1", "a@example.com", textEnvelope("Your file.", art))
 		j.Delivery.Extra = extra
 		if _, err := s.Deliver(context.Background(), j); err != nil {
 			t.Fatal(err)
 		}
-		raw := string(be.messages()[0])
+		raw := string(be.Raw()[0])
 		check(t, raw)
 		if !strings.Contains(raw, "Content-Type: application/octet-stream") {
 			t.Errorf("the bad media type was not replaced:\n%s", raw)
 		}
 	})
 	t.Run("fallback", func(t *testing.T) {
-		be := &sink{}
-		port, _ := startSink(t, be, TLSNone)
+		be := &smtptest.Server{Keep: true}
+		port, _ := smtptest.Start(t, be, TLSNone)
 		s := newTestSender(t, port, nil, false)
 		j := job("dlv-hdr2", "a@example.com", textEnvelope("Hello\rX-Injected-Subject: yes\nmore", art))
 		j.Delivery.Extra = extra
 		if _, err := s.Deliver(context.Background(), j); err != nil {
 			t.Fatal(err)
 		}
-		check(t, string(be.messages()[0]))
+		check(t, string(be.Raw()[0]))
 	})
 }
 

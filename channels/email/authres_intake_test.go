@@ -11,7 +11,9 @@ import (
 
 	"github.com/cool-ai/beachd/approvals"
 	"github.com/cool-ai/beachd/envelope"
+	"github.com/cool-ai/beachd/internal/testkit/poll"
 	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/storetest"
 )
 
 type nopEnqueuer struct{}
@@ -88,7 +90,7 @@ func TestIntakeSenderVerification(t *testing.T) {
 			ctx := context.Background()
 			cfg, mta := p.open(t)
 			cfg.Parse = ParseOptions{ReplyDomain: "reply.beachd.test", ReplyLocal: "approvals", AuthServID: "mx.example.com"}
-			db := openStore(t)
+			db := storetest.Open(t, store.Options{})
 			svc, err := approvals.New(approvals.Config{Secret: []byte(strings.Repeat("s", 32)), PublicURL: "https://beachd.example.org"},
 				db, nopEnqueuer{}, nil, testLogger(t))
 			if err != nil {
@@ -97,7 +99,7 @@ func TestIntakeSenderVerification(t *testing.T) {
 			id := "appr_auth_" + strings.ReplaceAll(p.name, "-", "")
 			token := pendingApproval(t, db, svc, id)
 			runIntake(t, cfg, db, svc)
-			eventually(t, 10*time.Second, "intake connected", func() bool {
+			poll.Eventually(t, 10*time.Second, "intake connected", func() bool {
 				_, ok, _ := db.GetKV(ctx, "imap/INBOX")
 				return ok
 			})
@@ -116,7 +118,7 @@ func TestIntakeSenderVerification(t *testing.T) {
 			for i, s := range spoofs {
 				mta.appendMsg("INBOX", authReply(i, token, s.top, s.sent))
 			}
-			eventually(t, 15*time.Second, "spoofed replies handled", func() bool { n, _ := mta.count("Processed"); return n == len(spoofs) })
+			poll.Eventually(t, 15*time.Second, "spoofed replies handled", func() bool { n, _ := mta.count("Processed"); return n == len(spoofs) })
 			v, err := svc.Get(ctx, id)
 			if err != nil {
 				t.Fatal(err)
@@ -141,7 +143,7 @@ func TestIntakeSenderVerification(t *testing.T) {
 
 			mta.appendMsg("INBOX", authReply(9, token, received+
 				"Authentication-Results: mx.example.com; dkim=pass header.d=example.org; spf=pass smtp.mailfrom=example.org; dmarc=pass (p=REJECT) header.from=example.org\r\n", ""))
-			eventually(t, 15*time.Second, "genuine reply decides", func() bool {
+			poll.Eventually(t, 15*time.Second, "genuine reply decides", func() bool {
 				v, err := svc.Get(ctx, id)
 				return err == nil && v.State != "pending"
 			})

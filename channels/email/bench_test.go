@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cool-ai/beachd/channels/email/smtptest"
 	"github.com/emersion/go-smtp"
 )
 
@@ -16,8 +17,8 @@ import (
 // connection) with a raw go-smtp client sending the same bytes on one
 // reused connection, against the same local go-smtp sink, in the same run.
 func BenchmarkSend(b *testing.B) {
-	be := &sink{discard: true}
-	port, _ := startSink(b, be, TLSNone)
+	be := &smtptest.Server{}
+	port, _ := smtptest.Start(b, be, TLSNone)
 	s := newTestSender(b, port, func(c *SenderConfig) { c.PoolSize = 1 }, false)
 	env := textEnvelope("Your itinerary for Monday: LH 902 FRA-LHR 10:05, hotel near the office, taxi booked.\n\nReply if you need changes.")
 	ctx := context.Background()
@@ -73,8 +74,8 @@ func BenchmarkSend(b *testing.B) {
 	b.ReportMetric(senderRate, "sender-msgs/s")
 	b.ReportMetric(rawRate, "raw-msgs/s")
 	b.ReportMetric(senderRate/rawRate, "ratio")
-	if be.count != 2*b.N {
-		b.Fatalf("sink counted %d, want %d", be.count, 2*b.N)
+	if be.Stats().Total != 2*b.N {
+		b.Fatalf("sink counted %d, want %d", be.Stats().Total, 2*b.N)
 	}
 }
 

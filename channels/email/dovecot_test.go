@@ -12,6 +12,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cool-ai/beachd/internal/testkit/poll"
+	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/storetest"
 )
 
 // dovecot is a standalone Dovecot (Debian dovecot-imapd) for one test:
@@ -201,20 +205,20 @@ func dovecotIntakeConfig(d *dovecot, mailbox string) IntakeConfig {
 // handles the next reply.
 func TestDovecotIdleMoveAndRestart(t *testing.T) {
 	d := startDovecot(t)
-	db := openStore(t)
+	db := storetest.Open(t, store.Options{})
 	dec := &recDecider{}
 	runIntake(t, dovecotIntakeConfig(d, "INBOX"), db, dec)
-	eventually(t, 10*time.Second, "intake connected", func() bool {
+	poll.Eventually(t, 10*time.Second, "intake connected", func() bool {
 		_, ok, _ := db.GetKV(context.Background(), "imap/INBOX")
 		return ok
 	})
 	mta := openMailbox(t, d.addr(), dovecotUser, dovecotPass)
 	mta.appendMsg("INBOX", replyMsg(1, "dove1@example.com", "Approve"))
-	eventually(t, 10*time.Second, "reply handled through IDLE", func() bool { return len(dec.inbound()) == 1 })
+	poll.Eventually(t, 10*time.Second, "reply handled through IDLE", func() bool { return len(dec.inbound()) == 1 })
 	if in := dec.inbound()[0]; in.Text != "Approve" || in.Token != tokA {
 		t.Fatalf("inbound %+v", in)
 	}
-	eventually(t, 5*time.Second, "moved to Processed", func() bool {
+	poll.Eventually(t, 5*time.Second, "moved to Processed", func() bool {
 		n, seen := mta.count("Processed")
 		return n == 1 && seen == 1
 	})
@@ -227,11 +231,11 @@ func TestDovecotIdleMoveAndRestart(t *testing.T) {
 	d.start()
 	mta = openMailbox(t, d.addr(), dovecotUser, dovecotPass)
 	mta.appendMsg("INBOX", replyMsg(2, "dove2@example.com", "Deny: too late"))
-	eventually(t, 15*time.Second, "reply handled after restart", func() bool { return len(dec.inbound()) == 2 })
+	poll.Eventually(t, 15*time.Second, "reply handled after restart", func() bool { return len(dec.inbound()) == 2 })
 	if in := dec.inbound()[1]; in.Text != "Deny: too late" {
 		t.Fatalf("inbound %+v", in)
 	}
-	eventually(t, 5*time.Second, "second moved", func() bool { n, _ := mta.count("Processed"); return n == 2 })
+	poll.Eventually(t, 5*time.Second, "second moved", func() bool { n, _ := mta.count("Processed"); return n == 2 })
 }
 
 // TestDovecotUIDValidityChange: the watched mailbox is deleted and
@@ -240,7 +244,7 @@ func TestDovecotIdleMoveAndRestart(t *testing.T) {
 // handles the new message.
 func TestDovecotUIDValidityChange(t *testing.T) {
 	d := startDovecot(t)
-	db := openStore(t)
+	db := storetest.Open(t, store.Options{})
 	mta := openMailbox(t, d.addr(), dovecotUser, dovecotPass)
 	if err := mta.c.Create("Replies", nil).Wait(); err != nil {
 		t.Fatal(err)
@@ -250,8 +254,8 @@ func TestDovecotUIDValidityChange(t *testing.T) {
 	}
 	dec := &recDecider{}
 	stop := runIntakeStoppable(t, dovecotIntakeConfig(d, "Replies"), db, dec)
-	eventually(t, 10*time.Second, "three handled", func() bool { return len(dec.inbound()) == 3 })
-	eventually(t, 5*time.Second, "three moved", func() bool { n, _ := mta.count("Processed"); return n == 3 })
+	poll.Eventually(t, 10*time.Second, "three handled", func() bool { return len(dec.inbound()) == 3 })
+	poll.Eventually(t, 5*time.Second, "three moved", func() bool { n, _ := mta.count("Processed"); return n == 3 })
 	stop()
 	before, _, _ := db.GetKV(context.Background(), "imap/Replies")
 
@@ -266,14 +270,14 @@ func TestDovecotUIDValidityChange(t *testing.T) {
 
 	dec2 := &recDecider{}
 	runIntake(t, dovecotIntakeConfig(d, "Replies"), db, dec2)
-	eventually(t, 10*time.Second, "message after the UIDVALIDITY change handled", func() bool { return len(dec2.inbound()) == 1 })
+	poll.Eventually(t, 10*time.Second, "message after the UIDVALIDITY change handled", func() bool { return len(dec2.inbound()) == 1 })
 	if in := dec2.inbound()[0]; in.MessageID != "uv4@example.com" {
 		t.Fatalf("inbound %+v", in)
 	}
 	if !strings.Contains(string(before), `"lastUid":3`) {
 		t.Fatalf("cursor before the change %s", before)
 	}
-	eventually(t, 5*time.Second, "cursor on the new UIDVALIDITY", func() bool {
+	poll.Eventually(t, 5*time.Second, "cursor on the new UIDVALIDITY", func() bool {
 		after, _, _ := db.GetKV(context.Background(), "imap/Replies")
 		return string(after) == `{"uidValidity":424242,"lastUid":1}`
 	})

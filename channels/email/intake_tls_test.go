@@ -6,6 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cool-ai/beachd/channels/email/smtptest"
+	"github.com/cool-ai/beachd/internal/testkit/poll"
+	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/storetest"
 	"github.com/emersion/go-imap/v2"
 	"github.com/emersion/go-imap/v2/imapserver"
 	"github.com/emersion/go-imap/v2/imapserver/imapmemserver"
@@ -34,7 +38,10 @@ func startMemIMAP(t *testing.T, caps imap.CapSet, mode string) (port int, client
 		t.Fatal(err)
 	}
 	if mode != TLSNone {
-		serverTLS, pool := selfSigned(t)
+		serverTLS, pool, err := smtptest.SelfSigned()
+		if err != nil {
+			t.Fatal(err)
+		}
 		clientTLS = &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"}
 		if mode == TLSImplicit {
 			ln = tls.NewListener(ln, serverTLS)
@@ -62,7 +69,7 @@ func TestIntakeTLSModesAndPolling(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			port, clientTLS := startMemIMAP(t, tc.caps, tc.mode)
-			db := openStore(t)
+			db := storetest.Open(t, store.Options{})
 			dec := &recDecider{}
 			cfg := IntakeConfig{Host: "127.0.0.1", Port: port, TLS: tc.mode, TLSConfig: clientTLS,
 				Username: "agent@beachd.localhost", Password: "pw", PollInterval: 100 * time.Millisecond, IdleRefresh: 20 * time.Minute,
@@ -71,8 +78,8 @@ func TestIntakeTLSModesAndPolling(t *testing.T) {
 			runIntake(t, cfg, db, dec)
 			mta := openMailboxTLS(t, port, tc.mode, clientTLS)
 			mta.appendMsg("INBOX", replyMsg(1, "tls1@example.com", "Approve"))
-			eventually(t, 10*time.Second, "handled", func() bool { return len(dec.inbound()) == 1 })
-			eventually(t, 5*time.Second, "moved", func() bool {
+			poll.Eventually(t, 10*time.Second, "handled", func() bool { return len(dec.inbound()) == 1 })
+			poll.Eventually(t, 5*time.Second, "moved", func() bool {
 				n, _ := mta.count("INBOX")
 				p, seen := mta.count("Processed")
 				return n == 0 && p == 1 && seen == 1

@@ -20,6 +20,7 @@ import (
 	"github.com/emersion/go-smtp"
 
 	"github.com/cool-ai/beachd/channels"
+	"github.com/cool-ai/beachd/channels/email/smtptest"
 	"github.com/cool-ai/beachd/channels/fetch"
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/render"
@@ -91,8 +92,8 @@ func newTestSenderFetching(t testing.TB, port int, mut func(*SenderConfig), with
 }
 
 func TestSenderDeliversRenderedMessage(t *testing.T) {
-	be := &sink{}
-	port, _ := startSink(t, be, TLSNone)
+	be := &smtptest.Server{Keep: true}
+	port, _ := smtptest.Start(t, be, TLSNone)
 	s := newTestSender(t, port, nil, true)
 	exp := testNow.Add(24 * time.Hour)
 	env := textEnvelope("I found a flight. Shall I book it?", dataPart(t, "approval-request", envelope.ApprovalRequest{
@@ -106,7 +107,7 @@ func TestSenderDeliversRenderedMessage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	msgs := be.messages()
+	msgs := be.Raw()
 	if len(msgs) != 1 {
 		t.Fatalf("%d messages accepted", len(msgs))
 	}
@@ -145,13 +146,13 @@ func TestSenderDeliversRenderedMessage(t *testing.T) {
 }
 
 func TestSenderFallbackWithoutRenderer(t *testing.T) {
-	be := &sink{}
-	port, _ := startSink(t, be, TLSNone)
+	be := &smtptest.Server{Keep: true}
+	port, _ := smtptest.Start(t, be, TLSNone)
 	s := newTestSender(t, port, nil, false)
 	if _, err := s.Deliver(context.Background(), job("dlv02", "bob@example.com", textEnvelope("Your report is ready."))); err != nil {
 		t.Fatal(err)
 	}
-	raw := string(be.messages()[0])
+	raw := string(be.Raw()[0])
 	if !strings.Contains(raw, "Subject: Your report is ready.") || !strings.Contains(raw, "Message-ID: <dlv02@beachd.test>") {
 		t.Errorf("fallback message:\n%s", raw)
 	}
@@ -162,31 +163,31 @@ func TestSenderFallbackWithoutRenderer(t *testing.T) {
 func TestSenderFailureClasses(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
-		set       func(s *sink)
+		set       func(s *smtptest.Server)
 		permanent bool
 		maybeSent bool
 		code      int
 		enhanced  string
 	}{
-		{name: "4xx at MAIL", set: func(s *sink) {
-			s.mailErr = &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "try later"}
+		{name: "4xx at MAIL", set: func(s *smtptest.Server) {
+			s.MailErr = &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "try later"}
 		}, code: 451, enhanced: "4.3.0"},
-		{name: "5xx at RCPT", set: func(s *sink) {
-			s.rcptErr = &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "no such user"}
+		{name: "5xx at RCPT", set: func(s *smtptest.Server) {
+			s.RcptErr = &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "no such user"}
 		}, permanent: true, code: 550, enhanced: "5.1.1"},
-		{name: "4xx after DATA", set: func(s *sink) {
-			s.dataErr = &smtp.SMTPError{Code: 452, EnhancedCode: smtp.EnhancedCode{4, 2, 2}, Message: "mailbox full"}
+		{name: "4xx after DATA", set: func(s *smtptest.Server) {
+			s.DataErr = &smtp.SMTPError{Code: 452, EnhancedCode: smtp.EnhancedCode{4, 2, 2}, Message: "mailbox full"}
 		}, code: 452, enhanced: "4.2.2"},
-		{name: "5xx after DATA", set: func(s *sink) {
-			s.dataErr = &smtp.SMTPError{Code: 554, EnhancedCode: smtp.EnhancedCode{5, 7, 1}, Message: "rejected as spam"}
+		{name: "5xx after DATA", set: func(s *smtptest.Server) {
+			s.DataErr = &smtp.SMTPError{Code: 554, EnhancedCode: smtp.EnhancedCode{5, 7, 1}, Message: "rejected as spam"}
 		}, permanent: true, code: 554, enhanced: "5.7.1"},
-		{name: "drop after final dot", set: func(s *sink) { s.dropAfterData = true }, maybeSent: true},
+		{name: "drop after final dot", set: func(s *smtptest.Server) { s.DropAfterData = true }, maybeSent: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			be := &sink{}
-			port, _ := startSink(t, be, TLSNone)
+			be := &smtptest.Server{Keep: true}
+			port, _ := smtptest.Start(t, be, TLSNone)
 			s := newTestSender(t, port, nil, false)
-			be.set(tc.set)
+			be.Set(tc.set)
 			_, err := s.Deliver(context.Background(), job("dlv03", "carol@example.com", textEnvelope("hello")))
 			var ce *channels.Error
 			if !errors.As(err, &ce) {
@@ -206,11 +207,11 @@ func TestSenderFailureClasses(t *testing.T) {
 			}
 			// The next attempt, once the server behaves, goes through on a
 			// fresh or reused connection.
-			be.set(func(s *sink) { s.mailErr, s.rcptErr, s.dataErr, s.dropAfterData = nil, nil, nil, false })
+			be.Set(func(s *smtptest.Server) { s.MailErr, s.RcptErr, s.DataErr, s.DropAfterData = nil, nil, nil, false })
 			if _, err := s.Deliver(context.Background(), job("dlv03", "carol@example.com", textEnvelope("hello"))); err != nil {
 				t.Fatalf("retry: %v", err)
 			}
-			if n := len(be.messages()); n != 1 {
+			if n := len(be.Raw()); n != 1 {
 				t.Fatalf("%d messages accepted after the retry", n)
 			}
 		})
@@ -218,28 +219,28 @@ func TestSenderFailureClasses(t *testing.T) {
 }
 
 func TestSenderDropMidDataIsTemporary(t *testing.T) {
-	be := &sink{}
-	port, _ := startSink(t, be, TLSNone)
+	be := &smtptest.Server{Keep: true}
+	port, _ := smtptest.Start(t, be, TLSNone)
 	s := newTestSender(t, port, nil, false)
-	be.set(func(s *sink) { s.dropMidData = true })
+	be.Set(func(s *smtptest.Server) { s.DropMidData = true })
 	big := strings.Repeat("all work and no play makes jack a dull boy\n", 100_000) // ~4 MB
 	_, err := s.Deliver(context.Background(), job("dlv04", "dave@example.com", textEnvelope(big)))
 	ce := channels.AsError(err)
 	if err == nil || ce.Permanent {
 		t.Fatalf("err = %v", err)
 	}
-	if len(be.messages()) != 0 {
+	if len(be.Raw()) != 0 {
 		t.Fatal("server kept a message it hung up on")
 	}
 }
 
 func TestSenderHangingServerTimesOut(t *testing.T) {
-	be := &sink{}
-	port, _ := startSink(t, be, TLSNone)
+	be := &smtptest.Server{Keep: true}
+	port, _ := smtptest.Start(t, be, TLSNone)
 	s := newTestSender(t, port, func(c *SenderConfig) { c.Timeout = 300 * time.Millisecond }, false)
 	hang := make(chan struct{})
 	defer close(hang)
-	be.set(func(s *sink) { s.hang = hang })
+	be.Set(func(s *smtptest.Server) { s.Hang = hang })
 	start := time.Now()
 	_, err := s.Deliver(context.Background(), job("dlv05", "erin@example.com", textEnvelope("hi")))
 	ce := channels.AsError(err)
@@ -252,12 +253,12 @@ func TestSenderHangingServerTimesOut(t *testing.T) {
 }
 
 func TestSenderContextCancelAbortsSend(t *testing.T) {
-	be := &sink{}
-	port, _ := startSink(t, be, TLSNone)
+	be := &smtptest.Server{Keep: true}
+	port, _ := smtptest.Start(t, be, TLSNone)
 	s := newTestSender(t, port, nil, false)
 	hang := make(chan struct{})
 	defer close(hang)
-	be.set(func(s *sink) { s.hang = hang })
+	be.Set(func(s *smtptest.Server) { s.Hang = hang })
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	_, err := s.Deliver(ctx, job("dlv06", "erin@example.com", textEnvelope("hi")))
@@ -294,18 +295,18 @@ func TestSenderGarbageServer(t *testing.T) {
 }
 
 func TestSenderReusesConnections(t *testing.T) {
-	be := &sink{}
-	port, _ := startSink(t, be, TLSNone)
+	be := &smtptest.Server{Keep: true}
+	port, _ := smtptest.Start(t, be, TLSNone)
 	s := newTestSender(t, port, func(c *SenderConfig) { c.PoolSize = 1 }, false)
 	for i := 0; i < 5; i++ {
 		if _, err := s.Deliver(context.Background(), job(fmt.Sprintf("dlv1%d", i), "g@example.com", textEnvelope("hi"))); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if n := be.sessionCount(); n != 1 {
+	if n := be.Stats().Sessions; n != 1 {
 		t.Fatalf("%d SMTP sessions for 5 messages, want 1", n)
 	}
-	if n := len(be.messages()); n != 5 {
+	if n := len(be.Raw()); n != 5 {
 		t.Fatalf("%d accepted", n)
 	}
 }
@@ -313,16 +314,16 @@ func TestSenderReusesConnections(t *testing.T) {
 func TestSenderTLSAndAuth(t *testing.T) {
 	for _, mode := range []string{TLSStartTLS, TLSImplicit} {
 		t.Run(mode, func(t *testing.T) {
-			be := &sink{requireAuth: true}
-			port, clientTLS := startSink(t, be, mode)
+			be := &smtptest.Server{Keep: true, RequireAuth: true}
+			port, clientTLS := smtptest.Start(t, be, mode)
 			s := newTestSender(t, port, func(c *SenderConfig) {
 				c.TLS, c.TLSConfig, c.Username, c.Password = mode, clientTLS, "beachd", "s3cret"
 			}, false)
 			if _, err := s.Deliver(context.Background(), job("dlv20", "h@example.com", textEnvelope("secure hello"))); err != nil {
 				t.Fatal(err)
 			}
-			if len(be.messages()) != 1 || len(be.auths) != 1 {
-				t.Fatalf("accepted %d, auths %v", len(be.messages()), be.auths)
+			if len(be.Raw()) != 1 || len(be.Auths()) != 1 {
+				t.Fatalf("accepted %d, auths %v", len(be.Raw()), be.Auths())
 			}
 			// Wrong credentials: temporary (our configuration, not the
 			// message), with the server's reply as the receipt.
@@ -376,15 +377,15 @@ func TestSenderDKIM(t *testing.T) {
 		t.Fatal(err)
 	}
 	pemKey := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
-	be := &sink{}
-	port, _ := startSink(t, be, TLSNone)
+	be := &smtptest.Server{Keep: true}
+	port, _ := smtptest.Start(t, be, TLSNone)
 	s := newTestSender(t, port, func(c *SenderConfig) {
 		c.DKIM = DKIMConfig{Domain: "beachd.test", Selector: "sel1", PrivateKeyPEM: pemKey}
 	}, false)
 	if _, err := s.Deliver(context.Background(), job("dlv30", "i@example.com", textEnvelope("signed"))); err != nil {
 		t.Fatal(err)
 	}
-	raw := string(be.messages()[0])
+	raw := string(be.Raw()[0])
 	if !strings.HasPrefix(raw, "DKIM-Signature:") || !strings.Contains(raw, "d=beachd.test") || !strings.Contains(raw, "s=sel1") {
 		t.Fatalf("no DKIM signature:\n%s", raw[:min(len(raw), 600)])
 	}
@@ -410,8 +411,8 @@ func TestSenderArtifacts(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	be := &sink{}
-	port, _ := startSink(t, be, TLSNone)
+	be := &smtptest.Server{Keep: true}
+	port, _ := smtptest.Start(t, be, TLSNone)
 	s := newTestSender(t, port, func(c *SenderConfig) { c.MaxArtifactBytes = 1024; c.ArtifactTimeout = 300 * time.Millisecond }, true)
 	art := func(id, path string) envelope.Part {
 		return dataPart(t, "artifact", envelope.Artifact{ArtifactID: id, MimeType: "application/pdf", Name: id + ".pdf", URI: srv.URL + path})
@@ -434,7 +435,7 @@ func TestSenderArtifacts(t *testing.T) {
 	if _, err := s.Deliver(context.Background(), job("dlv40", "j@example.com", env)); err != nil {
 		t.Fatal(err)
 	}
-	raw := string(be.messages()[0])
+	raw := string(be.Raw()[0])
 	if !strings.Contains(raw, `filename="ok.pdf"`) || strings.Contains(raw, `filename="big.pdf"`) {
 		t.Errorf("attachments wrong:\n%s", raw)
 	}
@@ -464,8 +465,8 @@ func TestParseReply(t *testing.T) {
 }
 
 func TestSenderConcurrentUsesAtMostPoolSize(t *testing.T) {
-	be := &sink{}
-	port, _ := startSink(t, be, TLSNone)
+	be := &smtptest.Server{Keep: true}
+	port, _ := smtptest.Start(t, be, TLSNone)
 	s := newTestSender(t, port, func(c *SenderConfig) { c.PoolSize = 2 }, false)
 	errc := make(chan error, 20)
 	for i := 0; i < 20; i++ {
@@ -479,7 +480,7 @@ func TestSenderConcurrentUsesAtMostPoolSize(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n, sess := len(be.messages()), be.sessionCount(); n != 20 || sess > 2 {
+	if n, sess := len(be.Raw()), be.Stats().Sessions; n != 20 || sess > 2 {
 		t.Fatalf("%d accepted over %d sessions", n, sess)
 	}
 }
@@ -509,17 +510,17 @@ func FuzzParseReply(f *testing.F) {
 // connection while it was idle; the next message goes out on a fresh one
 // instead of failing.
 func TestSenderRedialsAStalePooledConnection(t *testing.T) {
-	be := &sink{}
-	port, _ := startSink(t, be, TLSNone)
+	be := &smtptest.Server{Keep: true}
+	port, _ := smtptest.Start(t, be, TLSNone)
 	s := newTestSender(t, port, func(c *SenderConfig) { c.PoolSize = 1 }, false)
 	if _, err := s.Deliver(context.Background(), job("dlvs1", "l@example.com", textEnvelope("one"))); err != nil {
 		t.Fatal(err)
 	}
-	be.dropAll()
+	be.DropAll()
 	if _, err := s.Deliver(context.Background(), job("dlvs2", "l@example.com", textEnvelope("two"))); err != nil {
 		t.Fatalf("after the server dropped the idle connection: %v", err)
 	}
-	if n, sess := len(be.messages()), be.sessionCount(); n != 2 || sess != 2 {
+	if n, sess := len(be.Raw()), be.Stats().Sessions; n != 2 || sess != 2 {
 		t.Fatalf("%d accepted over %d sessions", n, sess)
 	}
 }
@@ -538,8 +539,8 @@ func TestArtifactsLeaveTheSMTPTimeItsShare(t *testing.T) {
 		w.Write([]byte(strings.Repeat("x", 600)))
 	}))
 	defer srv.Close()
-	be := &sink{}
-	port, _ := startSink(t, be, TLSNone)
+	be := &smtptest.Server{Keep: true}
+	port, _ := smtptest.Start(t, be, TLSNone)
 	// Each fetch alone may take 10 s: six one after another would outlast
 	// the attempt three times over.
 	s := newTestSender(t, port, func(c *SenderConfig) { c.MaxArtifactBytes = 1024; c.ArtifactTimeout = 10 * time.Second }, true)

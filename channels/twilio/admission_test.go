@@ -31,7 +31,7 @@ func TestAdmitReservesRateLimitSlots(t *testing.T) {
 			return nil
 		}})
 	f := newFakeTwilio(t)
-	d, err := NewSMS(testConfig(), Deps{Client: newTestClient(t, f.srv.URL, 5*time.Second), Store: openStore(t), Limiter: lim})
+	d, err := NewSMS(testConfig(), Deps{Client: newTestClient(t, f.URL, 5*time.Second), Store: openStore(t), Limiter: lim})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestAdmitReservesRateLimitSlots(t *testing.T) {
 	if e := channels.AsError(err); err == nil || e.RetryAfter != 3*time.Second {
 		t.Fatalf("a job without a slot: err %v, want a RetryAfter of 3s", err)
 	}
-	if n := f.postCount(); n != 1 {
+	if n := f.Posts(); n != 1 {
 		t.Fatalf("%d messages sent, want 1", n)
 	}
 }
@@ -98,7 +98,7 @@ func (o *otherChannel) Deliver(ctx context.Context, job *channels.Job) (*channel
 func TestSMSBroadcastDoesNotHoldUpOtherChannels(t *testing.T) {
 	db := openStore(t)
 	f := newFakeTwilio(t)
-	sms, err := NewSMS(testConfig(), Deps{Client: newTestClient(t, f.srv.URL, 5*time.Second), Store: db, Limiter: NewLimiter(LimiterConfig{PerSecond: 1, Burst: 1})})
+	sms, err := NewSMS(testConfig(), Deps{Client: newTestClient(t, f.URL, 5*time.Second), Store: db, Limiter: NewLimiter(LimiterConfig{PerSecond: 1, Burst: 1})})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,22 +11,24 @@ import (
 	"time"
 
 	"github.com/cool-ai/beachd/channels"
+	"github.com/cool-ai/beachd/channels/twilio/twiliotest"
 	"github.com/cool-ai/beachd/envelope"
+	"github.com/cool-ai/beachd/internal/testkit/poll"
 	"github.com/cool-ai/beachd/render"
 )
 
-func newSMS(t *testing.T, f *fakeTwilio, cfg Config, db Store) *SMS {
+func newSMS(t *testing.T, f *twiliotest.Server, cfg Config, db Store) *SMS {
 	t.Helper()
-	d, err := NewSMS(cfg, Deps{Client: newTestClient(t, f.srv.URL, 5*time.Second), Store: db, Limiter: fastLimiter()})
+	d, err := NewSMS(cfg, Deps{Client: newTestClient(t, f.URL, 5*time.Second), Store: db, Limiter: fastLimiter()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return d
 }
 
-func newWA(t *testing.T, f *fakeTwilio, cfg Config, db Store) *WhatsApp {
+func newWA(t *testing.T, f *twiliotest.Server, cfg Config, db Store) *WhatsApp {
 	t.Helper()
-	d, err := NewWhatsApp(cfg, Deps{Client: newTestClient(t, f.srv.URL, 5*time.Second), Store: db, Limiter: fastLimiter()})
+	d, err := NewWhatsApp(cfg, Deps{Client: newTestClient(t, f.URL, 5*time.Second), Store: db, Limiter: fastLimiter()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +42,7 @@ func TestSMSDeliverSendsOneMessage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	form := f.lastForm()
+	form := f.LastForm()
 	if form.Get("To") != alice || form.Get("From") != ourSMS {
 		t.Errorf("To/From = %q/%q", form.Get("To"), form.Get("From"))
 	}
@@ -68,7 +70,7 @@ func TestMessagingServiceReplacesFrom(t *testing.T) {
 	if _, err := d.Deliver(context.Background(), job("dlv_1", "sms", alice, "hi")); err != nil {
 		t.Fatal(err)
 	}
-	form := f.lastForm()
+	form := f.LastForm()
 	if form.Get("From") != "" || form.Get("MessagingServiceSid") != cfg.MessagingServiceSID {
 		t.Errorf("form = %v", form)
 	}
@@ -79,31 +81,31 @@ func TestMessagingServiceReplacesFrom(t *testing.T) {
 func TestErrorClassification(t *testing.T) {
 	cases := []struct {
 		name      string
-		reply     fakeReply
+		reply     twiliotest.Reply
 		permanent bool
 		retry     time.Duration
 		contains  string
 		code      int
 	}{
-		{"invalid number", twilioError(400, 21211, "The 'To' number +1555 is not a valid phone number."), true, 0, "21211", 21211},
-		{"opted out", twilioError(400, 21610, "Attempt to send to unsubscribed recipient"), true, 0, "opted out", 21610},
-		{"landline", twilioError(400, 21614, "'To' number is not a valid mobile number"), true, 0, "21614", 21614},
-		{"whatsapp window", twilioError(400, 63016, "Failed to send freeform message because you are outside the allowed window."), true, 0, "63016", 63016},
-		{"other 400", twilioError(400, 21602, "Message body is required."), true, 0, "21602", 21602},
-		{"throttled 20429", withHeader(twilioError(429, 20429, "Too Many Requests"), "Retry-After", "7"), false, 7 * time.Second, "20429", 20429},
-		{"whatsapp rate 63017", twilioError(429, 63017, "Rate limit exceeded"), false, 0, "63017", 63017},
-		{"server error", twilioError(500, 20500, "Internal Server Error"), false, 0, "20500", 20500},
-		{"unavailable with retry-after", withHeader(twilioError(503, 20503, "Service Unavailable"), "Retry-After", "120"), false, 120 * time.Second, "20503", 20503},
-		{"bad credentials", twilioError(401, 20003, "Authenticate"), false, 0, "20003", 20003},
-		{"html from a proxy", fakeReply{status: 502, body: "<html><body>Bad Gateway</body></html>", header: map[string]string{"Content-Type": "text/html"}}, false, 0, "unreadable error body", 0},
-		{"html 400", fakeReply{status: 400, body: "<html>nope</html>"}, false, 0, "unreadable error body", 0},
+		{"invalid number", twiliotest.Error(400, 21211, "The 'To' number +1555 is not a valid phone number."), true, 0, "21211", 21211},
+		{"opted out", twiliotest.Error(400, 21610, "Attempt to send to unsubscribed recipient"), true, 0, "opted out", 21610},
+		{"landline", twiliotest.Error(400, 21614, "'To' number is not a valid mobile number"), true, 0, "21614", 21614},
+		{"whatsapp window", twiliotest.Error(400, 63016, "Failed to send freeform message because you are outside the allowed window."), true, 0, "63016", 63016},
+		{"other 400", twiliotest.Error(400, 21602, "Message body is required."), true, 0, "21602", 21602},
+		{"throttled 20429", withHeader(twiliotest.Error(429, 20429, "Too Many Requests"), "Retry-After", "7"), false, 7 * time.Second, "20429", 20429},
+		{"whatsapp rate 63017", twiliotest.Error(429, 63017, "Rate limit exceeded"), false, 0, "63017", 63017},
+		{"server error", twiliotest.Error(500, 20500, "Internal Server Error"), false, 0, "20500", 20500},
+		{"unavailable with retry-after", withHeader(twiliotest.Error(503, 20503, "Service Unavailable"), "Retry-After", "120"), false, 120 * time.Second, "20503", 20503},
+		{"bad credentials", twiliotest.Error(401, 20003, "Authenticate"), false, 0, "20003", 20003},
+		{"html from a proxy", twiliotest.Reply{Status: 502, Body: "<html><body>Bad Gateway</body></html>", Header: map[string]string{"Content-Type": "text/html"}}, false, 0, "unreadable error body", 0},
+		{"html 400", twiliotest.Reply{Status: 400, Body: "<html>nope</html>"}, false, 0, "unreadable error body", 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFakeTwilio(t)
 			db := openStore(t)
 			d := newSMS(t, f, testConfig(), db)
-			f.fail(tc.reply)
+			f.FailNext(tc.reply)
 			_, err := d.Deliver(context.Background(), job("dlv_1", "sms", alice, "hi"))
 			var e *channels.Error
 			if !errors.As(err, &e) {
@@ -125,20 +127,20 @@ func TestErrorClassification(t *testing.T) {
 	}
 }
 
-func withHeader(r fakeReply, k, v string) fakeReply {
+func withHeader(r twiliotest.Reply, k, v string) twiliotest.Reply {
 	h := map[string]string{}
-	for a, b := range r.header {
+	for a, b := range r.Header {
 		h[a] = b
 	}
 	h[k] = v
-	r.header = h
+	r.Header = h
 	return r
 }
 
 func TestOptOutAtTwilioStopsFurtherSends(t *testing.T) {
 	f := newFakeTwilio(t)
 	d := newSMS(t, f, testConfig(), openStore(t))
-	f.fail(twilioError(400, 21610, "Attempt to send to unsubscribed recipient"))
+	f.FailNext(twiliotest.Error(400, 21610, "Attempt to send to unsubscribed recipient"))
 	if _, err := d.Deliver(context.Background(), job("dlv_1", "sms", alice, "hi")); !errors.Is(err, ErrOptedOut) {
 		t.Fatalf("err = %v", err)
 	}
@@ -146,7 +148,7 @@ func TestOptOutAtTwilioStopsFurtherSends(t *testing.T) {
 	if !errors.Is(err, ErrOptedOut) || !channels.AsError(err).Permanent {
 		t.Fatalf("second send: %v", err)
 	}
-	if n := f.postCount(); n != 1 {
+	if n := f.Posts(); n != 1 {
 		t.Errorf("posts = %d, want 1 (no send after opt-out)", n)
 	}
 	if !strings.Contains(err.Error(), "recipient opted out (STOP)") {
@@ -163,7 +165,7 @@ func TestBadNumberIsPermanentWithoutACall(t *testing.T) {
 			t.Errorf("%q: err = %v", to, err)
 		}
 	}
-	if f.postCount() != 0 {
+	if f.Posts() != 0 {
 		t.Error("a bad number reached Twilio")
 	}
 }
@@ -171,11 +173,11 @@ func TestBadNumberIsPermanentWithoutACall(t *testing.T) {
 func TestTimeoutAfterPostIsMaybeSentAndRecoveredWithoutResending(t *testing.T) {
 	f := newFakeTwilio(t)
 	db := openStore(t)
-	d, err := NewSMS(testConfig(), Deps{Client: newTestClient(t, f.srv.URL, 300*time.Millisecond), Store: db, Limiter: fastLimiter()})
+	d, err := NewSMS(testConfig(), Deps{Client: newTestClient(t, f.URL, 300*time.Millisecond), Store: db, Limiter: fastLimiter()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.fail(fakeReply{hang: true})
+	f.FailNext(twiliotest.Reply{Hang: true})
 	j := job("dlv_1", "sms", alice, "Your code is ready")
 	_, err = d.Deliver(context.Background(), j)
 	e := channels.AsError(err)
@@ -183,19 +185,7 @@ func TestTimeoutAfterPostIsMaybeSentAndRecoveredWithoutResending(t *testing.T) {
 		t.Fatalf("err = %v (maybeSent=%v)", err, e.MaybeSent)
 	}
 	// The fake created the message after the client gave up; wait for it.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		f.mu.Lock()
-		n := len(f.created)
-		f.mu.Unlock()
-		if n == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("fake never created the message")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	poll.Eventually(t, 5*time.Second, "the fake to create the message", func() bool { return len(f.Created()) == 1 })
 	// The dispatcher records MaybeSent; the next attempt looks it up.
 	j.Delivery.MaybeSent = true
 	j.Attempt = 2
@@ -203,12 +193,10 @@ func TestTimeoutAfterPostIsMaybeSentAndRecoveredWithoutResending(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.postCount() != 1 {
-		t.Errorf("posts = %d, want 1: the maybe-sent message was sent again", f.postCount())
+	if f.Posts() != 1 {
+		t.Errorf("posts = %d, want 1: the maybe-sent message was sent again", f.Posts())
 	}
-	f.mu.Lock()
-	sid := f.created[0]["sid"]
-	f.mu.Unlock()
+	sid := f.Created()[0].SID
 	if res.ProviderID != sid || res.Receipt.Meta["recovered"] != true {
 		t.Errorf("result = %+v, want recovered %v", res, sid)
 	}
@@ -224,8 +212,8 @@ func TestMaybeSentWithRecordedSIDFetchesIt(t *testing.T) {
 	j := job("dlv_1", "sms", alice, "one")
 	j.Delivery.MaybeSent, j.Delivery.ProviderID = true, first.ProviderID
 	res, err := d.Deliver(context.Background(), j)
-	if err != nil || res.ProviderID != first.ProviderID || f.postCount() != 1 {
-		t.Fatalf("res=%+v err=%v posts=%d", res, err, f.postCount())
+	if err != nil || res.ProviderID != first.ProviderID || f.Posts() != 1 {
+		t.Fatalf("res=%+v err=%v posts=%d", res, err, f.Posts())
 	}
 }
 
@@ -241,8 +229,8 @@ func TestMaybeSentButNotAtTwilioSendsAgain(t *testing.T) {
 	if _, err := d.Deliver(context.Background(), j); err != nil {
 		t.Fatal(err)
 	}
-	if f.postCount() != 2 || f.lastForm().Get("Body") != "the real one" {
-		t.Errorf("posts = %d, last body %q", f.postCount(), f.lastForm().Get("Body"))
+	if f.Posts() != 2 || f.LastForm().Get("Body") != "the real one" {
+		t.Errorf("posts = %d, last body %q", f.Posts(), f.LastForm().Get("Body"))
 	}
 }
 
@@ -278,8 +266,8 @@ func TestWhatsAppWindowAndTemplates(t *testing.T) {
 		cfg.Now = func() time.Time { return now }
 		d := newWA(t, f, cfg, openStore(t))
 		_, err := d.Deliver(context.Background(), job("dlv_1", "whatsapp", alice, "hi"))
-		if !errors.Is(err, ErrOutsideWindow) || !channels.AsError(err).Permanent || f.postCount() != 0 {
-			t.Fatalf("err = %v posts=%d", err, f.postCount())
+		if !errors.Is(err, ErrOutsideWindow) || !channels.AsError(err).Permanent || f.Posts() != 0 {
+			t.Fatalf("err = %v posts=%d", err, f.Posts())
 		}
 	})
 	t.Run("outside the window with a result template", func(t *testing.T) {
@@ -291,7 +279,7 @@ func TestWhatsAppWindowAndTemplates(t *testing.T) {
 		if _, err := d.Deliver(context.Background(), job("dlv_1", "whatsapp", alice, "Your trip is booked")); err != nil {
 			t.Fatal(err)
 		}
-		form := f.lastForm()
+		form := f.LastForm()
 		var vars map[string]string
 		json.Unmarshal([]byte(form.Get("ContentVariables")), &vars)
 		if form.Get("To") != "whatsapp:"+alice || form.Get("From") != ourWA || form.Get("ContentSid") != resultTmpl.ContentSID ||
@@ -310,7 +298,7 @@ func TestWhatsAppWindowAndTemplates(t *testing.T) {
 		if _, err := d.Deliver(context.Background(), job("dlv_1", "whatsapp", alice, "Your trip is booked")); err != nil {
 			t.Fatal(err)
 		}
-		if form := f.lastForm(); form.Get("Body") != "Your trip is booked" || form.Get("ContentSid") != "" {
+		if form := f.LastForm(); form.Get("Body") != "Your trip is booked" || form.Get("ContentSid") != "" {
 			t.Errorf("form = %v", form)
 		}
 	})
@@ -334,7 +322,7 @@ func TestWhatsAppWindowAndTemplates(t *testing.T) {
 		if _, err := d.Deliver(context.Background(), approvalJob("dlv_1", "whatsapp", alice)); err != nil {
 			t.Fatal(err)
 		}
-		form := f.lastForm()
+		form := f.LastForm()
 		var vars map[string]string
 		if err := json.Unmarshal([]byte(form.Get("ContentVariables")), &vars); err != nil {
 			t.Fatal(err)
@@ -354,7 +342,7 @@ func TestWhatsAppWindowAndTemplates(t *testing.T) {
 		if _, err := d.Deliver(context.Background(), approvalJob("dlv_1", "whatsapp", alice)); err != nil {
 			t.Fatal(err)
 		}
-		if b := f.lastForm().Get("Body"); !strings.Contains(b, "Reply YES 4821 or NO 4821") {
+		if b := f.LastForm().Get("Body"); !strings.Contains(b, "Reply YES 4821 or NO 4821") {
 			t.Errorf("body = %q", b)
 		}
 	})
@@ -362,7 +350,7 @@ func TestWhatsAppWindowAndTemplates(t *testing.T) {
 
 func TestConfigValidation(t *testing.T) {
 	f := newFakeTwilio(t)
-	c := newTestClient(t, f.srv.URL, time.Second)
+	c := newTestClient(t, f.URL, time.Second)
 	bad := []Config{
 		{SMSFrom: "5550001111"},
 		{SMSFrom: ourSMS, Templates: Templates{Result: &render.ContentTemplate{}}},
@@ -392,7 +380,7 @@ func TestBaseURLRewriteKeepsPathPrefix(t *testing.T) {
 	if _, err := d.Deliver(context.Background(), job("dlv_1", "sms", alice, "hi")); err != nil {
 		t.Fatal(err)
 	}
-	if f.postCount() != 1 {
+	if f.Posts() != 1 {
 		t.Error("not delivered through the prefixed base URL")
 	}
 }
@@ -406,14 +394,14 @@ func TestSplitSMSFailureMidwayDoesNotRepeatSentParts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := NewSMS(testConfig(), Deps{Client: newTestClient(t, f.srv.URL, 5*time.Second), Store: openStore(t), Limiter: fastLimiter(), Render: Renderer(r, nil, nil)})
+	d, err := NewSMS(testConfig(), Deps{Client: newTestClient(t, f.URL, 5*time.Second), Store: openStore(t), Limiter: fastLimiter(), Render: Renderer(r, nil, nil)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	long := strings.Repeat("The quick brown fox jumps over the lazy dog. ", 8)
 	j := job("dlv_1", "sms", alice, long)
 	// Part 1 succeeds, part 2 fails.
-	f.failAfter(1, twilioError(503, 20503, "Service Unavailable"))
+	f.FailAfter(1, twiliotest.Error(503, 20503, "Service Unavailable"))
 	_, err = d.Deliver(context.Background(), j)
 	e := channels.AsError(err)
 	if err == nil || !e.MaybeSent || e.Permanent || e.ProviderID == "" {
@@ -433,14 +421,13 @@ func TestSplitSMSFailureMidwayDoesNotRepeatSentParts(t *testing.T) {
 	if len(parts) < 2 || parts[0] != e.ProviderID {
 		t.Fatalf("parts = %v", res.Receipt.Meta["parts"])
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if len(f.created) != len(parts) {
-		t.Errorf("created %d messages for %d parts: a part was sent twice", len(f.created), len(parts))
+	created := f.Created()
+	if len(created) != len(parts) {
+		t.Errorf("created %d messages for %d parts: a part was sent twice", len(created), len(parts))
 	}
 	seen := map[string]bool{}
-	for _, m := range f.created {
-		b := m["body"].(string)
+	for _, m := range created {
+		b := m.Body
 		if seen[b] {
 			t.Errorf("part sent twice: %q", b)
 		}
@@ -457,14 +444,14 @@ func TestFailedLookupKeepsMaybeSent(t *testing.T) {
 	j := job("dlv_1", "sms", alice, "hi")
 	j.Delivery.MaybeSent, j.Delivery.ProviderID = true, "SM00000000000000000000000000000000"
 	// The fetch is answered 500.
-	srvDown := fakeReply{status: 500, body: `{"code":20500,"message":"Internal Server Error","status":500}`}
-	f.failGet(srvDown)
+	srvDown := twiliotest.Reply{Status: 500, Body: `{"code":20500,"message":"Internal Server Error","status":500}`}
+	f.FailGet(srvDown)
 	_, err := d.Deliver(context.Background(), j)
 	e := channels.AsError(err)
 	if err == nil || !e.MaybeSent || e.Permanent || e.ProviderID != j.Delivery.ProviderID {
 		t.Fatalf("err = %v maybeSent=%v providerID=%q", err, e.MaybeSent, e.ProviderID)
 	}
-	if f.postCount() != 0 {
+	if f.Posts() != 0 {
 		t.Error("sent although the lookup failed")
 	}
 }
@@ -472,7 +459,7 @@ func TestFailedLookupKeepsMaybeSent(t *testing.T) {
 func TestProviderMessagesAreRedacted(t *testing.T) {
 	f := newFakeTwilio(t)
 	d := newSMS(t, f, testConfig(), openStore(t))
-	f.fail(twilioError(400, 21211, "The 'To' number +447700900123 is not a valid phone number."))
+	f.FailNext(twiliotest.Error(400, 21211, "The 'To' number +447700900123 is not a valid phone number."))
 	_, err := d.Deliver(context.Background(), job("dlv_1", "sms", alice, "hi"))
 	if err == nil || strings.Contains(err.Error(), "7700900") {
 		t.Fatalf("err = %v: the number leaked", err)

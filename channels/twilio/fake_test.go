@@ -2,23 +2,18 @@ package twilio
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
-	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/cool-ai/beachd/channels"
+	"github.com/cool-ai/beachd/channels/twilio/twiliotest"
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/render"
 	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/storetest"
 )
 
 const (
@@ -29,186 +24,10 @@ const (
 	alice       = "+447700900123"
 )
 
-// fakeReply is one canned answer of the fake Twilio.
-type fakeReply struct {
-	status int
-	header map[string]string
-	body   string
-	// hang: do not answer until the client gives up.
-	hang bool
-}
-
-// fakeTwilio answers the Messages API the way Twilio does (JSON message
-// resources, Twilio's error JSON), keeps what was created, and can be told
-// to fail the next POSTs.
-type fakeTwilio struct {
-	t   *testing.T
-	srv *httptest.Server
-
-	mu      sync.Mutex
-	created []map[string]any
-	forms   []url.Values
-	posts   int
-	queue   []fakeReply
-	authBad int
-	skip    int
-	// getQueue answers the next GETs.
-	getQueue []fakeReply
-}
-
-func (f *fakeTwilio) failGet(r ...fakeReply) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.getQueue = append(f.getQueue, r...)
-}
-
-func newFakeTwilio(t *testing.T) *fakeTwilio {
-	f := &fakeTwilio{t: t}
-	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
-	t.Cleanup(f.srv.Close)
-	return f
-}
-
-func (f *fakeTwilio) fail(r ...fakeReply) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.queue = append(f.queue, r...)
-}
-
-// failAfter lets n POSTs through, then answers r once.
-func (f *fakeTwilio) failAfter(n int, r fakeReply) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.skip = n
-	f.queue = append(f.queue, r)
-}
-
-func (f *fakeTwilio) postCount() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.posts
-}
-
-func (f *fakeTwilio) lastForm() url.Values {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if len(f.forms) == 0 {
-		return nil
-	}
-	return f.forms[len(f.forms)-1]
-}
-
-func twilioError(status, code int, msg string) fakeReply {
-	b, _ := json.Marshal(map[string]any{"code": code, "message": msg,
-		"more_info": fmt.Sprintf("https://www.twilio.com/docs/errors/%d", code), "status": status})
-	return fakeReply{status: status, body: string(b), header: map[string]string{"Content-Type": "application/json"}}
-}
-
-func (f *fakeTwilio) serve(w http.ResponseWriter, r *http.Request) {
-	user, pass, ok := r.BasicAuth()
-	if !ok || user != testAccount || pass != testToken {
-		f.mu.Lock()
-		f.authBad++
-		f.mu.Unlock()
-		writeReply(w, twilioError(401, 20003, "Authenticate"))
-		return
-	}
-	prefix := "/2010-04-01/Accounts/" + testAccount + "/Messages"
-	if r.Method == http.MethodGet {
-		f.mu.Lock()
-		var rep *fakeReply
-		if len(f.getQueue) > 0 {
-			rep = &f.getQueue[0]
-			f.getQueue = f.getQueue[1:]
-		}
-		f.mu.Unlock()
-		if rep != nil {
-			writeReply(w, *rep)
-			return
-		}
-	}
-	switch {
-	case r.Method == http.MethodPost && r.URL.Path == prefix+".json":
-		r.ParseForm()
-		f.mu.Lock()
-		f.posts++
-		f.forms = append(f.forms, r.PostForm)
-		var rep *fakeReply
-		if f.skip > 0 {
-			f.skip--
-		} else if len(f.queue) > 0 {
-			rep = &f.queue[0]
-			f.queue = f.queue[1:]
-		}
-		f.mu.Unlock()
-		if rep != nil {
-			if rep.hang {
-				<-r.Context().Done()
-				// The message was created all the same.
-				f.create(r.PostForm)
-				return
-			}
-			writeReply(w, *rep)
-			return
-		}
-		m := f.create(r.PostForm)
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusCreated)
-		json.NewEncoder(w).Encode(m)
-	case r.Method == http.MethodGet && r.URL.Path == prefix+".json":
-		to, from := r.URL.Query().Get("To"), r.URL.Query().Get("From")
-		f.mu.Lock()
-		var out []map[string]any
-		for i := len(f.created) - 1; i >= 0; i-- {
-			m := f.created[i]
-			if m["to"] == to && (from == "" || m["from"] == from) {
-				out = append(out, m)
-			}
-		}
-		f.mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(map[string]any{"messages": out, "page": 0, "page_size": 50})
-	case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, prefix+"/"):
-		sid := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, prefix+"/"), ".json")
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		for _, m := range f.created {
-			if m["sid"] == sid {
-				w.Header().Set("Content-Type", "application/json")
-				json.NewEncoder(w).Encode(m)
-				return
-			}
-		}
-		writeReply(w, twilioError(404, 20404, "The requested resource "+r.URL.Path+" was not found"))
-	default:
-		writeReply(w, twilioError(404, 20404, "not found"))
-	}
-}
-
-func (f *fakeTwilio) create(form url.Values) map[string]any {
-	var b [16]byte
-	rand.Read(b[:])
-	m := map[string]any{
-		"sid": "SM" + hex.EncodeToString(b[:]), "account_sid": testAccount, "status": "queued",
-		"to": form.Get("To"), "from": form.Get("From"), "body": form.Get("Body"),
-		"direction": "outbound-api", "date_created": time.Now().UTC().Format(time.RFC1123Z),
-		"num_segments": "1", "api_version": "2010-04-01", "error_code": nil,
-	}
-	if form.Get("MessagingServiceSid") != "" {
-		m["messaging_service_sid"] = form.Get("MessagingServiceSid")
-	}
-	f.mu.Lock()
-	f.created = append(f.created, m)
-	f.mu.Unlock()
-	return m
-}
-
-func writeReply(w http.ResponseWriter, r fakeReply) {
-	for k, v := range r.header {
-		w.Header().Set(k, v)
-	}
-	w.WriteHeader(r.status)
-	fmt.Fprint(w, r.body)
+// newFakeTwilio starts the shared fake Twilio, accepting the test
+// account's credentials, until the test ends.
+func newFakeTwilio(t testing.TB) *twiliotest.Server {
+	return twiliotest.Start(t, testAccount, testToken)
 }
 
 func openStore(t testing.TB) *store.DB {
@@ -223,12 +42,7 @@ func openStore(t testing.TB) *store.DB {
 		// A lone write need not wait 2ms for company (bbolt Batch).
 		opt.MaxBatchDelay = time.Microsecond
 	}
-	db, err := store.Open(filepath.Join(t.TempDir(), "beachd.db"), opt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
+	return storetest.Open(t, opt)
 }
 
 func newTestClient(t testing.TB, baseURL string, timeout time.Duration) *Client {
@@ -295,8 +109,8 @@ func (d *recordingDecider) all() []envelope.Inbound {
 }
 
 // newPrefixServer serves f under prefix, for base URLs with a path.
-func newPrefixServer(t *testing.T, prefix string, f *fakeTwilio) string {
-	srv := httptest.NewServer(http.StripPrefix(prefix, http.HandlerFunc(f.serve)))
+func newPrefixServer(t *testing.T, prefix string, f *twiliotest.Server) string {
+	srv := httptest.NewServer(http.StripPrefix(prefix, f))
 	t.Cleanup(srv.Close)
 	return srv.URL
 }

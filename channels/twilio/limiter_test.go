@@ -9,26 +9,8 @@ import (
 	"time"
 
 	"github.com/cool-ai/beachd/channels"
+	"github.com/cool-ai/beachd/internal/testkit/fakeclock"
 )
-
-// fakeClock advances only when someone sleeps on it.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-	return ctx.Err()
-}
 
 // TestBurstOf100IsPacedNotRejected sends 100 envelopes to one number
 // through the SMS deliverer with a 1/s limit and a burst of 3: every one is
@@ -36,9 +18,9 @@ func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
 func TestBurstOf100IsPacedNotRejected(t *testing.T) {
 	f := newFakeTwilio(t)
 	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	clock := &fakeClock{now: t0}
+	clock := fakeclock.New(t0) // advances only when someone sleeps on it
 	lim := NewLimiter(LimiterConfig{PerSecond: 1, Burst: 3, Now: clock.Now, Sleep: clock.Sleep})
-	d, err := NewSMS(testConfig(), Deps{Client: newTestClient(t, f.srv.URL, 5*time.Second), Store: openStore(t), Limiter: lim})
+	d, err := NewSMS(testConfig(), Deps{Client: newTestClient(t, f.URL, 5*time.Second), Store: openStore(t), Limiter: lim})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +34,7 @@ func TestBurstOf100IsPacedNotRejected(t *testing.T) {
 		}
 		sentAt = append(sentAt, clock.Now())
 	}
-	if n := f.postCount(); n != 100 {
+	if n := f.Posts(); n != 100 {
 		t.Fatalf("posts = %d, want 100", n)
 	}
 	for i, at := range sentAt {
@@ -69,7 +51,7 @@ func TestBurstOf100IsPacedNotRejected(t *testing.T) {
 // TestConcurrentReservationsGetDistinctSlots: 100 concurrent senders on one
 // bucket each get their own slot, one second apart.
 func TestConcurrentReservationsGetDistinctSlots(t *testing.T) {
-	clock := &fakeClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	clock := fakeclock.New(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	lim := NewLimiter(LimiterConfig{PerSecond: 1, Burst: 1, Now: clock.Now, Sleep: clock.Sleep})
 	var mu sync.Mutex
 	var waits []time.Duration
@@ -105,13 +87,13 @@ func TestConcurrentReservationsGetDistinctSlots(t *testing.T) {
 // RetryAfter (temporary), sends nothing, and keeps no slot.
 func TestWaitBeyondTheAttemptBecomesRetryAfter(t *testing.T) {
 	f := newFakeTwilio(t)
-	clock := &fakeClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	clock := fakeclock.New(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	// Sleep does not move this clock: every reservation adds a second of
 	// debt, as if all were made at the same instant.
 	lim := NewLimiter(LimiterConfig{PerSecond: 1, Burst: 1, Now: clock.Now, Sleep: func(ctx context.Context, d time.Duration) error { return ctx.Err() }})
 	cfg := testConfig()
 	cfg.CallReserve = 5 * time.Second
-	d, err := NewSMS(cfg, Deps{Client: newTestClient(t, f.srv.URL, 5*time.Second), Store: openStore(t), Limiter: lim})
+	d, err := NewSMS(cfg, Deps{Client: newTestClient(t, f.URL, 5*time.Second), Store: openStore(t), Limiter: lim})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +113,7 @@ func TestWaitBeyondTheAttemptBecomesRetryAfter(t *testing.T) {
 			t.Fatalf("send %d: err=%v retryAfter=%v", i, err, e.RetryAfter)
 		}
 	}
-	if n := f.postCount(); n != 5 {
+	if n := f.Posts(); n != 5 {
 		t.Errorf("posts = %d, want 5", n)
 	}
 }

@@ -21,28 +21,12 @@ import (
 
 	"github.com/cool-ai/beachd/channels"
 	"github.com/cool-ai/beachd/envelope"
+	"github.com/cool-ai/beachd/internal/testkit/fakeclock"
 	"github.com/cool-ai/beachd/store"
 )
 
-// fakeClock is a settable clock shared by a deliverer and its sink.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *fakeClock { return &fakeClock{t: time.Date(2026, 4, 20, 10, 0, 0, 0, time.UTC)} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
+// newClock is the clock a deliverer and its sink share.
+func newClock() *fakeclock.Clock { return fakeclock.New(time.Date(2026, 4, 20, 10, 0, 0, 0, time.UTC)) }
 
 func loadEnvelope(t testing.TB, name string) *envelope.Envelope {
 	t.Helper()
@@ -70,7 +54,7 @@ func job(t testing.TB, endpoint, id string) *channels.Job {
 
 type deliverOpt func(*Config, *Endpoint)
 
-func newDeliverer(t testing.TB, clk *fakeClock, url string, opts ...deliverOpt) *Deliverer {
+func newDeliverer(t testing.TB, clk *fakeclock.Clock, url string, opts ...deliverOpt) *Deliverer {
 	t.Helper()
 	ep := Endpoint{Name: "ops", URL: url, Signer: mustSigner(t, vectorSecret), Timeout: 2 * time.Second}
 	cfg := Config{Registry: envelope.NewRegistry(), Version: "1.2.3", Now: clk.Now}

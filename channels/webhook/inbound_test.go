@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/cool-ai/beachd/envelope"
+	"github.com/cool-ai/beachd/internal/testkit/fakeclock"
 )
 
 type fakeDecider struct {
@@ -42,7 +43,7 @@ func (f *fakeDecider) calls() []envelope.Inbound {
 	return append([]envelope.Inbound(nil), f.got...)
 }
 
-func inboundServer(t testing.TB, clk *fakeClock, dec Decider) *httptest.Server {
+func inboundServer(t testing.TB, clk *fakeclock.Clock, dec Decider) *httptest.Server {
 	d := newDeliverer(t, clk, "https://ops.example.org/hook")
 	mux := http.NewServeMux()
 	mux.Handle("POST /v1/inbound/webhook/{endpoint}", NewInboundHandler(d, dec, clk.Now, nil))
