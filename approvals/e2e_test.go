@@ -550,7 +550,10 @@ func TestInjectionRetriesUntilAgentAnswers(t *testing.T) {
 
 func TestInjectionDeadLettersVisiblyAndRetries(t *testing.T) {
 	var f *flaky
-	h := newHarness(t, harnessOpt{lifetime: 50 * time.Millisecond, sender: func(real Sender) Sender {
+	// The lifetime runs on the test's clock, which moves only when the
+	// test says so (beside real time): the injection is retried at least
+	// twice, then the clock passes the lifetime, however slow the machine.
+	h := newHarness(t, harnessOpt{lifetime: time.Hour, sender: func(real Sender) Sender {
 		f = &flaky{real: real, err: errors.New("agent down")}
 		f.n.Store(1 << 30)
 		return f
@@ -558,6 +561,11 @@ func TestInjectionDeadLettersVisiblyAndRetries(t *testing.T) {
 	env := h.suspend("appr-dead")
 	hd := h.handle(h.ingest(env, email(alice))[0])
 	h.inbound(envelope.Inbound{Channel: "email", From: alice, MessageID: "<r>", Token: hd.Token, Text: "ok"})
+	poll.Eventually(t, 10*time.Second, "two failed injection attempts", func() bool {
+		p, _ := h.db.ListInjections(h.ctx, store.InjectionPending, 10)
+		return len(p) == 1 && p[0].Attempts >= 2
+	})
+	h.clock.Advance(2 * time.Hour)
 	var dead []*store.Injection
 	poll.Eventually(t, 10*time.Second, "the injection to be dead-lettered", func() bool {
 		dead, _ = h.db.ListInjections(h.ctx, store.InjectionDead, 10)
