@@ -9,13 +9,13 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/storetest"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -26,16 +26,7 @@ const env = `{"role":"agent","parts":[{"text":"Your tasks for today: T12, T15, T
 
 func newTestServer(t *testing.T) (*httptest.Server, *store.DB) {
 	t.Helper()
-	db, err := store.Open(filepath.Join(t.TempDir(), "b.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := db.CheckInvariants(); err != nil {
-			t.Errorf("invariants: %v", err)
-		}
-		db.Close()
-	})
+	db := storetest.Open(t, store.Options{})
 	reg := prometheus.NewRegistry()
 	m, err := NewMetrics(reg, db)
 	if err != nil {
@@ -304,11 +295,7 @@ func FuzzAccept(f *testing.F) {
 	f.Add([]byte(request(`[{"channel":"email","address":"a@b.org"}]`)))
 	f.Add([]byte(`{"envelope":{"role":"agent","parts":[{"data":{"approvalId":"a"},"metadata":{"partType":"approval-request"}}],"meta":{}},"to":[{"channel":"sms","address":"+1"}]}`))
 	f.Add([]byte(`{}`))
-	db, err := store.Open(filepath.Join(f.TempDir(), "b.db"), store.Options{})
-	if err != nil {
-		f.Fatal(err)
-	}
-	defer db.Close()
+	db := storetest.Open(f, store.Options{})
 	ing := NewIngester(IngestConfig{Registry: envelope.NewRegistry(), Channels: map[string]bool{"email": true, "sms": true}}, db, nil, nil, nil)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		_, _, err := ing.Accept(t.Context(), b, "", "fuzz")

@@ -1,21 +1,17 @@
 package api
 
 import (
-	"path/filepath"
 	"testing"
 
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/storetest"
 )
 
 // BenchmarkAccept measures acknowledged ingests (decode, validate, one
 // fsync'd transaction shared by concurrent callers) without HTTP.
 func BenchmarkAccept(b *testing.B) {
-	db, err := store.Open(filepath.Join(b.TempDir(), "b.db"), store.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
+	db := storetest.Open(b, store.Options{})
 	ing := NewIngester(IngestConfig{Registry: envelope.NewRegistry(), Channels: map[string]bool{"webhook": true},
 		Endpoints: map[string]bool{"ops": true}}, db, nil, nil, nil)
 	body := []byte(request(`[{"channel":"webhook","endpoint":"ops"}]`))

@@ -4,12 +4,12 @@ import (
 	"context"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/storetest"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -18,16 +18,7 @@ const readOnlyKey = "read-only-key-0123456789"
 // newQueryServer is newTestServer with a read-only key too.
 func newQueryServer(t *testing.T) (*httptest.Server, *store.DB) {
 	t.Helper()
-	db, err := store.Open(filepath.Join(t.TempDir(), "b.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := db.CheckInvariants(); err != nil {
-			t.Errorf("invariants: %v", err)
-		}
-		db.Close()
-	})
+	db := storetest.Open(t, store.Options{})
 	reg := prometheus.NewRegistry()
 	m, err := NewMetrics(reg, db)
 	if err != nil {

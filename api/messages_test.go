@@ -5,12 +5,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/storetest"
 )
 
 func TestMessageLinks(t *testing.T) {
@@ -47,11 +47,7 @@ func FuzzMessageRef(f *testing.F) {
 }
 
 func TestMessagePage(t *testing.T) {
-	db, err := store.Open(filepath.Join(t.TempDir(), "b.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := storetest.Open(t, store.Options{})
 	res, err := db.Ingest(context.Background(), store.Ingest{
 		Envelope:   []byte(`{"role":"agent","parts":[{"text":"<b>all</b> of it","metadata":{"partType":"response"}}],"meta":{"sessionId":"s","turnId":"t","producedAt":"2026-01-01T00:00:00Z","finalizedBy":"complete"}}`),
 		Deliveries: []store.NewDelivery{{Channel: "sms", To: "+15555550100"}}})

@@ -3,21 +3,17 @@ package api
 import (
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"testing"
 
 	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/storetest"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
 // With MetricsRequireKey, /metrics answers 401 without the bearer key and
 // serves the series with it; without it, Prometheus scrapes keyless.
 func TestMetricsRequireKey(t *testing.T) {
-	db, err := store.Open(filepath.Join(t.TempDir(), "b.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := storetest.Open(t, store.Options{})
 	for _, require := range []bool{true, false} {
 		reg := prometheus.NewRegistry()
 		m, err := NewMetrics(reg, db)

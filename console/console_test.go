@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -20,6 +19,7 @@ import (
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/schedule"
 	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/storetest"
 )
 
 // Fixtures: a real store with deliveries in every state, and hand-written
@@ -191,11 +191,7 @@ type fixture struct {
 
 func newFixture(t *testing.T, publicURL string) *fixture {
 	t.Helper()
-	db, err := store.Open(filepath.Join(t.TempDir(), "beachd.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := storetest.Open(t, store.Options{})
 	f := &fixture{t: t, db: db, sent: map[string]string{}, sched: &fakeSchedules{}, enq: &fakeEnqueuer{}, dev: &fakeDev{},
 		hooks: &fakeWebhooks{disabled: map[string]bool{"partner-crm": true}}}
 	ctx := context.Background()
