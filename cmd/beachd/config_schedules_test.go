@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +17,7 @@ import (
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/schedule"
 	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/storetest"
 )
 
 const scheduleBase = `
@@ -117,11 +117,7 @@ func (cliEnqueuer) Enqueue(ctx context.Context, env *envelope.Envelope, to []env
 // TestSchedulesCommands drives `beachd schedules list|run` against the
 // schedule routes of a running scheduler.
 func TestSchedulesCommands(t *testing.T) {
-	db, err := store.Open(filepath.Join(t.TempDir(), "b.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := storetest.Open(t, store.Options{})
 	s, err := schedule.New(schedule.Config{Schedules: []schedule.Definition{{Name: "morning-brief",
 		Cron: "CRON_TZ=Europe/London 0 8 * * *", Agent: "travel", Message: "hi",
 		To: []envelope.Recipient{{Channel: "email", Address: "a@example.org"}}}}}, db, cliAgents{}, cliEnqueuer{})

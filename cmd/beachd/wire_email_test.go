@@ -2,7 +2,6 @@ package main
 
 import (
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -10,14 +9,11 @@ import (
 	"github.com/cool-ai/beachd/channels"
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/storetest"
 )
 
 func TestWireEmailDevAndConfigured(t *testing.T) {
-	db, err := store.Open(filepath.Join(t.TempDir(), "b.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := storetest.Open(t, store.Options{})
 	newApp := func(cfg *Config, dev bool) *app {
 		return &app{cfg: cfg, log: slog.New(slog.DiscardHandler), now: time.Now, dev: dev, db: db,
 			registry: envelope.NewRegistry(), deliverers: map[string]channels.Deliverer{}, policies: map[string]channels.Policy{}}
