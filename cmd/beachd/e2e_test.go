@@ -95,6 +95,12 @@ func (d *daemon) stop() {
 
 const e2eKey = "e2e-key-0123456789abcdef"
 
+// Credentials the daemon tests' fake Twilio (twiliotest) accepts.
+const (
+	fakeTwilioAccount = "AC0123456789abcdef0123456789abcdef"
+	fakeTwilioToken   = "0123456789abcdef0123456789abcdef"
+)
+
 func (d *daemon) post(body string) (int, []byte, error) {
 	req, _ := http.NewRequest("POST", d.base+"/v1/deliveries", bytes.NewBufferString(body))
 	req.Header.Set("Authorization", "Bearer "+e2eKey)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"net/mail"
 	"net/url"
 	"regexp"
@@ -17,7 +16,7 @@ import (
 	"time"
 
 	"github.com/cool-ai/beachd/channels/twilio"
-	"github.com/cool-ai/beachd/stress"
+	"github.com/cool-ai/beachd/channels/twilio/twiliotest"
 	"github.com/emersion/go-imap/v2/imapclient"
 )
 
@@ -42,12 +41,10 @@ func TestApprovalLatency(t *testing.T) {
 		t.Skip("pass -latency N to measure")
 	}
 	n := *latencyN
-	tw := stress.NewFakeTwilio()
-	fake := httptest.NewServer(tw)
-	defer fake.Close()
-	const token = stress.TwilioToken
+	tw := twiliotest.Start(t, fakeTwilioAccount, fakeTwilioToken)
+	const token = fakeTwilioToken
 	d := startDev(t, func(c *Config) {
-		c.Twilio = &TwilioConfig{AccountSID: stress.TwilioAccount, AuthToken: token, APIBaseURL: fake.URL,
+		c.Twilio = &TwilioConfig{AccountSID: fakeTwilioAccount, AuthToken: token, APIBaseURL: tw.URL,
 			SMSFrom: "+15550001111", RatePerSecond: 1000, Burst: 1000}
 	})
 	agentPass := bannerAgent.FindStringSubmatch(strings.Join(d.a.banner, "\n"))
@@ -130,7 +127,7 @@ func TestApprovalLatency(t *testing.T) {
 	hook := d.a.cfg.PublicURL + twilioInboundPath
 	var smsLat []time.Duration
 	for i := 0; i < n; i++ {
-		form := url.Values{"AccountSid": {stress.TwilioAccount}, "MessageSid": {fmt.Sprintf("SMin%030d", i)},
+		form := url.Values{"AccountSid": {fakeTwilioAccount}, "MessageSid": {fmt.Sprintf("SMin%030d", i)},
 			"From": {fmt.Sprintf("+1555600%04d", i)}, "To": {"+15550001111"}, "Body": {"YES " + codes[i]}, "NumMedia": {"0"}}
 		req, _ := http.NewRequest("POST", hook, strings.NewReader(form.Encode()))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")

@@ -17,10 +17,11 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/cool-ai/beachd/channels/email/smtptest"
+	"github.com/cool-ai/beachd/channels/twilio/twiliotest"
 	"github.com/cool-ai/beachd/channels/webhook"
 	"github.com/cool-ai/beachd/store"
 	"github.com/cool-ai/beachd/store/storetest"
-	"github.com/cool-ai/beachd/stress"
 )
 
 var stressLong = flag.Bool("stress.long", false, "run the long crash loop (also BEACHD_STRESS_LONG=1)")
@@ -97,14 +98,9 @@ func TestCrashLoopMixed(t *testing.T) {
 		hooks.ServeHTTP(w, r)
 	}))
 	defer hookSrv.Close()
-	mail, err := stress.StartSMTPSink(&stress.SMTPSink{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mail.Close()
-	tw := stress.NewFakeTwilio()
-	twSrv := httptest.NewServer(tw)
-	defer twSrv.Close()
+	mail := &smtptest.Server{}
+	mailPort, _ := smtptest.Start(t, mail, smtptest.Plain)
+	tw := twiliotest.Start(t, fakeTwilioAccount, fakeTwilioToken)
 
 	dir := t.TempDir()
 	dataDir := filepath.Join(dir, "data")
@@ -133,7 +129,7 @@ twilio:
   timeout: 5s
   whatsapp_templates:
     result: {content_sid: HX0123456789abcdef0123456789abcdef, variables: {"1": "{{.Text}}"}}
-`, addr, dataDir, addr, e2eKey, workers, hookSrv.URL, secret, mail.Port(), stress.TwilioAccount, stress.TwilioToken, twSrv.URL)
+`, addr, dataDir, addr, e2eKey, workers, hookSrv.URL, secret, mailPort, fakeTwilioAccount, fakeTwilioToken, tw.URL)
 	cfgPath := filepath.Join(dir, "beachd.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
