@@ -24,6 +24,7 @@ import (
 
 	"github.com/cool-ai/beachd/channels"
 	"github.com/cool-ai/beachd/channels/email"
+	"github.com/cool-ai/beachd/channels/email/smtptest"
 	"github.com/cool-ai/beachd/channels/twilio"
 	"github.com/cool-ai/beachd/channels/twilio/twiliotest"
 	"github.com/cool-ai/beachd/channels/webhook"
@@ -63,6 +64,12 @@ func fastPolicy(lifetime time.Duration) channels.Policy {
 		Lifetime: lifetime, Timeout: time.Second}
 }
 
+// Credentials the rig's fake Twilio accepts.
+const (
+	twilioAccount = "AC0123456789abcdef0123456789abcdef"
+	twilioToken   = "0123456789abcdef0123456789abcdef"
+)
+
 // rig is beachd's delivery path in one process: store.DB, the real
 // channels.Dispatcher and the real webhook, email and Twilio deliverers,
 // each talking to its peer through a toxiproxy proxy.
@@ -76,7 +83,7 @@ type rig struct {
 	webSink *webhook.Sink
 	webSrv  *httptest.Server
 	webN    atomic.Int64
-	smtp    *SMTPSink
+	smtp    *smtptest.Server
 	tw      *twiliotest.Server
 	twSrv   *httptest.Server
 
@@ -145,10 +152,11 @@ func newRig(t *testing.T, opt rigOptions) *rig {
 		}
 		r.webSink.ServeHTTP(w, req)
 	}))
-	if r.smtp, err = StartSMTPSink(&SMTPSink{}); err != nil {
+	r.smtp = &smtptest.Server{}
+	if _, err = r.smtp.Listen(smtptest.Plain); err != nil {
 		t.Fatal(err)
 	}
-	r.tw = twiliotest.New(TwilioAccount, TwilioToken)
+	r.tw = twiliotest.New(twilioAccount, twilioToken)
 	r.twSrv = httptest.NewServer(r.tw)
 
 	ts := newToxiServer()
@@ -196,7 +204,7 @@ func (r *rig) open() {
 		t.Fatal(err)
 	}
 	r.twTransport = http.DefaultTransport.(*http.Transport).Clone()
-	client, err := twilio.NewClient(twilio.ClientConfig{AccountSID: TwilioAccount, AuthToken: TwilioToken,
+	client, err := twilio.NewClient(twilio.ClientConfig{AccountSID: twilioAccount, AuthToken: twilioToken,
 		APIBaseURL: "http://" + r.proxies["twilio"].Listen, Timeout: r.opt.Policy.Timeout, Transport: r.twTransport})
 	if err != nil {
 		t.Fatal(err)

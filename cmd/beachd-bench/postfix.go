@@ -16,7 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/cool-ai/beachd/stress"
+	"github.com/cool-ai/beachd/channels/email/smtptest"
 )
 
 // side is one MTA's figures in the Postfix comparison.
@@ -128,8 +128,8 @@ func postfixRun(n, c int, bin string) (*postfixResult, error) {
 	if bin, err = buildBeachd(bin, dir); err != nil {
 		return nil, err
 	}
-	sink, err := stress.StartSMTPSink(&stress.SMTPSink{Keep: true})
-	if err != nil {
+	sink := &smtptest.Server{Keep: true}
+	if _, err := sink.Listen(smtptest.Plain); err != nil {
 		return nil, err
 	}
 	defer sink.Close()
@@ -336,7 +336,7 @@ func waitTCP(addr string, within time.Duration) error {
 
 // waitSink waits until every id reached the sink; it returns the time from
 // start to the last arrival and how many arrived.
-func waitSink(sink *stress.SMTPSink, ids []string, start time.Time, within time.Duration) (time.Duration, int) {
+func waitSink(sink *smtptest.Server, ids []string, start time.Time, within time.Duration) (time.Duration, int) {
 	deadline := time.Now().Add(within)
 	for {
 		got := 0
@@ -356,7 +356,7 @@ func waitSink(sink *stress.SMTPSink, ids []string, start time.Time, within time.
 	}
 }
 
-func sideOf(n, got int, accTook, delTook time.Duration, lat []time.Duration, sink *stress.SMTPSink, ids []string) side {
+func sideOf(n, got int, accTook, delTook time.Duration, lat []time.Duration, sink *smtptest.Server, ids []string) side {
 	s := side{Accepted: n, Delivered: got, AcceptedPerSec: float64(n) / accTook.Seconds(),
 		DeliveredPerSec: float64(got) / delTook.Seconds(), AcceptP50ms: pct(lat, 50), AcceptP99ms: pct(lat, 99)}
 	for _, id := range ids {
