@@ -16,6 +16,7 @@ import (
 	"github.com/cool-ai/beachd/agent/agenttest"
 	"github.com/cool-ai/beachd/api"
 	"github.com/cool-ai/beachd/envelope"
+	"github.com/cool-ai/beachd/internal/testkit/poll"
 )
 
 // genPeer is a real agent of one A2A generation.
@@ -82,7 +83,7 @@ func TestA2AGenerationsEndToEnd(t *testing.T) {
 					To: []envelope.Recipient{{Channel: envelope.ChannelWebhook, Endpoint: devSinkEndpoint}}}}
 			})
 			var v api.AgentView
-			waitFor(t, 10*time.Second, "the agent card read at start", func() bool {
+			poll.Eventually(t, 10*time.Second, "the agent card read at start", func() bool {
 				d.do("GET", "/v1/agents/travel", nil, "", &v)
 				return v.Generation != ""
 			})
@@ -94,7 +95,7 @@ func TestA2AGenerationsEndToEnd(t *testing.T) {
 			if code := d.do("POST", "/v1/schedules/brief/run", nil, "", nil); code != 202 {
 				t.Fatalf("run now: %d", code)
 			}
-			waitFor(t, 30*time.Second, "the scheduled turn's result at the sink", func() bool {
+			poll.Eventually(t, 30*time.Second, "the scheduled turn's result at the sink", func() bool {
 				var sink struct {
 					Received []struct{ Envelope json.RawMessage }
 				}
@@ -128,11 +129,11 @@ func TestA2AGenerationsEndToEnd(t *testing.T) {
 			if code := d.do("POST", "/v1/deliveries", bytes.NewReader(body), "application/json", nil); code != 202 {
 				t.Fatalf("post the approval request: %d", code)
 			}
-			waitFor(t, 10*time.Second, "the approval to be pending", func() bool { return d.approvalState(id) == "pending" })
+			poll.Eventually(t, 10*time.Second, "the approval to be pending", func() bool { return d.approvalState(id) == "pending" })
 			if code := d.do("POST", "/v1/approvals/"+id+"/decision", strings.NewReader(`{"decision":"granted","reason":"ok"}`), "application/json", nil); code != 200 {
 				t.Fatalf("decide: %d", code)
 			}
-			waitFor(t, 30*time.Second, "the decision at the agent", func() bool { return p.approvals()[id] == "granted" })
+			poll.Eventually(t, 30*time.Second, "the decision at the agent", func() bool { return p.approvals()[id] == "granted" })
 			for {
 				env, err = client.WaitTurn(ctx, "travel", &agent.Turn{TaskID: turn.TaskID}, 20*time.Millisecond)
 				if err != nil {
@@ -166,7 +167,7 @@ func TestDevAgentGenerations(t *testing.T) {
 		t.Run("a2a-"+gen, func(t *testing.T) {
 			d := startDev(t, func(c *Config) { c.devAgentA2A = gen })
 			var v api.AgentView
-			waitFor(t, 10*time.Second, "the dev agent's card read at start", func() bool {
+			poll.Eventually(t, 10*time.Second, "the dev agent's card read at start", func() bool {
 				d.do("GET", "/v1/agents/"+devAgentName, nil, "", &v)
 				return v.Generation != ""
 			})
@@ -178,7 +179,7 @@ func TestDevAgentGenerations(t *testing.T) {
 			if code := d.do("POST", "/v1/approvals/"+id+"/decision", strings.NewReader(`{"decision":"denied","reason":"no"}`), "application/json", nil); code != 200 {
 				t.Fatalf("decide: %d", code)
 			}
-			waitFor(t, 30*time.Second, "the decision at the dev agent", func() bool {
+			poll.Eventually(t, 30*time.Second, "the decision at the dev agent", func() bool {
 				for _, r := range d.agentReceived().Received {
 					if r.ApprovalResponse.ApprovalID == id && r.ApprovalResponse.Decision == "denied" {
 						return true

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/cool-ai/beachd/channels/twilio"
+	"github.com/cool-ai/beachd/internal/testkit/poll"
 	"github.com/emersion/go-imap/v2"
 	"github.com/emersion/go-imap/v2/imapclient"
 	"github.com/emersion/go-smtp"
@@ -86,19 +87,8 @@ func startDev(t *testing.T, mods ...func(*Config)) *devDaemon {
 			t.Errorf("daemon did not stop")
 		}
 	})
-	waitFor(t, 10*time.Second, "ready", func() bool { return a.readyErr() == nil })
+	poll.Eventually(t, 10*time.Second, "the daemon to be ready", func() bool { return a.readyErr() == nil })
 	return d
-}
-
-func waitFor(t *testing.T, d time.Duration, what string, f func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !f() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 func (d *devDaemon) do(method, path string, body io.Reader, contentType string, out any) int {
@@ -227,7 +217,7 @@ func TestApprovalEndToEnd(t *testing.T) {
 	// 1. Email reply decides.
 	d.requestApproval("appr_e2e_mail", all)
 	var msg *mail.Message
-	waitFor(t, 20*time.Second, "the approval mail", func() bool {
+	poll.Eventually(t, 20*time.Second, "the approval mail", func() bool {
 		ms := d.inbox("BA2043")
 		if len(ms) > 0 {
 			msg = ms[0]
@@ -253,7 +243,7 @@ func TestApprovalEndToEnd(t *testing.T) {
 		t.Fatalf("Reply-To %q is not a plus-address", replyTo)
 	}
 	d.sendMail("you@beachd.localhost", rt.Address, fmt.Sprintf("From: You <you@beachd.localhost>\nTo: %s\nSubject: Re: %s\nMessage-ID: <reply-1@beachd.localhost>\nIn-Reply-To: %s\nReferences: %s\nContent-Type: text/plain; charset=utf-8\n\nApproved, within budget\n\nOn Sat, 21 Nov 2026 at 09:30, beachd dev agent <agent@beachd.localhost> wrote:\n> I'm ready to book British Airways BA2043\n", rt.Address, subject, msgID, msgID))
-	waitFor(t, 30*time.Second, "the injected decision", func() bool { return len(d.agentReceived().Received) == 1 })
+	poll.Eventually(t, 30*time.Second, "the injected decision", func() bool { return len(d.agentReceived().Received) == 1 })
 	got := d.agentReceived().Received[0]
 	ar := got.ApprovalResponse
 	if ar.ApprovalID != "appr_e2e_mail" || ar.Decision != "granted" || ar.Reason != "within budget" || ar.DecidedBy != "you@beachd.localhost" || ar.DecidedAt.IsZero() || got.TaskID != "turn_appr_e2e_mail" {
@@ -274,7 +264,7 @@ func TestApprovalEndToEnd(t *testing.T) {
 	// 2. A forwarded mail answered by someone else has no effect.
 	d.requestApproval("appr_e2e_fwd", `[{"channel":"email","address":"you@beachd.localhost"}]`)
 	var fwd *mail.Message
-	waitFor(t, 20*time.Second, "the second approval mail", func() bool {
+	poll.Eventually(t, 20*time.Second, "the second approval mail", func() bool {
 		for _, m := range d.inbox("approv") {
 			subj, _ := new(mime.WordDecoder).DecodeHeader(m.Header.Get("Subject"))
 			if m.Header.Get("Message-Id") != msgID && strings.Contains(subj, "[approval:") {
@@ -287,7 +277,7 @@ func TestApprovalEndToEnd(t *testing.T) {
 	fsubj, _ := new(mime.WordDecoder).DecodeHeader(fwd.Header.Get("Subject"))
 	d.sendMail("mallory@elsewhere.example", frt.Address, fmt.Sprintf("From: Mallory <mallory@elsewhere.example>\nTo: %s\nSubject: Re: %s\nMessage-ID: <fwd-1@elsewhere.example>\nIn-Reply-To: %s\nContent-Type: text/plain\n\nyes\n", frt.Address, fsubj, fwd.Header.Get("Message-Id")))
 	// The intake processes it (it leaves the inbox) but nothing is decided.
-	waitFor(t, 20*time.Second, "the forged reply to be processed", func() bool {
+	poll.Eventually(t, 20*time.Second, "the forged reply to be processed", func() bool {
 		var a json.RawMessage
 		d.do("GET", "/v1/approvals/appr_e2e_fwd", nil, "", &a)
 		return strings.Contains(string(a), `"wrong-sender"`)
@@ -319,7 +309,7 @@ func TestApprovalEndToEnd(t *testing.T) {
 		t.Fatalf("opening the link page changed the approval to %q", st)
 	}
 	postLinkForm(t, link, page, "denied")
-	waitFor(t, 20*time.Second, "the link decision injected", func() bool {
+	poll.Eventually(t, 20*time.Second, "the link decision injected", func() bool {
 		for _, r := range d.agentReceived().Received {
 			if r.ApprovalResponse.ApprovalID == "appr_e2e_link" {
 				return r.ApprovalResponse.Decision == "denied"
@@ -342,7 +332,7 @@ func TestApprovalEndToEnd(t *testing.T) {
 	if res := d.devReply("sms", "+15555550102", "YES "+code); res.ApprovalID != "appr_e2e_sms" || res.Decision != "granted" || res.Outcome != "decided" {
 		t.Errorf("/dev/reply: %+v; want the approval it decided", res)
 	}
-	waitFor(t, 20*time.Second, "the SMS decision injected", func() bool {
+	poll.Eventually(t, 20*time.Second, "the SMS decision injected", func() bool {
 		for _, r := range d.agentReceived().Received {
 			if r.ApprovalResponse.ApprovalID == "appr_e2e_sms" {
 				return r.ApprovalResponse.Decision == "granted" && r.ApprovalResponse.DecidedBy == "+15555550102"
@@ -400,7 +390,7 @@ var codeRe = regexp.MustCompile(`YES (\d{4,8})`)
 func smsCode(t *testing.T, d *devDaemon, to string) string {
 	t.Helper()
 	var code string
-	waitFor(t, 20*time.Second, "the approval SMS", func() bool {
+	poll.Eventually(t, 20*time.Second, "the approval SMS", func() bool {
 		ms := d.messages().Messages
 		for i := len(ms) - 1; i >= 0; i-- {
 			if m := codeRe.FindStringSubmatch(ms[i].Body); m != nil && ms[i].Channel == "sms" && ms[i].To == to {
@@ -429,7 +419,7 @@ func sinkLink(t *testing.T, d *devDaemon, id string) string {
 func sinkApprovalMeta(t *testing.T, d *devDaemon, id string) map[string]any {
 	t.Helper()
 	var meta map[string]any
-	waitFor(t, 20*time.Second, "the approval webhook", func() bool {
+	poll.Eventually(t, 20*time.Second, "the approval webhook", func() bool {
 		var sink struct {
 			Received []struct {
 				Envelope struct {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/cool-ai/beachd/internal/testkit/poll"
 )
 
 // chromiumPath finds Debian's chromium, or skips (fails under CI).
@@ -75,7 +76,7 @@ func TestLinkPageInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, "the decision at the agent", func() bool {
+	poll.Eventually(t, 20*time.Second, "the decision at the agent", func() bool {
 		_, ok := d.a.devAgent.receivedFor("appr_chromium")
 		return ok
 	})

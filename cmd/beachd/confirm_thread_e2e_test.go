@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cool-ai/beachd/internal/testkit/poll"
 )
 
 // The "Approved" confirmation mail is threaded under the request: its
@@ -19,7 +21,7 @@ func TestConfirmationMailIsThreaded(t *testing.T) {
 	d := startDev(t)
 	d.requestApproval("appr_thread", `[{"channel":"email","address":"you@beachd.localhost"}]`)
 	var req *mail.Message
-	waitFor(t, 20*time.Second, "the approval mail", func() bool {
+	poll.Eventually(t, 20*time.Second, "the approval mail", func() bool {
 		if ms := d.inbox("BA2043"); len(ms) > 0 {
 			req = ms[0]
 		}
@@ -33,7 +35,7 @@ func TestConfirmationMailIsThreaded(t *testing.T) {
 	}
 	d.sendMail("you@beachd.localhost", rt.Address, fmt.Sprintf("From: You <you@beachd.localhost>\nTo: %s\nSubject: Re: %s\nMessage-ID: <reply-thread@beachd.localhost>\nIn-Reply-To: %s\nReferences: %s\nContent-Type: text/plain; charset=utf-8\n\nyes\n", rt.Address, subject, msgID, msgID))
 	var conf *mail.Message
-	waitFor(t, 30*time.Second, "the confirmation mail", func() bool {
+	poll.Eventually(t, 30*time.Second, "the confirmation mail", func() bool {
 		if ms := d.inbox("Approved"); len(ms) > 0 {
 			conf = ms[0]
 		}

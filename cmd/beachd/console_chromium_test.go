@@ -19,6 +19,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/cool-ai/beachd/channels/webhook"
 	"github.com/cool-ai/beachd/envelope"
+	"github.com/cool-ai/beachd/internal/testkit/poll"
 	"github.com/cool-ai/beachd/store"
 )
 
@@ -255,7 +256,7 @@ func TestConsoleInChromium(t *testing.T) {
 		}
 		return del
 	}
-	waitFor(t, 20*time.Second, "the partner-crm deliveries to die", func() bool {
+	poll.Eventually(t, 20*time.Second, "the partner-crm deliveries to die", func() bool {
 		return state(dead[0]).State == store.StateDead && state(dead[1]).State == store.StateDead
 	})
 	link := sinkLink(t, d, "appr_page")
@@ -273,13 +274,13 @@ func TestConsoleInChromium(t *testing.T) {
 	b.signIn(d.key)
 
 	// Overview.
-	waitFor(t, 20*time.Second, "the sample to be sent", func() bool {
+	poll.Eventually(t, 20*time.Second, "the sample to be sent", func() bool {
 		st, _ := d.a.db.DeliveryStats(context.Background(), time.Now())
 		return st.Sent1h >= 4
 	})
 	b.open("/ui/")
 	// The live figures arrive by server-sent events and say so.
-	waitFor(t, 20*time.Second, "the live figures", func() bool { return strings.Contains(b.text(), "Live · updated") })
+	poll.Eventually(t, 20*time.Second, "the live figures", func() bool { return strings.Contains(b.text(), "Live · updated") })
 	page := b.text()
 	for _, want := range []string{"dead letters", "email", "sms", "whatsapp", "webhook", "partner-crm", "disabled", "last hour"} {
 		if !strings.Contains(page, want) {
@@ -339,7 +340,7 @@ func TestConsoleInChromium(t *testing.T) {
 	if state(dead[0]).Extra["retriedAt"] == "" {
 		t.Errorf("the delivery was not retried")
 	}
-	waitFor(t, 20*time.Second, "the retried delivery to die again", func() bool { return state(dead[0]).State == store.StateDead })
+	poll.Eventually(t, 20*time.Second, "the retried delivery to die again", func() bool { return state(dead[0]).State == store.StateDead })
 
 	// Bulk retry: the count first, then the confirmation.
 	before := map[string]string{dead[0]: state(dead[0]).Extra["retriedAt"], dead[1]: state(dead[1]).Extra["retriedAt"]}
@@ -375,7 +376,7 @@ func TestConsoleInChromium(t *testing.T) {
 	b.check("approval-pending")
 	b.do(chromedp.SetValue(chromedp.CSS("#reason"), "Fine, within budget"))
 	b.press(`button[value="granted"]`)
-	waitFor(t, 20*time.Second, "the decision at the agent", func() bool {
+	poll.Eventually(t, 20*time.Second, "the decision at the agent", func() bool {
 		for _, r := range d.agentReceived().Received {
 			if r.ApprovalResponse.ApprovalID == "appr_console" {
 				return r.ApprovalResponse.Decision == "granted" && r.ApprovalResponse.Reason == "Fine, within budget" &&
@@ -385,7 +386,7 @@ func TestConsoleInChromium(t *testing.T) {
 		return false
 	})
 	b.open("/ui/approvals/appr_console")
-	waitFor(t, 10*time.Second, "the injection to show done", func() bool {
+	poll.Eventually(t, 10*time.Second, "the injection to show done", func() bool {
 		b.open("/ui/approvals/appr_console")
 		return strings.Contains(b.text(), "done")
 	})
@@ -400,7 +401,7 @@ func TestConsoleInChromium(t *testing.T) {
 	if !strings.Contains(b.text(), "run has started") {
 		t.Errorf("run now:\n%s", b.text())
 	}
-	waitFor(t, 20*time.Second, "the manual run", func() bool {
+	poll.Eventually(t, 20*time.Second, "the manual run", func() bool {
 		ss, _ := d.a.console.scheduler.List(context.Background())
 		for _, s := range ss {
 			if s.Name == "morning-brief" && s.Last != nil && s.Last.Trigger != "" && s.Last.Finished() {
@@ -426,7 +427,7 @@ func TestConsoleInChromium(t *testing.T) {
 		t.Errorf("partner-crm still offers Enable:\n%s", b.text())
 	}
 	b.press(`form[action="/ui/webhooks/dev-sink/test"] button`)
-	waitFor(t, 20*time.Second, "the test event at the sink", func() bool {
+	poll.Eventually(t, 20*time.Second, "the test event at the sink", func() bool {
 		var got struct {
 			Received []struct{ Envelope json.RawMessage }
 		}
@@ -447,7 +448,7 @@ func TestConsoleInChromium(t *testing.T) {
 	}
 	b.check("dev")
 	var smsCode string
-	waitFor(t, 20*time.Second, "the SMS asking appr_sms", func() bool {
+	poll.Eventually(t, 20*time.Second, "the SMS asking appr_sms", func() bool {
 		for _, m := range d.a.console.texts.Messages() {
 			if m.To == "+15555550199" {
 				if c := regexp.MustCompile(`YES (\d+)`).FindStringSubmatch(m.Body); c != nil {
@@ -463,7 +464,7 @@ func TestConsoleInChromium(t *testing.T) {
 	if !strings.Contains(b.text(), "as if it came from the phone") {
 		t.Errorf("dev reply:\n%s", b.text())
 	}
-	waitFor(t, 20*time.Second, "the SMS reply to decide", func() bool { return d.approvalState("appr_sms") == "granted" })
+	poll.Eventually(t, 20*time.Second, "the SMS reply to decide", func() bool { return d.approvalState("appr_sms") == "granted" })
 
 	// The approval page a person opens from the link.
 	b.open(strings.TrimPrefix(link, d.base))
@@ -471,7 +472,7 @@ func TestConsoleInChromium(t *testing.T) {
 	b.do(chromedp.SetValue(chromedp.CSS("#reason"), "Too expensive"))
 	b.press(`button[value="denied"]`)
 	b.check("approval-page-decided")
-	waitFor(t, 20*time.Second, "the page's decision", func() bool { return d.approvalState("appr_page") == "denied" })
+	poll.Eventually(t, 20*time.Second, "the page's decision", func() bool { return d.approvalState("appr_page") == "denied" })
 	b.open("/a/not-a-valid-token")
 	if !strings.Contains(b.text(), "not valid") {
 		t.Errorf("a guessed link:\n%s", b.text())

@@ -17,6 +17,7 @@ import (
 
 	"github.com/cool-ai/beachd/channels/twilio"
 	"github.com/cool-ai/beachd/channels/twilio/twiliotest"
+	"github.com/cool-ai/beachd/internal/testkit/poll"
 	"github.com/emersion/go-imap/v2/imapclient"
 )
 
@@ -59,7 +60,7 @@ func TestApprovalLatency(t *testing.T) {
 	}
 	tokens := map[string]string{} // approval id → token
 	tokRe := regexp.MustCompile(`agent\+([a-z2-7]{26})@`)
-	waitFor(t, 120*time.Second, "every approval mail", func() bool {
+	poll.Eventually(t, 120*time.Second, "every approval mail", func() bool {
 		for _, m := range d.inbox("") {
 			rt := m.Header.Get("Reply-To")
 			if tk := tokRe.FindStringSubmatch(rt); tk != nil {
@@ -90,7 +91,7 @@ func TestApprovalLatency(t *testing.T) {
 			t.Fatal(err)
 		}
 		var id string
-		waitFor(t, 30*time.Second, "the mailed decision at the agent", func() bool {
+		poll.Eventually(t, 30*time.Second, "the mailed decision at the agent", func() bool {
 			for j := 0; j < n; j++ {
 				cand := fmt.Sprintf("lat_mail_%d", j)
 				if at, ok := d.a.devAgent.receivedFor(cand); ok && at.After(start) {
@@ -112,7 +113,7 @@ func TestApprovalLatency(t *testing.T) {
 	}
 	codeRe := regexp.MustCompile(`YES (\d+)`)
 	codes := map[int]string{}
-	waitFor(t, 120*time.Second, "every approval SMS", func() bool {
+	poll.Eventually(t, 120*time.Second, "every approval SMS", func() bool {
 		for _, m := range tw.Created() {
 			var i int
 			if _, err := fmt.Sscanf(m.To, "+1555600%04d", &i); err != nil {
@@ -143,7 +144,7 @@ func TestApprovalLatency(t *testing.T) {
 			t.Fatalf("webhook: %d %s", resp.StatusCode, b)
 		}
 		id := fmt.Sprintf("lat_sms_%d", i)
-		waitFor(t, 30*time.Second, "the SMS decision at the agent", func() bool {
+		poll.Eventually(t, 30*time.Second, "the SMS decision at the agent", func() bool {
 			at, ok := d.a.devAgent.receivedFor(id)
 			if ok {
 				smsLat = append(smsLat, at.Sub(start))

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cool-ai/beachd/internal/testkit/poll"
 )
 
 var fullLinkRe = regexp.MustCompile(`https?://\S+/m/[A-Za-z0-9_.-]+`)
@@ -32,7 +34,7 @@ func TestFullMessagePage(t *testing.T) {
 		t.Fatalf("ingest: %d", code)
 	}
 	var link, sms string
-	waitFor(t, 20*time.Second, "the cut-short SMS", func() bool {
+	poll.Eventually(t, 20*time.Second, "the cut-short SMS", func() bool {
 		for _, m := range d.messages().Messages {
 			if m.To == "+15555550142" {
 				sms, link = m.Body, fullLinkRe.FindString(m.Body)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cool-ai/beachd/envelope"
+	"github.com/cool-ai/beachd/internal/testkit/poll"
 )
 
 // TestScheduleEndToEnd fires a schedule against the dev a2a-go agent
@@ -26,7 +27,7 @@ func TestScheduleEndToEnd(t *testing.T) {
 		t.Fatalf("run now: %d", code)
 	}
 	want := "The dev agent received: Today's tasks"
-	waitFor(t, 30*time.Second, "the scheduled turn's result at the sink", func() bool {
+	poll.Eventually(t, 30*time.Second, "the scheduled turn's result at the sink", func() bool {
 		var sink struct {
 			Received []struct{ Envelope json.RawMessage }
 		}
@@ -38,7 +39,7 @@ func TestScheduleEndToEnd(t *testing.T) {
 		}
 		return false
 	})
-	waitFor(t, 30*time.Second, "the scheduled turn's result in the mailbox", func() bool {
+	poll.Eventually(t, 30*time.Second, "the scheduled turn's result in the mailbox", func() bool {
 		for _, m := range d.inbox("") {
 			var b bytes.Buffer
 			b.ReadFrom(m.Body)

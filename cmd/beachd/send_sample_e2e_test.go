@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cool-ai/beachd/internal/testkit/poll"
 )
 
 var sampleIDRe = regexp.MustCompile(`sample approval (appr_dev_[0-9a-f]+)`)
@@ -39,10 +41,10 @@ func TestSendSampleApprovalRepeats(t *testing.T) {
 			t.Fatalf("round %d: send --sample approval: %d %s %s", round, code, out.String(), errb.String())
 		}
 		id := m[1]
-		waitFor(t, 20*time.Second, "the approval SMS", func() bool { return yesCount() > before })
+		poll.Eventually(t, 20*time.Second, "the approval SMS", func() bool { return yesCount() > before })
 		sms := smsCode(t, d, num)
 		d.devReply("sms", num, "YES "+sms)
-		waitFor(t, 20*time.Second, "the decision at the agent", func() bool {
+		poll.Eventually(t, 20*time.Second, "the decision at the agent", func() bool {
 			for _, r := range d.agentReceived().Received {
 				if r.ApprovalResponse.ApprovalID == id {
 					return true
@@ -50,7 +52,7 @@ func TestSendSampleApprovalRepeats(t *testing.T) {
 			}
 			return false
 		})
-		waitFor(t, 20*time.Second, "the confirmation", func() bool {
+		poll.Eventually(t, 20*time.Second, "the confirmation", func() bool {
 			return strings.Count(strings.Join(msgBodies(d, num), "\n"), "passed to the agent") >= round
 		})
 	}

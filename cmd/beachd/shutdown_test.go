@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/cool-ai/beachd/internal/testkit/poll"
 )
 
 // lockedBuffer is a log destination the daemon's goroutines share.
@@ -53,7 +55,7 @@ func TestShutdownIsLogged(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- a.run(ctx) }()
-	waitFor(t, 10*time.Second, "ready", func() bool { return a.readyErr() == nil })
+	poll.Eventually(t, 10*time.Second, "the daemon to be ready", func() bool { return a.readyErr() == nil })
 	// signal.NotifyContext cancels with this cause.
 	cancel(errors.New("terminated signal received"))
 	select {

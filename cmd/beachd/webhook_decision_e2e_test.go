@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cool-ai/beachd/channels/webhook"
+	"github.com/cool-ai/beachd/internal/testkit/poll"
 )
 
 // A system behind a webhook endpoint decides an approval: it reads the
@@ -61,7 +62,7 @@ func TestWebhookDecisionEndToEnd(t *testing.T) {
 	if out := post("msg_hook_1", token); out["outcome"] != "decided" || out["decision"] != "granted" {
 		t.Fatalf("signed decision: %v", out)
 	}
-	waitFor(t, 30*time.Second, "the injected decision", func() bool { return len(d.agentReceived().Received) == 1 })
+	poll.Eventually(t, 30*time.Second, "the injected decision", func() bool { return len(d.agentReceived().Received) == 1 })
 	got := d.agentReceived().Received[0].ApprovalResponse
 	if got.ApprovalID != "appr_e2e_hook" || got.Decision != "granted" || got.Reason != "within budget" || got.DecidedBy == "" {
 		t.Fatalf("agent received %+v", got)
