@@ -15,6 +15,7 @@ import (
 	"github.com/cool-ai/beachd/agent"
 	"github.com/cool-ai/beachd/api"
 	"github.com/cool-ai/beachd/envelope"
+	"github.com/cool-ai/beachd/internal/testkit/poll"
 	"github.com/cool-ai/beachd/schedule"
 	"github.com/cool-ai/beachd/store"
 	"github.com/cool-ai/beachd/store/storetest"
@@ -151,11 +152,10 @@ func TestSchedulesCommands(t *testing.T) {
 	}
 	var code int
 	var out, errOut string
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		if code, out, errOut = beachd("schedules", "run", "morning-brief"); !strings.Contains(errOut, "not running") {
-			break
-		}
-	}
+	poll.Eventually(t, 5*time.Second, "the scheduler to take a manual run (it answered \"not running\")", func() bool {
+		code, out, errOut = beachd("schedules", "run", "morning-brief")
+		return !strings.Contains(errOut, "not running")
+	})
 	if code != 0 || !strings.Contains(out, "started morning-brief@") {
 		t.Fatalf("run: %d %q %q", code, out, errOut)
 	}
