@@ -4,10 +4,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cool-ai/beachd/internal/testkit/fakeclock"
 )
 
-func newAuthConsole(t testing.TB, now *time.Time) *Console {
-	c := &Console{cfg: Config{Secret: []byte("0123456789abcdef0123"), SessionLifetime: time.Hour, Now: func() time.Time { return *now },
+func newAuthConsole(t testing.TB, clock *fakeclock.Clock) *Console {
+	c := &Console{cfg: Config{Secret: []byte("0123456789abcdef0123"), SessionLifetime: time.Hour, Now: clock.Now,
 		Rand: zeros{}}}
 	for _, k := range []Key{{Secret: fullKey}, {Secret: readKey, ReadOnly: true}} {
 		c.keys = append(c.keys, hashedKey{Key: k, hash: sha(k.Secret)})
@@ -16,8 +18,8 @@ func newAuthConsole(t testing.TB, now *time.Time) *Console {
 }
 
 func TestSessionsExpireAndEndWithTheirKey(t *testing.T) {
-	now := time.Date(2026, 11, 24, 2, 0, 0, 0, time.UTC)
-	c := newAuthConsole(t, &now)
+	clock := fakeclock.New(time.Date(2026, 11, 24, 2, 0, 0, 0, time.UTC))
+	c := newAuthConsole(t, clock)
 	v, _ := c.newSession(Key{Secret: readKey, ReadOnly: true})
 	id, ok := c.readSession(v)
 	if !ok || !id.readOnly || id.keyID != keyID(readKey) {
@@ -26,11 +28,11 @@ func TestSessionsExpireAndEndWithTheirKey(t *testing.T) {
 	if !c.validCSRF(id, c.csrfToken(id)) || c.validCSRF(id, "") || c.validCSRF(identity{keyID: id.keyID}, c.csrfToken(id)) {
 		t.Error("CSRF tokens are not bound to their session")
 	}
-	now = now.Add(61 * time.Minute)
+	clock.Advance(61 * time.Minute)
 	if _, ok := c.readSession(v); ok {
 		t.Error("an expired session was accepted")
 	}
-	now = now.Add(-61 * time.Minute)
+	clock.Advance(-61 * time.Minute)
 	c.keys = c.keys[:1] // the read key is removed from the configuration
 	if _, ok := c.readSession(v); ok {
 		t.Error("a session outlived its key")
@@ -39,15 +41,15 @@ func TestSessionsExpireAndEndWithTheirKey(t *testing.T) {
 	if !c.validLoginToken(tok) || c.validLoginToken(tok+"x") {
 		t.Error("login token")
 	}
-	now = now.Add(3 * time.Hour)
+	clock.Advance(3 * time.Hour)
 	if c.validLoginToken(tok) {
 		t.Error("an old login token was accepted")
 	}
 }
 
 func FuzzReadSession(f *testing.F) {
-	now := time.Date(2026, 11, 24, 2, 0, 0, 0, time.UTC)
-	c := newAuthConsole(f, &now)
+	clock := fakeclock.New(time.Date(2026, 11, 24, 2, 0, 0, 0, time.UTC))
+	c := newAuthConsole(f, clock)
 	v, _ := c.newSession(Key{Secret: fullKey})
 	f.Add(v)
 	f.Add(strings.Replace(v, ".w.", ".r.", 1))
