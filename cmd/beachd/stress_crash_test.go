@@ -64,6 +64,23 @@ func (d *daemon) pendingRetries(missing []crashAck) (pending bool, report string
 	return pending, report
 }
 
+// deliveryState is the state the daemon reports for delivery id, or the
+// error reading it.
+func (d *daemon) deliveryState(id string) string {
+	req, _ := http.NewRequest("GET", d.base+"/v1/deliveries/"+id, nil)
+	req.Header.Set("Authorization", "Bearer "+e2eKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err.Error()
+	}
+	defer resp.Body.Close()
+	var v struct{ State string }
+	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
+		return err.Error()
+	}
+	return v.State
+}
+
 // TestCrashLoopMixed runs the built daemon with the webhook, email (to a
 // go-smtp sink) and SMS/WhatsApp (to a fake Twilio) channels, posts
 // envelopes to all four from several clients, and SIGKILLs the daemon at
@@ -229,6 +246,27 @@ twilio:
 			}
 			t.Logf("still waiting for retries:\n%s", report)
 			deadline = time.Now().Add(30 * time.Second)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// A delivery sent just before a kill but not yet recorded is sent again
+	// by the restarted daemon; its first copy is already at the sink, so
+	// the daemon is stopped only once it has recorded every outcome.
+	unsettled := all
+	settle := time.Now().Add(60 * time.Second)
+	for {
+		var still []crashAck
+		for _, a := range unsettled {
+			if s := d.deliveryState(a.id); s == "queued" || s == "sending" || s == "retrying" {
+				still = append(still, a)
+			}
+		}
+		if unsettled = still; len(unsettled) == 0 {
+			break
+		}
+		if time.Now().After(settle) {
+			_, report := d.pendingRetries(unsettled)
+			t.Fatalf("%d of %d deliveries at their sinks were never recorded as done:\n%s\n%s", len(unsettled), len(all), report, d.stderr)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
