@@ -39,8 +39,8 @@
 // is being claimed until it ends, so of simultaneous calls one starts.
 //
 // The scheduler's lock is never held across a store write or an agent
-// call: List, Active, RunNow, Pause and Resume answer while a claim or a run record waits
-// for the disk.
+// call: List, Active and RunNow answer while a claim or a run record waits
+// for the disk. Pause and Resume make their store write without the lock.
 //
 // # Downtime and catch-up
 //
