@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/cool-ai/beachd/envelope"
+	"github.com/cool-ai/beachd/internal/testkit/fakeclock"
+	"github.com/cool-ai/beachd/internal/testkit/poll"
 	"github.com/cool-ai/beachd/store"
 )
 
@@ -130,7 +132,7 @@ func TestPauseUnknownSchedule(t *testing.T) {
 // fires the next slot.
 func TestPauseResumeWithRun(t *testing.T) {
 	ctx := context.Background()
-	c := &clock{t: utc("2026-03-02T07:59:59Z")}
+	c := fakeclock.New(utc("2026-03-02T07:59:59Z"))
 	agents := &fakeAgents{}
 	s, _ := newScheduler(t, Config{Schedules: []Definition{def("brief", "* * * * *")}, Agents: map[string]bool{"travel": true},
 		DefaultZone: time.UTC, Now: c.Now, MaxSleep: 10 * time.Millisecond}, agents, &fakeEnqueuer{reg: envelope.NewRegistry()}, time.Time{})
@@ -138,7 +140,7 @@ func TestPauseResumeWithRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	running(t, s)
-	eventually(t, 5*time.Second, "scheduler active", s.Active)
+	poll.Eventually(t, 5*time.Second, "scheduler active", s.Active)
 	// The 08:00 slot comes due while paused; the loop looks at it.
 	c.Set(utc("2026-03-02T08:00:00.1Z"))
 	s.Wake()
@@ -148,8 +150,8 @@ func TestPauseResumeWithRun(t *testing.T) {
 	}
 	c.Set(utc("2026-03-02T08:01:00.1Z"))
 	s.Wake()
-	eventually(t, 5*time.Second, "the slot after Resume fired", func() bool { return len(agents.Calls()) == 1 })
-	eventually(t, 5*time.Second, "the run recorded", func() bool {
+	poll.Eventually(t, 5*time.Second, "the slot after Resume fired", func() bool { return len(agents.Calls()) == 1 })
+	poll.Eventually(t, 5*time.Second, "the run recorded", func() bool {
 		l, err := s.List(ctx)
 		return err == nil && l[0].LastOutcome != ""
 	})
