@@ -15,6 +15,8 @@ import (
 type ScheduleService interface {
 	List(ctx context.Context) ([]schedule.Status, error)
 	RunNow(ctx context.Context, name string) (store.ScheduleRun, error)
+	Pause(ctx context.Context, name, by string) (schedule.Status, error)
+	Resume(ctx context.Context, name, by string) (schedule.Status, error)
 }
 
 var _ ScheduleService = (*schedule.Scheduler)(nil)
@@ -24,12 +26,18 @@ var _ ScheduleService = (*schedule.Scheduler)(nil)
 // runs, last outcome of each), and POST /v1/schedules/{name}/run → 202
 // {"run":{…}} (the run is claimed and started; its outcome shows in the
 // list), 404 for an unknown schedule, 409 while the schedule has a run in
-// progress, 503 while the scheduler is not running.
+// progress, 503 while the scheduler is not running. POST
+// /v1/schedules/{name}/pause and /resume → 200 {"schedule":{…}} (the
+// schedule's status, with paused, pausedAt and pausedBy — "api key " and the
+// key's id), 404 for an unknown schedule; both are idempotent, and neither
+// needs the scheduler to be running.
 func ScheduleRoutes(svc ScheduleService, log *slog.Logger) []Route {
 	h := scheduleHandlers{svc: svc, log: log}
 	return []Route{
 		{Method: "GET", Pattern: "/v1/schedules", Handler: http.HandlerFunc(h.list), Auth: true},
 		{Method: "POST", Pattern: "/v1/schedules/{name}/run", Handler: http.HandlerFunc(h.run), Auth: true},
+		{Method: "POST", Pattern: "/v1/schedules/{name}/pause", Handler: h.setPaused(true), Auth: true},
+		{Method: "POST", Pattern: "/v1/schedules/{name}/resume", Handler: h.setPaused(false), Auth: true},
 	}
 }
 
@@ -67,4 +75,23 @@ func (h scheduleHandlers) run(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	WriteJSON(w, http.StatusAccepted, map[string]any{"run": schedule.View(run)})
+}
+
+func (h scheduleHandlers) setPaused(pause bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f := h.svc.Resume
+		if pause {
+			f = h.svc.Pause
+		}
+		st, err := f(r.Context(), r.PathValue("name"), "api key "+KeyID(r))
+		switch {
+		case errors.Is(err, schedule.ErrUnknownSchedule):
+			WriteJSON(w, http.StatusNotFound, errorBody{Error: "unknown schedule"})
+			return
+		case err != nil:
+			WriteError(w, h.log, err)
+			return
+		}
+		WriteJSON(w, http.StatusOK, map[string]any{"schedule": st})
+	})
 }

@@ -87,11 +87,13 @@ type Approvals interface {
 
 var _ Approvals = (*approvals.Service)(nil)
 
-// Schedules is what the console needs of the scheduler. It has no pause:
-// schedules are turned off in the configuration (enabled: false).
+// Schedules is what the console needs of the scheduler: list, run now,
+// pause and resume.
 type Schedules interface {
 	List(ctx context.Context) ([]schedule.Status, error)
 	RunNow(ctx context.Context, name string) (store.ScheduleRun, error)
+	Pause(ctx context.Context, name, by string) (schedule.Status, error)
+	Resume(ctx context.Context, name, by string) (schedule.Status, error)
 }
 
 var _ Schedules = (*schedule.Scheduler)(nil)
@@ -253,6 +255,8 @@ func (c *Console) routes() {
 	c.mux.Handle("POST /ui/approvals/{id}/retry-injection", c.change(c.retryInjection))
 	c.mux.Handle("GET /ui/schedules", c.read(c.schedules))
 	c.mux.Handle("POST /ui/schedules/{name}/run", c.change(c.runSchedule))
+	c.mux.Handle("POST /ui/schedules/{name}/pause", c.change(c.pauseSchedule(true)))
+	c.mux.Handle("POST /ui/schedules/{name}/resume", c.change(c.pauseSchedule(false)))
 	c.mux.Handle("GET /ui/webhooks", c.read(c.webhooks))
 	c.mux.Handle("POST /ui/webhooks/{name}/enable", c.change(c.enableEndpoint))
 	c.mux.Handle("POST /ui/webhooks/{name}/test", c.change(c.testEvent))
@@ -411,6 +415,8 @@ func flashText(k string) string {
 		"decided":         "The decision is recorded; its injection into the agent is queued.",
 		"injection-retry": "The injection is queued again.",
 		"run":             "The schedule's run has started; its outcome shows here when it ends.",
+		"paused":          "The schedule is paused: it fires no slot until it is resumed.",
+		"resumed":         "The schedule is resumed: it fires from its next slot on.",
 		"enabled":         "The endpoint is enabled.",
 		"test-sent":       "A test event is queued for the endpoint.",
 		"replied":         "Your reply went in as if it came from the phone.",

@@ -93,16 +93,48 @@ func (f *fakeApprovals) RetryInjection(ctx context.Context, id string) (*store.I
 	return &store.Injection{ApprovalID: id, State: "pending"}, nil
 }
 
-type fakeSchedules struct{ runs []string }
+type fakeSchedules struct {
+	runs    []string
+	paused  map[string]string // name → by whom
+	resumed int
+}
 
 func (f *fakeSchedules) List(ctx context.Context) ([]schedule.Status, error) {
 	now := time.Date(2026, 11, 24, 2, 0, 0, 0, time.UTC)
 	last := schedule.RunView{ID: "r1", ScheduleRun: store.ScheduleRun{Schedule: "morning-brief", Slot: now.Add(-19 * time.Hour),
 		Trigger: "cron", State: "succeeded", EnvelopeID: "env_1"}}
-	return []schedule.Status{
+	out := []schedule.Status{
 		{Name: "morning-brief", Cron: "0 7 * * *", TimeZone: "Europe/London", Agent: "travel", Enabled: true, Next: now.Add(5 * time.Hour), Last: &last, LastOutcome: "succeeded"},
 		{Name: "weekly-report", Cron: "0 9 * * MON", Agent: "travel", Enabled: false},
-	}, nil
+	}
+	for i := range out {
+		if by, ok := f.paused[out[i].Name]; ok {
+			out[i].Paused, out[i].PausedAt, out[i].PausedBy, out[i].Next = true, now.Add(-time.Hour), by, time.Time{}
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeSchedules) Pause(ctx context.Context, name, by string) (schedule.Status, error) {
+	if name != "morning-brief" && name != "weekly-report" {
+		return schedule.Status{}, schedule.ErrUnknownSchedule
+	}
+	if f.paused == nil {
+		f.paused = map[string]string{}
+	}
+	f.paused[name] = by
+	return schedule.Status{Name: name, Paused: true, PausedBy: by}, nil
+}
+
+func (f *fakeSchedules) Resume(ctx context.Context, name, by string) (schedule.Status, error) {
+	if name != "morning-brief" && name != "weekly-report" {
+		return schedule.Status{}, schedule.ErrUnknownSchedule
+	}
+	if _, ok := f.paused[name]; ok {
+		delete(f.paused, name)
+		f.resumed++
+	}
+	return schedule.Status{Name: name}, nil
 }
 
 func (f *fakeSchedules) RunNow(ctx context.Context, name string) (store.ScheduleRun, error) {
@@ -433,6 +465,8 @@ func TestChangesNeedCSRFAndAFullKey(t *testing.T) {
 		{"/ui/approvals/appr_1/decide", url.Values{"decision": {"granted"}, "reason": {"ok by me"}}, func() bool { return len(f.appr.decided) == 1 }},
 		{"/ui/approvals/appr_dead/retry-injection", nil, func() bool { return len(f.appr.retried) == 1 }},
 		{"/ui/schedules/morning-brief/run", nil, func() bool { return len(f.sched.runs) == 1 }},
+		{"/ui/schedules/morning-brief/pause", nil, func() bool { return f.sched.paused["morning-brief"] != "" }},
+		{"/ui/schedules/morning-brief/resume", nil, func() bool { return f.sched.resumed == 1 }},
 		{"/ui/webhooks/partner-crm/enable", nil, func() bool { return !f.hooks.disabled["partner-crm"] }},
 		{"/ui/webhooks/dev-sink/test", nil, func() bool { return f.enq.n == 1 }},
 		{"/ui/dev/reply", url.Values{"channel": {"sms"}, "from": {"+15555550100"}, "body": {"YES 123456"}}, func() bool { return len(f.dev.replies) == 1 }},
@@ -547,5 +581,45 @@ func TestLiveFigures(t *testing.T) {
 	res2.Body.Close()
 	if res2.StatusCode != http.StatusUnauthorized {
 		t.Errorf("events without a key: %d", res2.StatusCode)
+	}
+}
+
+// The schedules screen offers Pause beside Run now; a paused schedule shows
+// a badge, since when and by whom, and Resume instead.
+func TestSchedulePauseResumeScreen(t *testing.T) {
+	f := newFixture(t, "http://beachd.test")
+	tok := f.csrf(fullKey)
+	_, body, _ := f.get(fullKey, "/ui/schedules")
+	if strings.Contains(body, "enabled: false") {
+		t.Error("the schedules screen still tells operators to set enabled: false to pause")
+	}
+	if !strings.Contains(body, `action="/ui/schedules/morning-brief/pause"`) || strings.Contains(body, ">paused</span>") {
+		t.Fatalf("no Pause button, or a paused badge before pausing:\n%s", body)
+	}
+	if code, _, _ := f.post(fullKey, "/ui/schedules/nope/pause", url.Values{"csrf": {tok}}, nil); code != http.StatusNotFound {
+		t.Errorf("pause of an unknown schedule: %d, want 404", code)
+	}
+	code, _, hdr := f.post(fullKey, "/ui/schedules/morning-brief/pause", url.Values{"csrf": {tok}}, nil)
+	if code != http.StatusSeeOther || !strings.Contains(hdr.Get("Location"), "done=paused") {
+		t.Fatalf("pause: %d %v", code, hdr)
+	}
+	if by := f.sched.paused["morning-brief"]; !strings.HasPrefix(by, "console key ") {
+		t.Errorf("paused by %q", by)
+	}
+	_, body, _ = f.get(fullKey, "/ui/schedules?done=paused")
+	for _, want := range []string{">paused</span>", `action="/ui/schedules/morning-brief/resume"`, "none while paused",
+		"by console key ", "The schedule is paused"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("paused screen lacks %q", want)
+		}
+	}
+	if strings.Contains(body, `action="/ui/schedules/morning-brief/pause"`) {
+		t.Error("a paused schedule still offers Pause")
+	}
+	if code, _, _ := f.post(fullKey, "/ui/schedules/morning-brief/resume", url.Values{"csrf": {tok}}, nil); code != http.StatusSeeOther || f.sched.resumed != 1 {
+		t.Fatalf("resume: %d, resumed %d", code, f.sched.resumed)
+	}
+	if _, body, _ = f.get(fullKey, "/ui/schedules"); strings.Contains(body, ">paused</span>") {
+		t.Error("still paused after Resume")
 	}
 }

@@ -510,6 +510,33 @@ func (c *Console) runSchedule(w http.ResponseWriter, r *http.Request, id identit
 	done(w, r, "/ui/schedules", "run")
 }
 
+// pauseSchedule pauses (pause true) or resumes a schedule; the pause is
+// recorded as by "console key" and the operator's key id.
+func (c *Console) pauseSchedule(pause bool) func(http.ResponseWriter, *http.Request, identity) {
+	return func(w http.ResponseWriter, r *http.Request, id identity) {
+		if c.deps.Schedules == nil {
+			c.fail(w, r, id, http.StatusNotFound, "Schedules are not set up.")
+			return
+		}
+		name := r.PathValue("name")
+		f, verb, flash := c.deps.Schedules.Resume, "resume", "resumed"
+		if pause {
+			f, verb, flash = c.deps.Schedules.Pause, "pause", "paused"
+		}
+		_, err := f(r.Context(), name, "console key "+id.keyID)
+		switch {
+		case errors.Is(err, schedule.ErrUnknownSchedule):
+			c.fail(w, r, id, http.StatusNotFound, "There is no schedule of that name.")
+			return
+		case err != nil:
+			c.internal(w, r, id, err)
+			return
+		}
+		c.log.Info("console schedule "+verb, "schedule", name, "key_id", id.keyID)
+		done(w, r, "/ui/schedules", flash)
+	}
+}
+
 // --- webhook endpoints ---
 
 func (c *Console) webhooks(w http.ResponseWriter, r *http.Request, id identity) {

@@ -3,10 +3,12 @@ package schedule_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -105,5 +107,54 @@ func TestScheduleRoutes(t *testing.T) {
 	if len(list) != 1 || first["name"] != "brief" || first["running"] != true || first["timeZone"] != "Europe/London" ||
 		first["next"] == nil || first["last"].(map[string]any)["id"] != run["id"] {
 		t.Fatalf("list = %v", list)
+	}
+}
+
+// POST /v1/schedules/{name}/pause and /resume through the API server: the
+// read-write key pauses and resumes, a read-only key is refused, an unknown
+// schedule is 404, and the answer is the schedule's status.
+func TestSchedulePauseResumeRoutes(t *testing.T) {
+	s, db := schedule.NewScheduler(t, schedule.Config{Schedules: []schedule.Definition{{Name: "brief", Cron: "0 8 * * *",
+		Agent: "travel", Message: "hi", To: []envelope.Recipient{{Channel: "webhook", Endpoint: "ops"}}}}},
+		slowAgents{release: make(chan struct{})}, &countingEnqueuer{}, time.Time{})
+	ing := api.NewIngester(api.IngestConfig{Registry: envelope.NewRegistry(), Channels: map[string]bool{"webhook": true},
+		Agents: map[string]bool{"travel": true}}, db, nil, nil, nil)
+	srv, err := api.New(api.Config{APIKeys: []string{"rw"}, ReadKeys: []string{"ro"}}, db, ing, nil, nil, nil,
+		api.ScheduleRoutes(s, slog.New(slog.NewTextHandler(io.Discard, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	do := func(key, path string) (int, map[string]any) {
+		req, _ := http.NewRequest("POST", hs.URL+path, nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := hs.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var body map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&body)
+		return resp.StatusCode, body
+	}
+	if code, _ := do("ro", "/v1/schedules/brief/pause"); code != http.StatusForbidden {
+		t.Fatalf("pause with a read-only key: %d, want 403", code)
+	}
+	for _, p := range []string{"/v1/schedules/nope/pause", "/v1/schedules/nope/resume"} {
+		if code, _ := do("rw", p); code != http.StatusNotFound {
+			t.Fatalf("%s: %d, want 404", p, code)
+		}
+	}
+	code, body := do("rw", "/v1/schedules/brief/pause")
+	st, _ := body["schedule"].(map[string]any)
+	if code != http.StatusOK || st["name"] != "brief" || st["paused"] != true || st["pausedAt"] == nil ||
+		!strings.HasPrefix(fmt.Sprint(st["pausedBy"]), "api key ") || st["next"] != nil {
+		t.Fatalf("pause: %d %v", code, body)
+	}
+	code, body = do("rw", "/v1/schedules/brief/resume")
+	st, _ = body["schedule"].(map[string]any)
+	if code != http.StatusOK || st["paused"] != false || st["pausedAt"] != nil || st["next"] == nil {
+		t.Fatalf("resume: %d %v", code, body)
 	}
 }

@@ -40,7 +40,7 @@
 //
 // The scheduler's lock is never held across a store write or an agent
 // call: List, Active and RunNow answer while a claim or a run record waits
-// for the disk.
+// for the disk. Pause and Resume make their store write without the lock.
 //
 // # Downtime and catch-up
 //
@@ -51,6 +51,16 @@
 // (default) records the latest missed slot as missed and waits for the next;
 // run_once fires once for the latest missed slot, however many were missed.
 // Older missed slots are never recorded one by one.
+//
+// # Pause and resume
+//
+// Pause stops a schedule firing at run time; the flag is stored with the
+// schedule's state, so it holds across restarts, and the store refuses a
+// cron claim of a paused schedule in the claiming transaction, so no slot
+// fires once Pause has returned. Slots that come due while paused are
+// skipped: Resume moves the cursor to now, so they are not caught up (whatever
+// `catch_up` says) and leave no record. A run in progress goes on, and a
+// manual run (RunNow) still works while paused.
 //
 // # Daylight saving time
 //

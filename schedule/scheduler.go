@@ -37,6 +37,7 @@ type runStore interface {
 	UpdateScheduleRun(ctx context.Context, run store.ScheduleRun) error
 	ScheduleState(ctx context.Context, name string) (store.ScheduleState, bool, error)
 	ScheduleRuns(ctx context.Context, name string, limit int) ([]store.ScheduleRun, error)
+	SetSchedulePaused(ctx context.Context, name string, paused bool, by string, now time.Time) (store.ScheduleState, error)
 }
 
 var _ runStore = (*store.DB)(nil)
@@ -78,7 +79,8 @@ type Config struct {
 }
 
 // Scheduler fires the configured schedules. Build it with New, run it with
-// Run; List, RunNow and Active may be called from any goroutine.
+// Run; List, RunNow, Pause, Resume and Active may be called from any
+// goroutine.
 //
 // No store write, agent call or other I/O is made while mu is held: List,
 // Active and RunNow take it, and an API read must never wait for a disk
@@ -124,6 +126,13 @@ type job struct {
 	// queued is a claimed slot waiting for the owner's run (overlap: queue);
 	// the owner starts it when its run ends.
 	queued *store.ScheduleRun
+	// paused mirrors the stored paused flag, as the ticking goroutine last
+	// read it. Pause and Resume write the store, then bump gen; the ticking
+	// goroutine re-reads the state when gen differs from seen. The store
+	// refuses a cron claim while the schedule is paused, so a tick that read
+	// a stale flag cannot fire a slot after Pause has returned.
+	paused    bool
+	gen, seen uint64
 }
 
 // New checks the definitions and builds a Scheduler. It starts nothing.
@@ -298,7 +307,10 @@ const storeRetry = 5 * time.Second
 func (s *Scheduler) tickJob(j *job, now time.Time) time.Time {
 	name := j.def.Name
 	s.mu.Lock()
-	loaded, cursor, retryAt := j.loaded, j.cursor, j.retryAt
+	loaded, cursor, retryAt, paused, gen := j.loaded, j.cursor, j.retryAt, j.paused, j.gen
+	if j.seen != gen {
+		loaded = false
+	}
 	s.mu.Unlock()
 	if now.Before(retryAt) {
 		return retryAt
@@ -309,10 +321,14 @@ func (s *Scheduler) tickJob(j *job, now time.Time) time.Time {
 			s.log.Error("load schedule state", "schedule", name, "err", err)
 			return s.retryLater(j, now)
 		}
-		cursor = st.Cursor
+		cursor, paused = st.Cursor, st.Paused
 		s.mu.Lock()
-		j.cursor, j.loaded = cursor, true
+		j.cursor, j.loaded, j.paused, j.seen = cursor, true, paused, gen
 		s.mu.Unlock()
+	}
+	if paused {
+		// Nothing is due until Resume, which wakes Run.
+		return time.Time{}
 	}
 	if cursor.After(now.Add(s.cfg.Grace)) {
 		// The wall clock went back past the cursor. Rewind it to now, so that
@@ -448,6 +464,11 @@ func (s *Scheduler) claim(j *job, run store.ScheduleRun, now time.Time) bool {
 	case err == nil:
 		s.setCursor(j, st.Cursor)
 		return true
+	case errors.Is(err, store.ErrSchedulePaused):
+		// Paused since this tick read the flag: the slot is not fired, and
+		// the next tick re-reads the state (Pause bumped gen).
+		s.log.Info("schedule paused; slot not fired", "schedule", run.Schedule, "slot", run.Slot)
+		return false
 	case errors.Is(err, store.ErrSlotTaken):
 		// Someone (an earlier life of this process) had it. Never fire it.
 		s.log.Warn("schedule slot already claimed; not firing it again", "schedule", run.Schedule, "slot", run.Slot)
@@ -609,6 +630,47 @@ func (s *Scheduler) claimManual(ctx, base context.Context, j *job, run store.Sch
 	return s.db.ClaimScheduleSlot(ctx, run)
 }
 
+// Pause stops the schedule from firing until Resume, and returns its
+// status. The flag is stored, so it survives a restart. A cron slot that
+// comes due while the schedule is paused is skipped, not caught up when it
+// is resumed, and leaves no run record. A run in progress goes on, and a
+// manual run (RunNow) still works while the schedule is paused: pausing
+// stops the clock, not the operator. by names who paused it (an API key's
+// name, "console"); pausing a paused schedule keeps the first since-when and
+// by-whom.
+func (s *Scheduler) Pause(ctx context.Context, name, by string) (Status, error) {
+	return s.setPaused(ctx, name, true, by)
+}
+
+// Resume lets a paused schedule fire again from the first slot after now,
+// and returns its status. Resuming a schedule that is not paused changes
+// nothing.
+func (s *Scheduler) Resume(ctx context.Context, name, by string) (Status, error) {
+	return s.setPaused(ctx, name, false, by)
+}
+
+func (s *Scheduler) setPaused(ctx context.Context, name string, paused bool, by string) (Status, error) {
+	j, ok := s.byName[name]
+	if !ok {
+		return Status{}, fmt.Errorf("%q: %w", name, ErrUnknownSchedule)
+	}
+	// The write is made without mu; the ticking goroutine learns of it
+	// through gen (see job.paused).
+	if _, err := s.db.SetSchedulePaused(ctx, name, paused, by, s.cfg.Now()); err != nil {
+		return Status{}, err
+	}
+	s.mu.Lock()
+	j.gen++
+	s.mu.Unlock()
+	if paused {
+		s.log.Info("schedule paused", "schedule", name, "by", by)
+	} else {
+		s.log.Info("schedule resumed", "schedule", name, "by", by)
+	}
+	s.Wake()
+	return s.status(ctx, j, s.cfg.Now())
+}
+
 // Status is what List says about a schedule.
 type Status struct {
 	Name     string `json:"name"`
@@ -619,7 +681,12 @@ type Status struct {
 	CatchUp  string `json:"catchUp"`
 	Overlap  string `json:"overlap"`
 	Running  bool   `json:"running"`
-	// Next is the next slot (none for a disabled schedule).
+	// Paused: an operator paused the schedule (Pause); since PausedAt, by
+	// PausedBy.
+	Paused   bool      `json:"paused"`
+	PausedAt time.Time `json:"pausedAt,omitzero"`
+	PausedBy string    `json:"pausedBy,omitempty"`
+	// Next is the next slot (none for a disabled or paused schedule).
 	Next time.Time `json:"next,omitzero"`
 	// Last is the latest run record (of any state); LastOutcome the state of
 	// the latest finished one.
@@ -645,46 +712,66 @@ func (s *Scheduler) List(ctx context.Context) ([]Status, error) {
 	now := s.cfg.Now()
 	out := make([]Status, 0, len(s.jobs))
 	for _, j := range s.jobs {
-		st := Status{Name: j.def.Name, Cron: j.def.Cron, TimeZone: j.def.TimeZone, Agent: j.def.Agent,
-			Enabled: !j.def.Disabled, CatchUp: j.def.CatchUp, Overlap: j.def.Overlap}
-		if st.TimeZone == "" && j.spec.Location != nil {
-			st.TimeZone = j.spec.Location.String()
-		}
-		s.mu.Lock()
-		st.Running = j.running
-		cursor := j.cursor
-		s.mu.Unlock()
-		if !j.def.Disabled {
-			n := time.Time{}
-			if !cursor.IsZero() {
-				n = j.spec.Next(cursor)
-			}
-			if n.IsZero() || now.Sub(n) > s.cfg.Grace {
-				n = j.spec.Next(now)
-			}
-			st.Next = n
-		}
-		runs, err := s.db.ScheduleRuns(ctx, j.def.Name, recentRuns)
+		st, err := s.status(ctx, j, now)
 		if err != nil {
 			return nil, fmt.Errorf("list schedules: %w", err)
-		}
-		st.Recent = make([]RunView, 0, len(runs))
-		for _, r := range runs {
-			st.Recent = append(st.Recent, View(r))
-		}
-		if len(runs) > 0 {
-			last := st.Recent[0]
-			st.Last = &last
-		}
-		for _, r := range runs {
-			if r.Finished() {
-				st.LastOutcome = r.State
-				break
-			}
 		}
 		out = append(out, st)
 	}
 	return out, nil
+}
+
+// status reads what List says about j. It reads the store, without mu.
+func (s *Scheduler) status(ctx context.Context, j *job, now time.Time) (Status, error) {
+	st := Status{Name: j.def.Name, Cron: j.def.Cron, TimeZone: j.def.TimeZone, Agent: j.def.Agent,
+		Enabled: !j.def.Disabled, CatchUp: j.def.CatchUp, Overlap: j.def.Overlap}
+	if st.TimeZone == "" && j.spec.Location != nil {
+		st.TimeZone = j.spec.Location.String()
+	}
+	s.mu.Lock()
+	st.Running = j.running
+	cursor := j.cursor
+	s.mu.Unlock()
+	// The stored flag, not the mirror: Pause has returned once it is written.
+	stored, ok, err := s.db.ScheduleState(ctx, j.def.Name)
+	if err != nil {
+		return Status{}, err
+	}
+	if ok && stored.Paused {
+		st.Paused, st.PausedAt, st.PausedBy = true, stored.PausedAt, stored.PausedBy
+	}
+	if !j.def.Disabled && !st.Paused {
+		n := time.Time{}
+		if ok && stored.Cursor.After(cursor) {
+			cursor = stored.Cursor
+		}
+		if !cursor.IsZero() {
+			n = j.spec.Next(cursor)
+		}
+		if n.IsZero() || now.Sub(n) > s.cfg.Grace {
+			n = j.spec.Next(now)
+		}
+		st.Next = n
+	}
+	runs, err := s.db.ScheduleRuns(ctx, j.def.Name, recentRuns)
+	if err != nil {
+		return Status{}, err
+	}
+	st.Recent = make([]RunView, 0, len(runs))
+	for _, r := range runs {
+		st.Recent = append(st.Recent, View(r))
+	}
+	if len(runs) > 0 {
+		last := st.Recent[0]
+		st.Last = &last
+	}
+	for _, r := range runs {
+		if r.Finished() {
+			st.LastOutcome = r.State
+			break
+		}
+	}
+	return st, nil
 }
 
 // Wake makes Run look at the clock now (tests, and after a clock step).

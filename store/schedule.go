@@ -42,6 +42,10 @@ const (
 // schedule's cursor). It is how the store enforces "once per slot".
 var ErrSlotTaken = errors.New("schedule slot already claimed")
 
+// ErrSchedulePaused: a cron or catch-up slot was refused because an operator
+// paused the schedule. A manual run is not refused.
+var ErrSchedulePaused = errors.New("schedule is paused")
+
 // maxRunsPerSchedule bounds the history kept per schedule; the oldest records
 // are pruned in the claiming transaction.
 const maxRunsPerSchedule = 200
@@ -54,6 +58,13 @@ type ScheduleState struct {
 	// claimed again.
 	Cursor    time.Time `json:"cursor"`
 	FirstSeen time.Time `json:"firstSeen"`
+	// Paused: an operator paused the schedule; no cron slot is claimed until
+	// it is resumed. PausedAt and PausedBy (the API key's name, or "console")
+	// say since when and by whom. Records written before these fields existed
+	// decode as not paused.
+	Paused   bool      `json:"paused,omitempty"`
+	PausedAt time.Time `json:"pausedAt,omitzero"`
+	PausedBy string    `json:"pausedBy,omitempty"`
 }
 
 // ScheduleRun is one claimed slot of a schedule and what became of it.
@@ -145,7 +156,8 @@ func (s *DB) InitScheduleState(ctx context.Context, name string, now time.Time) 
 }
 
 // ClaimScheduleSlot records run in one durable transaction. For a cron or
-// catch-up run it fails with ErrSlotTaken when the slot is at or before the
+// catch-up run it fails with ErrSchedulePaused while the schedule is paused,
+// and with ErrSlotTaken when the slot is at or before the
 // schedule's cursor or already has a record, and otherwise moves the cursor
 // to the slot in the same transaction. A manual run only needs its own key to
 // be free. The caller starts the turn only after this returns nil.
@@ -168,6 +180,9 @@ func (s *DB) ClaimScheduleSlot(ctx context.Context, run ScheduleRun) (ScheduleSt
 			return ErrSlotTaken
 		}
 		if run.Trigger != TriggerManual {
+			if st.Paused {
+				return ErrSchedulePaused
+			}
 			if !run.Slot.After(st.Cursor) {
 				return ErrSlotTaken
 			}
@@ -328,6 +343,52 @@ func (s *DB) RewindScheduleCursor(ctx context.Context, name string, to time.Time
 	})
 	if err != nil {
 		return ScheduleState{}, fmt.Errorf("rewind schedule %s: %w", name, err)
+	}
+	return st, nil
+}
+
+// SetSchedulePaused pauses (paused true) or resumes a schedule, creating its
+// state with the cursor at now when the schedule is new. Pausing an already
+// paused schedule keeps the first PausedAt and PausedBy. Resuming moves the
+// cursor forward to now, in the same transaction, so that the slots that came
+// due while the schedule was paused are skipped rather than caught up: the
+// next slot claimed is the first after the resumption. Resuming a schedule
+// that is not paused changes nothing.
+func (s *DB) SetSchedulePaused(ctx context.Context, name string, paused bool, by string, now time.Time) (ScheduleState, error) {
+	if name == "" {
+		return ScheduleState{}, errors.New("pause schedule: name is required")
+	}
+	now = now.UTC()
+	var st ScheduleState
+	err := s.bolt.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bSchedules)
+		err := getJSON(b, []byte(name), &st)
+		if errors.Is(err, ErrNotFound) {
+			st = ScheduleState{Name: name, Cursor: now, FirstSeen: now}
+		} else if err != nil {
+			return err
+		}
+		switch {
+		case paused && st.Paused, !paused && !st.Paused:
+			if err == nil {
+				return nil
+			}
+		case paused:
+			st.Paused, st.PausedAt, st.PausedBy = true, now, by
+		default:
+			st.Paused, st.PausedAt, st.PausedBy = false, time.Time{}, ""
+			if st.Cursor.Before(now) {
+				st.Cursor = now
+			}
+		}
+		return putJSON(b, []byte(name), st)
+	})
+	if err != nil {
+		verb := "resume"
+		if paused {
+			verb = "pause"
+		}
+		return ScheduleState{}, fmt.Errorf("%s schedule %s: %w", verb, name, err)
 	}
 	return st, nil
 }

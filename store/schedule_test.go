@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 func openScheduleDB(t *testing.T, path string) *DB {
@@ -163,5 +165,79 @@ func TestInterruptScheduleRuns(t *testing.T) {
 	// Updating a run that was never claimed is refused.
 	if err := db.UpdateScheduleRun(ctx, ScheduleRun{Schedule: "s", Slot: t0.Add(time.Minute), Trigger: TriggerCron}); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("update of unclaimed run: %v", err)
+	}
+}
+
+func TestSchedulePausedRefusesCronClaimsAcrossReopen(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "beachd.db")
+	db := openScheduleDB(t, path)
+	t0 := time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC)
+	if _, err := db.InitScheduleState(ctx, "brief", t0.Add(-time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	st, err := db.SetSchedulePaused(ctx, "brief", true, "ops", t0.Add(-30*time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Paused || st.PausedBy != "ops" || !st.PausedAt.Equal(t0.Add(-30*time.Minute)) {
+		t.Fatalf("paused state = %+v", st)
+	}
+	// Pausing again keeps since when and by whom.
+	if st, err = db.SetSchedulePaused(ctx, "brief", true, "other", t0.Add(-10*time.Minute)); err != nil || st.PausedBy != "ops" {
+		t.Fatalf("second pause: %+v, %v", st, err)
+	}
+	cron := ScheduleRun{Schedule: "brief", Slot: t0, Trigger: TriggerCron, State: RunRunning, ClaimedAt: t0}
+	if _, err := db.ClaimScheduleSlot(ctx, cron); !errors.Is(err, ErrSchedulePaused) {
+		t.Fatalf("cron claim while paused: err = %v, want ErrSchedulePaused", err)
+	}
+	manual := ScheduleRun{Schedule: "brief", Slot: t0, Trigger: TriggerManual, State: RunRunning, ClaimedAt: t0}
+	if _, err := db.ClaimScheduleSlot(ctx, manual); err != nil {
+		t.Fatalf("manual claim while paused: %v", err)
+	}
+	db.Close()
+
+	db = openScheduleDB(t, path)
+	defer db.Close()
+	st, ok, err := db.ScheduleState(ctx, "brief")
+	if err != nil || !ok || !st.Paused || st.PausedBy != "ops" {
+		t.Fatalf("after reopen: %+v ok=%v err=%v", st, ok, err)
+	}
+	if _, err := db.ClaimScheduleSlot(ctx, cron); !errors.Is(err, ErrSchedulePaused) {
+		t.Fatalf("cron claim after reopen: err = %v, want ErrSchedulePaused", err)
+	}
+	// Resuming after the slot skips it: the cursor moves to the resumption.
+	resumed := t0.Add(5 * time.Minute)
+	st, err = db.SetSchedulePaused(ctx, "brief", false, "ops", resumed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Paused || !st.PausedAt.IsZero() || st.PausedBy != "" || !st.Cursor.Equal(resumed) {
+		t.Fatalf("resumed state = %+v", st)
+	}
+	if _, err := db.ClaimScheduleSlot(ctx, cron); !errors.Is(err, ErrSlotTaken) {
+		t.Fatalf("slot that came due while paused: err = %v, want ErrSlotTaken", err)
+	}
+	next := cron
+	next.Slot = t0.Add(time.Hour)
+	if _, err := db.ClaimScheduleSlot(ctx, next); err != nil {
+		t.Fatalf("next slot after resume: %v", err)
+	}
+	if err := db.CheckInvariants(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestScheduleStateWithoutPausedFieldsDecodes(t *testing.T) {
+	ctx := context.Background()
+	db := openScheduleDB(t, filepath.Join(t.TempDir(), "beachd.db"))
+	defer db.Close()
+	old := []byte(`{"name":"brief","cursor":"2026-03-01T08:00:00Z","firstSeen":"2026-03-01T07:00:00Z"}`)
+	if err := db.bolt.Update(func(tx *bolt.Tx) error { return tx.Bucket(bSchedules).Put([]byte("brief"), old) }); err != nil {
+		t.Fatal(err)
+	}
+	st, ok, err := db.ScheduleState(ctx, "brief")
+	if err != nil || !ok || st.Paused || !st.Cursor.Equal(time.Date(2026, 3, 1, 8, 0, 0, 0, time.UTC)) {
+		t.Fatalf("old record: %+v ok=%v err=%v", st, ok, err)
 	}
 }

@@ -256,8 +256,14 @@ func TestDovecotUIDValidityChange(t *testing.T) {
 	stop := runIntakeStoppable(t, dovecotIntakeConfig(d, "Replies"), db, dec)
 	poll.Eventually(t, 10*time.Second, "three handled", func() bool { return len(dec.inbound()) == 3 })
 	poll.Eventually(t, 5*time.Second, "three moved", func() bool { n, _ := mta.count("Processed"); return n == 3 })
+	// The cursor is saved after the move: wait for it before stopping, or
+	// the stop can fall between the two.
+	var before []byte
+	poll.Eventually(t, 5*time.Second, "the cursor past the third message", func() bool {
+		before, _, _ = db.GetKV(context.Background(), "imap/Replies")
+		return strings.Contains(string(before), `"lastUid":3`)
+	})
 	stop()
-	before, _, _ := db.GetKV(context.Background(), "imap/Replies")
 
 	if err := mta.c.Delete("Replies").Wait(); err != nil {
 		t.Fatal(err)

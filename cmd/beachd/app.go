@@ -286,9 +286,14 @@ func (a *app) run(ctx context.Context) error {
 				if p := recover(); p != nil {
 					err = fmt.Errorf("%s panicked: %v\n%s", w.name, p, debug.Stack())
 				}
-				if err != nil {
+				switch {
+				case err != nil:
 					a.log.Error("worker stopped", "worker", w.name, "after", since(), "err", err)
-				} else {
+				case gctx.Err() == nil:
+					// A one-shot worker (reading the agents' cards) is done
+					// while beachd runs on: not a shutdown line.
+					a.log.Debug("worker done", "worker", w.name)
+				default:
 					a.log.Info("worker stopped", "worker", w.name, "after", since())
 				}
 			}()

@@ -115,7 +115,7 @@ func (cliEnqueuer) Enqueue(ctx context.Context, env *envelope.Envelope, to []env
 	return "env_1", nil
 }
 
-// TestSchedulesCommands drives `beachd schedules list|run` against the
+// TestSchedulesCommands drives `beachd schedules list|run|pause|resume` against the
 // schedule routes of a running scheduler.
 func TestSchedulesCommands(t *testing.T) {
 	db := storetest.Open(t, store.Options{})
@@ -174,5 +174,22 @@ func TestSchedulesCommands(t *testing.T) {
 	var parsed struct{ Schedules []schedule.Status }
 	if code != 0 || json.Unmarshal([]byte(out), &parsed) != nil || len(parsed.Schedules) != 1 || parsed.Schedules[0].Last == nil {
 		t.Fatalf("list --json: %d %s", code, out)
+	}
+	if code, out, errOut = beachd("schedules", "pause", "morning-brief"); code != 0 ||
+		!strings.Contains(out, "morning-brief: PAUSED since ") || !strings.Contains(out, "by api key ") {
+		t.Fatalf("pause: %d %q %q", code, out, errOut)
+	}
+	if code, out, errOut = beachd("schedules", "list"); code != 0 || !strings.Contains(out, "PAUSED since ") {
+		t.Fatalf("list while paused: %d\n%s%s", code, out, errOut)
+	}
+	if code, _, errOut = beachd("schedules", "pause", "nope"); code != 1 || !strings.Contains(errOut, "unknown schedule") {
+		t.Fatalf("pause unknown: %d %q", code, errOut)
+	}
+	if code, out, errOut = beachd("schedules", "resume", "morning-brief"); code != 0 ||
+		!strings.Contains(out, "morning-brief: active; next slot 20") {
+		t.Fatalf("resume: %d %q %q", code, out, errOut)
+	}
+	if code, out, errOut = beachd("schedules", "list"); code != 0 || strings.Contains(out, "PAUSED") {
+		t.Fatalf("list after resume: %d\n%s%s", code, out, errOut)
 	}
 }

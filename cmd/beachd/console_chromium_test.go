@@ -20,6 +20,7 @@ import (
 	"github.com/cool-ai/beachd/channels/webhook"
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/internal/testkit/poll"
+	"github.com/cool-ai/beachd/schedule"
 	"github.com/cool-ai/beachd/store"
 )
 
@@ -413,6 +414,23 @@ func TestConsoleInChromium(t *testing.T) {
 	b.open("/ui/schedules")
 	b.check("schedules-after-run")
 
+	// Schedules: pause, then resume.
+	b.press(`form[action="/ui/schedules/morning-brief/pause"] button`)
+	if txt := b.text(); !strings.Contains(txt, "schedule is paused") || !strings.Contains(txt, "none while paused") {
+		t.Errorf("pause:\n%s", txt)
+	}
+	if ss, err := d.a.console.scheduler.List(context.Background()); err != nil || !pausedIn(ss, "morning-brief") {
+		t.Errorf("morning-brief is not paused after Pause: %v", err)
+	}
+	b.check("schedules-paused")
+	b.press(`form[action="/ui/schedules/morning-brief/resume"] button`)
+	if txt := b.text(); !strings.Contains(txt, "schedule is resumed") || strings.Contains(txt, "none while paused") {
+		t.Errorf("resume:\n%s", txt)
+	}
+	if ss, err := d.a.console.scheduler.List(context.Background()); err != nil || pausedIn(ss, "morning-brief") {
+		t.Errorf("morning-brief is still paused after Resume: %v", err)
+	}
+
 	// Webhook endpoints: enable the disabled one, send a test event.
 	b.open("/ui/webhooks")
 	if !strings.Contains(b.text(), "disabled") {
@@ -577,4 +595,14 @@ func (b *browser) fetchPost(path string) int {
 		b.t.Fatal(err)
 	}
 	return n
+}
+
+// pausedIn reports whether the schedule called name is paused in ss.
+func pausedIn(ss []schedule.Status, name string) bool {
+	for _, s := range ss {
+		if s.Name == name {
+			return s.Paused
+		}
+	}
+	return false
 }

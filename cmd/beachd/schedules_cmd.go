@@ -10,8 +10,10 @@ import (
 
 // SchedulesCmd groups the schedule commands; they talk to a running beachd.
 type SchedulesCmd struct {
-	List SchedulesListCmd `cmd:"" help:"List schedules: next slot, last run and its outcome."`
-	Run  SchedulesRunCmd  `cmd:"" help:"Fire a schedule now (a manual run; it takes no cron slot)."`
+	List   SchedulesListCmd   `cmd:"" help:"List schedules: next slot, last run and its outcome."`
+	Run    SchedulesRunCmd    `cmd:"" help:"Fire a schedule now (a manual run; it takes no cron slot)."`
+	Pause  SchedulesPauseCmd  `cmd:"" help:"Pause a schedule: it fires no slot until resumed (kept across restarts; slots due meanwhile are skipped)."`
+	Resume SchedulesResumeCmd `cmd:"" help:"Resume a paused schedule: it fires from the next slot on."`
 }
 
 // SchedulesListCmd lists schedules.
@@ -42,7 +44,9 @@ func (c *SchedulesListCmd) Run(g *globals) error {
 	var out struct {
 		Schedules []struct {
 			Name, Cron, TimeZone, Agent string
-			Enabled, Running            bool
+			Enabled, Running, Paused    bool
+			PausedAt                    time.Time
+			PausedBy                    string
 			Next                        time.Time
 			Last                        *scheduleRunView
 			LastOutcome                 string
@@ -61,8 +65,14 @@ func (c *SchedulesListCmd) Run(g *globals) error {
 	fmt.Fprintln(tw, "NAME\tCRON\tZONE\tAGENT\tNEXT\tLAST SLOT\tLAST STATE\tLAST OUTCOME\tREASON")
 	for _, s := range out.Schedules {
 		next := ts(s.Next)
-		if !s.Enabled {
+		switch {
+		case !s.Enabled:
 			next = "disabled"
+		case s.Paused:
+			next = "PAUSED since " + ts(s.PausedAt)
+			if s.PausedBy != "" {
+				next += " by " + s.PausedBy
+			}
 		}
 		lastSlot, lastState, reason := "-", "-", ""
 		if s.Last != nil {
@@ -108,5 +118,63 @@ func (c *SchedulesRunCmd) Run(g *globals) error {
 		return fmt.Errorf("decode run: %w", err)
 	}
 	fmt.Fprintf(g.stdout, "started %s (%s); see `beachd schedules list` for its outcome\n", out.Run.ID, out.Run.State)
+	return nil
+}
+
+// SchedulesPauseCmd pauses a schedule.
+type SchedulesPauseCmd struct {
+	apiFlags
+	Name string `arg:"" help:"Schedule name."`
+	JSON bool   `name:"json" help:"Print JSON."`
+}
+
+// Run pauses the schedule and prints its state.
+func (c *SchedulesPauseCmd) Run(g *globals) error {
+	return setSchedulePaused(g, c.apiFlags, c.Name, "pause", c.JSON)
+}
+
+// SchedulesResumeCmd resumes a paused schedule.
+type SchedulesResumeCmd struct {
+	apiFlags
+	Name string `arg:"" help:"Schedule name."`
+	JSON bool   `name:"json" help:"Print JSON."`
+}
+
+// Run resumes the schedule and prints its state.
+func (c *SchedulesResumeCmd) Run(g *globals) error {
+	return setSchedulePaused(g, c.apiFlags, c.Name, "resume", c.JSON)
+}
+
+func setSchedulePaused(g *globals, a apiFlags, name, verb string, asJSON bool) error {
+	var raw json.RawMessage
+	if err := a.call("POST", "/v1/schedules/"+url.PathEscape(name)+"/"+verb, nil, &raw); err != nil {
+		return err
+	}
+	if asJSON {
+		return printJSON(g.stdout, raw)
+	}
+	var out struct {
+		Schedule struct {
+			Name     string
+			Paused   bool
+			PausedAt time.Time
+			PausedBy string
+			Next     time.Time
+		}
+	}
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return fmt.Errorf("decode schedule: %w", err)
+	}
+	st := out.Schedule
+	if st.Paused {
+		fmt.Fprintf(g.stdout, "%s: PAUSED since %s by %s; it fires no slot until `beachd schedules resume %s`\n",
+			st.Name, st.PausedAt.Format(time.RFC3339), st.PausedBy, st.Name)
+		return nil
+	}
+	next := "none"
+	if !st.Next.IsZero() {
+		next = st.Next.Format(time.RFC3339)
+	}
+	fmt.Fprintf(g.stdout, "%s: active; next slot %s\n", st.Name, next)
 	return nil
 }

@@ -69,6 +69,11 @@ func TestShutdownIsLogged(t *testing.T) {
 	got := logs.String()
 	want := []string{`msg="shutting down" reason="terminated signal received"`, `msg="http server stopped"`}
 	for _, w := range a.workers {
+		if w.name == "agent-cards" {
+			// One-shot: it reads the cards at start and is usually done
+			// long before the shutdown (then it logs no shutdown line).
+			continue
+		}
 		want = append(want, `msg="worker stopped" worker=`+w.name+" after=")
 	}
 	want = append(want, `msg=stopped after=`)
