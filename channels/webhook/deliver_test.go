@@ -588,14 +588,16 @@ func TestConcurrentDeliveries(t *testing.T) {
 // count against the endpoint.
 func TestCancelledDeliveryIsNoVerdict(t *testing.T) {
 	release := make(chan struct{})
-	defer close(release)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
 		case <-release:
 		}
 	}))
+	// Release the handler before closing the server: Close waits for it,
+	// and the server need not notice the client's cancellation.
 	defer srv.Close()
+	defer close(release)
 	d := newDeliverer(t, newClock(), srv.URL, func(c *Config, _ *Endpoint) { c.Breaker.Threshold = 1 })
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
