@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/cool-ai/beachd/internal/testkit/browser"
 )
 
 // Every screen rendered from the fixtures in headless Chromium: the states a
@@ -22,58 +22,13 @@ import (
 // live daemon's screens and actions are driven in
 // cmd/beachd/console_chromium_test.go.
 
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, p := range []string{"/usr/bin/chromium", "/usr/bin/chromium-browser"} {
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	if p, err := exec.LookPath("chromium"); err == nil {
-		return p
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("chromium is missing (scripts/peers/chromium.sh installs it)")
-	}
-	t.Skip("SKIPPED LOUDLY: chromium is not installed; run scripts/peers/chromium.sh as root")
-	return ""
-}
-
-func axeJS(t *testing.T) string {
-	t.Helper()
-	b, err := os.ReadFile("../.peers/node_modules/axe-core/axe.min.js")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("axe-core is missing (scripts/peers/axe.sh installs it)")
-		}
-		t.Skip("SKIPPED LOUDLY: axe-core is not installed; run scripts/peers/axe.sh")
-	}
-	return string(b)
-}
-
 func TestFixtureScreensInChromium(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a browser")
 	}
-	chrome, axe := chromium(t), axeJS(t)
-	dir := os.Getenv("BEACHD_SCREENSHOTS")
-	if dir == "" {
-		dir = t.TempDir()
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	axe, dir := browser.Axe(t), browser.ScreenshotDir(t)
 	f := newFixture(t, "http://beachd.test")
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chrome), chromedp.NoSandbox, chromedp.Headless, chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("no-first-run", true),
-		chromedp.Flag("hide-scrollbars", true), chromedp.UserDataDir(t.TempDir()))
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancel()
-	bctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	if err := chromedp.Do(bctx); err != nil {
-		t.Fatal(err)
-	}
+	bctx := browser.Start(t)
 	run := func(steps ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(bctx, 60*time.Second)

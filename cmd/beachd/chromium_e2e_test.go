@@ -2,33 +2,14 @@ package main
 
 import (
 	"context"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+	testbrowser "github.com/cool-ai/beachd/internal/testkit/browser"
 	"github.com/cool-ai/beachd/internal/testkit/poll"
 )
-
-// chromiumPath finds Debian's chromium, or skips (fails under CI).
-func chromiumPath(t *testing.T) string {
-	t.Helper()
-	for _, p := range []string{"/usr/bin/chromium", "/usr/bin/chromium-browser"} {
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	if p, err := exec.LookPath("chromium"); err == nil {
-		return p
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("chromium is missing (scripts/peers/chromium.sh installs it)")
-	}
-	t.Skip("SKIPPED LOUDLY: chromium is not installed; run scripts/peers/chromium.sh as root")
-	return ""
-}
 
 // TestLinkPageInChromium: a real browser opens the approval link (which,
 // like a mail scanner's GET, changes nothing), a person presses Approve
@@ -38,21 +19,12 @@ func TestLinkPageInChromium(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the daemon and a browser")
 	}
-	chrome := chromiumPath(t)
+	bctx := testbrowser.Start(t)
 	d := startDev(t)
 	d.requestApproval("appr_chromium", `[{"channel":"webhook","endpoint":"dev-sink"}]`)
 	link := sinkLink(t, d, "appr_chromium")
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chrome), chromedp.NoSandbox, chromedp.Headless, chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.Flag("no-first-run", true), chromedp.Flag("disable-quic", true),
-		chromedp.UserDataDir(t.TempDir()))
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancel()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 60*time.Second)
+	ctx, cancel := context.WithTimeout(bctx, 60*time.Second)
 	defer cancel()
 
 	if _, err := chromedp.RunResponse(ctx, chromedp.Navigate(link)); err != nil {

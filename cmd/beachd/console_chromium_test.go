@@ -19,6 +19,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/cool-ai/beachd/channels/webhook"
 	"github.com/cool-ai/beachd/envelope"
+	testbrowser "github.com/cool-ai/beachd/internal/testkit/browser"
 	"github.com/cool-ai/beachd/internal/testkit/poll"
 	"github.com/cool-ai/beachd/schedule"
 	"github.com/cool-ai/beachd/store"
@@ -35,30 +36,6 @@ import (
 
 const readKey = "read-only-key-0123456789"
 
-// axeSource is axe-core from .peers (scripts/peers/axe.sh), or skips (fails
-// under CI).
-func axeSource(t *testing.T) string {
-	t.Helper()
-	b, err := os.ReadFile("../../.peers/node_modules/axe-core/axe.min.js")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("axe-core is missing (scripts/peers/axe.sh installs it)")
-		}
-		t.Skip("SKIPPED LOUDLY: axe-core is not installed; run scripts/peers/axe.sh")
-	}
-	return string(b)
-}
-
-func screenshotDir(t *testing.T) string {
-	if d := os.Getenv("BEACHD_SCREENSHOTS"); d != "" {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		return d
-	}
-	return t.TempDir()
-}
-
 // browser is one headless Chromium with its own profile (cookies).
 type browser struct {
 	t    *testing.T
@@ -68,21 +45,9 @@ type browser struct {
 	base string
 }
 
-func newBrowser(t *testing.T, chrome, axe, dir, base string) *browser {
+func newBrowser(t *testing.T, axe, dir, base string) *browser {
 	t.Helper()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chrome), chromedp.NoSandbox, chromedp.Headless, chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.Flag("no-first-run", true), chromedp.Flag("disable-quic", true),
-		chromedp.Flag("hide-scrollbars", true), chromedp.Flag("font-render-hinting", "none"),
-		chromedp.UserDataDir(t.TempDir()))
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	t.Cleanup(cancel)
-	ctx, cancel := chromedp.NewContext(actx)
-	t.Cleanup(cancel)
-	if err := chromedp.Do(ctx); err != nil { // start the browser without a deadline
-		t.Fatal(err)
-	}
+	ctx := testbrowser.Start(t)
 	return &browser{t: t, ctx: ctx, axe: axe, dir: dir, base: base}
 }
 
@@ -207,9 +172,8 @@ func TestConsoleInChromium(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the daemon and a browser")
 	}
-	chrome := chromiumPath(t)
-	axe := axeSource(t)
-	dir := screenshotDir(t)
+	axe := testbrowser.Axe(t)
+	dir := testbrowser.ScreenshotDir(t)
 	t.Logf("screenshots in %s", dir)
 
 	// An endpoint that is gone: its deliveries die and it is disabled.
@@ -262,7 +226,7 @@ func TestConsoleInChromium(t *testing.T) {
 	})
 	link := sinkLink(t, d, "appr_page")
 
-	b := newBrowser(t, chrome, axe, dir, d.base)
+	b := newBrowser(t, axe, dir, d.base)
 
 	// Sign-in page, then a wrong key, then the right one.
 	b.open("/ui/login")
