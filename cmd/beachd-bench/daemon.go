@@ -147,3 +147,21 @@ func (p *proc) endSampling() {
 	}
 	<-p.sampDone
 }
+
+// startSink serves h as the webhook endpoint "sink" on a loopback port and
+// returns the daemon configuration that delivers to it (64 dispatch workers,
+// 64 in flight), and the function that stops the server.
+func startSink(h http.Handler) (cfg string, stop func(), err error) {
+	sl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	srv := &http.Server{Handler: h}
+	go srv.Serve(sl)
+	cfg = fmt.Sprintf(`dispatch: {workers: 64}
+webhooks:
+  endpoints:
+    sink: {url: "http://%s/hook", secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", max_concurrency: 64}
+`, sl.Addr())
+	return cfg, func() { srv.Close() }, nil
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -102,21 +101,14 @@ func scaleRun(n int, bin string, drain time.Duration) (*scaleResult, error) {
 
 	// 2. The daemon on that file: start-up, RSS, delivery with the backlog.
 	var delivered atomic.Int64
-	sl, err := net.Listen("tcp", "127.0.0.1:0")
+	cfg, stopSink, err := startSink(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		delivered.Add(1)
+		w.WriteHeader(http.StatusNoContent)
+	}))
 	if err != nil {
 		return nil, err
 	}
-	sinkSrv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		delivered.Add(1)
-		w.WriteHeader(http.StatusNoContent)
-	})}
-	go sinkSrv.Serve(sl)
-	defer sinkSrv.Close()
-	cfg := fmt.Sprintf(`dispatch: {workers: 64}
-webhooks:
-  endpoints:
-    sink: {url: "http://%s/hook", secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", max_concurrency: 64}
-`, sl.Addr())
+	defer stopSink()
 	p, err := startDaemon(bin, dir, dataDir, cfg, 10*time.Minute)
 	if err != nil {
 		return nil, err

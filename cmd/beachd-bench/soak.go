@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -104,18 +103,11 @@ func soakRun(d time.Duration, rate int, interval time.Duration, bin, plotPath, s
 		return nil, err
 	}
 	sink := &soakSink{seen: map[string]bool{}}
-	sl, err := net.Listen("tcp", "127.0.0.1:0")
+	cfg, stopSink, err := startSink(sink)
 	if err != nil {
 		return nil, err
 	}
-	sinkSrv := &http.Server{Handler: sink}
-	go sinkSrv.Serve(sl)
-	defer sinkSrv.Close()
-	cfg := fmt.Sprintf(`dispatch: {workers: 64}
-webhooks:
-  endpoints:
-    sink: {url: "http://%s/hook", secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", max_concurrency: 64}
-`, sl.Addr())
+	defer stopSink()
 	p, err := startDaemon(bin, dir, filepath.Join(dir, "data"), cfg, time.Minute)
 	if err != nil {
 		return nil, err

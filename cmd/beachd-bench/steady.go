@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -74,18 +73,11 @@ func steadyRun(rate int, d time.Duration, bin string) (*steadyResult, error) {
 		return nil, err
 	}
 	s := &sink{first: map[string]time.Time{}, done: make(chan struct{})}
-	sl, err := net.Listen("tcp", "127.0.0.1:0")
+	cfg, stopSink, err := startSink(s)
 	if err != nil {
 		return nil, err
 	}
-	sinkSrv := &http.Server{Handler: s}
-	go sinkSrv.Serve(sl)
-	defer sinkSrv.Close()
-	cfg := fmt.Sprintf(`dispatch: {workers: 64}
-webhooks:
-  endpoints:
-    sink: {url: "http://%s/hook", secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", max_concurrency: 64}
-`, sl.Addr())
+	defer stopSink()
 	p, err := startDaemon(bin, dir, filepath.Join(dir, "data"), cfg, time.Minute)
 	if err != nil {
 		return nil, err
