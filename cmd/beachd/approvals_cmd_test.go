@@ -16,8 +16,11 @@ import (
 	"github.com/cool-ai/beachd/store/storetest"
 )
 
-func TestApprovalsCommands(t *testing.T) {
-	ctx := context.Background()
+// approvalsAPI is a store, an approvals service, an ingester and the API
+// with the approval routes (key "key"), served until the test ends: what the
+// approvals commands talk to.
+func approvalsAPI(t *testing.T) (*store.DB, *approvals.Service, *api.Ingester, *httptest.Server) {
+	t.Helper()
 	db := storetest.Open(t, store.Options{})
 	svc, err := approvals.New(approvals.Config{Secret: []byte(strings.Repeat("s", 32)), PublicURL: "http://x"}, db, nil, nil, nil)
 	if err != nil {
@@ -30,7 +33,13 @@ func TestApprovalsCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	hs := httptest.NewServer(srv)
-	defer hs.Close()
+	t.Cleanup(hs.Close)
+	return db, svc, ing, hs
+}
+
+func TestApprovalsCommands(t *testing.T) {
+	ctx := context.Background()
+	_, _, ing, hs := approvalsAPI(t)
 	body := `{"envelope":{"role":"agent","parts":[{"data":{"approvalId":"appr-cli","toolName":"book","toolCallId":"c1","args":{},"handler":"h","turn":"t1","session":"s1","summary":"Book the flight"},"metadata":{"partType":"approval-request"}}],
 	"meta":{"sessionId":"s1","turnId":"t1","producedAt":"2026-11-21T20:00:00Z","finalizedBy":"suspended"}},"to":[{"channel":"email","address":"alice@example.org"}],"agent":"travel"}`
 	if _, _, err := ing.Accept(ctx, []byte(body), "", "test"); err != nil {

@@ -3,35 +3,19 @@ package main
 import (
 	"bytes"
 	"context"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/cool-ai/beachd/api"
-	"github.com/cool-ai/beachd/approvals"
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/store"
-	"github.com/cool-ai/beachd/store/storetest"
 )
 
 // A decision the agent never received (dead-lettered injection) shows in
 // `beachd approvals list` without any flag.
 func TestApprovalsListShowsDeadInjections(t *testing.T) {
 	ctx := context.Background()
-	db := storetest.Open(t, store.Options{})
-	svc, err := approvals.New(approvals.Config{Secret: []byte(strings.Repeat("s", 32)), PublicURL: "http://x"}, db, nil, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ing := api.NewIngester(api.IngestConfig{Registry: envelope.NewRegistry(), Channels: map[string]bool{"email": true},
-		Agents: map[string]bool{"travel": true}}, db, svc, nil, nil)
-	srv, err := api.New(api.Config{APIKeys: []string{"key"}}, db, ing, nil, nil, nil, api.ApprovalRoutes(svc, nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv)
-	defer hs.Close()
+	db, svc, ing, hs := approvalsAPI(t)
 	for _, id := range []string{"appr-dead", "appr-fine"} {
 		body := `{"envelope":{"role":"agent","parts":[{"data":{"approvalId":"` + id + `","toolName":"book","toolCallId":"c1","args":{},"handler":"h","turn":"t1","session":"s1","summary":"Book the flight"},"metadata":{"partType":"approval-request"}}],
 	"meta":{"sessionId":"s1","turnId":"t1","producedAt":"2026-11-21T20:00:00Z","finalizedBy":"suspended"}},"to":[{"channel":"email","address":"alice@example.org"}],"agent":"travel"}`
