@@ -44,6 +44,19 @@ type Inbound struct {
 	AuthFailed bool
 	AuthDetail string
 	ReceivedAt time.Time
+	// Recipients are every address the message was sent to, normalised:
+	// for email To, Cc and Delivered-To (lower case); for SMS and WhatsApp
+	// the number it was sent to (E.164, no "whatsapp:" prefix). Routing to
+	// an agent's inbound address reads them.
+	Recipients []string
+	// FullText is the text before trimming (bounded by the channel).
+	FullText string
+	// Attachments of the message: bytes for email, a provider URL for
+	// Twilio media (fetched later from the provider's API host only).
+	Attachments []InboundAttachment
+	// Conversation is a conversation id the channel verified itself (the
+	// signed reply address of an email); "" when there is none.
+	Conversation string
 	// Decision, when the channel carries an explicit one (link page POST,
 	// operator): "granted" or "denied". Otherwise approvals parses Text.
 	Decision string
@@ -59,4 +72,17 @@ type InboundResult struct {
 	ApprovalID string
 	Decision   string
 	Reason     string
+	// Conversation is the conversation the message went to, if any.
+	Conversation string
+}
+
+// InboundAttachment is one attachment of an inbound message.
+type InboundAttachment struct {
+	Filename  string
+	MediaType string
+	Size      int64
+	// Data holds the bytes when the channel has them (email).
+	Data []byte
+	// URL is where the provider keeps the media (Twilio's MediaUrlN).
+	URL string
 }

@@ -8,6 +8,9 @@ type Recipient struct {
 	Address  string `json:"address,omitempty" yaml:"address"`
 	Endpoint string `json:"endpoint,omitempty" yaml:"endpoint"`
 	Name     string `json:"name,omitempty" yaml:"name"`
+	// Conversation, instead of a channel and address, sends to a
+	// conversation's current channel, address and thread (cnv_…).
+	Conversation string `json:"conversation,omitempty" yaml:"conversation"`
 }
 
 // Target is the address or endpoint, whichever the channel uses.

@@ -22,8 +22,8 @@ import (
 // Delivery.Extra keys that place a message in a conversation: the
 // Message-ID of the inbound mail we answer and its References.
 const (
-	ExtraInReplyTo  = "inReplyTo"
-	ExtraReferences = "references"
+	ExtraInReplyTo  = envelope.ExtraInReplyTo
+	ExtraReferences = envelope.ExtraReferences
 )
 
 // render produces the rendition of a job: artifacts fetched first, then the
