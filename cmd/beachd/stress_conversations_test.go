@@ -100,6 +100,7 @@ func TestCrashLoopConversations(t *testing.T) {
 
 	imapc := mp.login()
 	defer imapc.Close()
+	appendErr := make(chan error, 1)
 	start := time.Now()
 	for k := 0; k < kills; k++ {
 		cd.start()
@@ -119,7 +120,10 @@ func TestCrashLoopConversations(t *testing.T) {
 				default:
 				}
 				in := next("email")
-				mp.deliver(imapc, plainMail(in.from, convAgentEmail, "Crash "+in.marker, "<"+in.marker+"@people.test>", "", "Crash mail "+in.marker))
+				if err := appendMail(imapc, plainMail(in.from, convAgentEmail, "Crash "+in.marker, "<"+in.marker+"@people.test>", "", "Crash mail "+in.marker)); err != nil {
+					appendErr <- err
+					return
+				}
 				time.Sleep(20 * time.Millisecond)
 			}
 		}()
@@ -140,6 +144,11 @@ func TestCrashLoopConversations(t *testing.T) {
 		cd.kill()
 		close(stop)
 		wg.Wait()
+		select {
+		case err := <-appendErr:
+			t.Fatal(err)
+		default:
+		}
 		// Mail goes on arriving while the daemon is down.
 		for i := rng.IntN(3); i >= 0; i-- {
 			in := next("email")
