@@ -253,7 +253,12 @@ func (c *Config) checkInbound(v *validator) {
 		}
 		key := "agents." + name + ".inbound"
 		in := a.Inbound.resolve(func(k, format string, args ...any) {
-			v.errorf(joinKey(key, k), format, args...)
+			if k != "" {
+				k = key + "." + k
+			} else {
+				k = key
+			}
+			v.errorf(k, format, args...)
 		})
 		if a.A2AURL == "" {
 			v.errorf(key, "needs agents.%s.a2a_url: a conversation is a series of A2A turns with the agent", name)
