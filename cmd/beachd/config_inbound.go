@@ -171,8 +171,8 @@ func allowPattern(s string) (string, error) {
 
 // resolve checks the section and returns it normalised, defaults applied.
 // report is called for each problem with the key under the section
-// ("email[0]", "idle_timeout"; "" for the section itself); entries with a
-// problem are left out of the result.
+// ("email[0]", "idle_timeout"); entries with a problem are left out of the
+// result.
 func (c *InboundConfig) resolve(report func(key, format string, args ...any)) Inbound {
 	out := Inbound{
 		IdleTimeout: durationOr(c.IdleTimeout, defaultIdleTimeout),
@@ -216,7 +216,9 @@ func (c *InboundConfig) resolve(report func(key, format string, args ...any)) In
 	out.WhatsApp = list("whatsapp", c.WhatsApp, maxInboundAddresses, inboundNumber)
 	out.Allow = list("allow", c.Allow, maxInboundAllow, allowPattern)
 	if len(c.Email)+len(c.SMS)+len(c.WhatsApp) == 0 {
-		report("", "lists no address: set email, sms or whatsapp (the addresses people write to), or leave inbound out")
+		// Reported at email, so that a list already refused as written
+		// (not a list) is not also called missing.
+		report("email", "none of email, sms and whatsapp is set: list the addresses people write to, or leave inbound out")
 	}
 	if c.IdleTimeout != 0 && (c.IdleTimeout < minIdleTimeout || c.IdleTimeout > maxIdleTimeout) {
 		report("idle_timeout", "must be between 1m and 720h (30 days; 0: the default, 24h), got %s", c.IdleTimeout)
@@ -253,12 +255,7 @@ func (c *Config) checkInbound(v *validator) {
 		}
 		key := "agents." + name + ".inbound"
 		in := a.Inbound.resolve(func(k, format string, args ...any) {
-			if k != "" {
-				k = key + "." + k
-			} else {
-				k = key
-			}
-			v.errorf(k, format, args...)
+			v.errorf(key+"."+k, format, args...)
 		})
 		if a.A2AURL == "" {
 			v.errorf(key, "needs agents.%s.a2a_url: a conversation is a series of A2A turns with the agent", name)

@@ -117,7 +117,7 @@ func TestInboundProblemsAtTheirEntries(t *testing.T) {
 		`line 21, column 81: agents.travel.inbound.allow[5]: "alice" is not an allow entry; write an address`,
 		`line 22, column 21: agents.travel.inbound.idle_timeout: must be between 1m and 720h (30 days; 0: the default, 24h), got 30s`,
 		`line 23, column 46: agents.travel.inbound.max_turns.per_hour: must be between 1 and 60000 (0: the default, 100), got -1`,
-		`line 28, column 5: agents.hooks.inbound: lists no address: set email, sms or whatsapp`,
+		`line 28, column 5: agents.hooks.inbound.email: none of email, sms and whatsapp is set: list the addresses people write to, or leave inbound out`,
 		`line 28, column 5: agents.hooks.inbound: needs agents.hooks.a2a_url: a conversation is a series of A2A turns with the agent`,
 		`line 28, column 30: agents.hooks.inbound.idle_timeout: must be between 1m and 720h (30 days; 0: the default, 24h), got 1000h0m0s`,
 		`line 28, column 37: agents.hooks.inbound.max_turns.per_hour: must be at least per_minute: per_hour is 100, the default, per_minute 200`,
@@ -328,4 +328,53 @@ func FuzzInboundEntries(f *testing.F) {
 			}
 		}
 	})
+}
+
+// The bounds of an inbound section, and values of the wrong type named in
+// plain words (and not judged again).
+func TestInboundBounds(t *testing.T) {
+	const agent = "agents:\n  travel:\n    a2a_url: http://127.0.0.1:9000/\n    inbound: { email: [travel@example.org], "
+	for _, tc := range []struct{ yaml, want string }{
+		{"idle_timeout: 1m", ""},
+		{"idle_timeout: 720h", ""},
+		{"idle_timeout: 59s", "inbound.idle_timeout: must be between 1m and 720h"},
+		{"idle_timeout: 721h", "inbound.idle_timeout: must be between 1m and 720h"},
+		{"idle_timeout: -1h", "inbound.idle_timeout: must be between 1m and 720h"},
+		{"idle_timeout: a day", `inbound.idle_timeout: want a duration such as 30s, 5m or 24h, got "a day"`},
+		{"max_turns: { per_minute: 1000, per_hour: 1000 }", ""},
+		{"max_turns: { per_minute: 1001, per_hour: 2000 }", "inbound.max_turns.per_minute: must be between 1 and 1000 (0: the default, 10), got 1001"},
+		{"max_turns: { per_minute: -1 }", "inbound.max_turns.per_minute: must be between 1 and 1000"},
+		{"max_turns: { per_hour: 60001 }", "inbound.max_turns.per_hour: must be between 1 and 60000"},
+		{"max_turns: { per_hour: 5 }", "inbound.max_turns.per_hour: must be at least per_minute: per_hour is 5, per_minute 10, the default"},
+		{"max_turns: { per_minute: 11, per_hour: 10 }", "inbound.max_turns.per_hour: must be at least per_minute: per_hour is 10, per_minute 11"},
+		{"max_turns: 10", "inbound.max_turns: want a section of keys (key: value), got 10"},
+		{"refuse_unknown: sometimes", `inbound.refuse_unknown: want true or false, got "sometimes"`},
+		{"allow: \"*\"", `inbound.allow: want a list, got "*"`},
+		{"sms: \"+15550001111\"", `inbound.sms: want a list, got "+15550001111"`},
+		{"mail: [x@example.org]", "inbound.mail: is not a known key (known keys here: email, sms, whatsapp, allow, idle_timeout, max_turns, refuse_unknown)"},
+	} {
+		_, err := checkInboundYAML(t, agent+tc.yaml+" }\n")
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: refused: %v", tc.yaml, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s:\n got %v\nwant %s", tc.yaml, err, tc.want)
+		}
+	}
+	// email written as a string: the one problem is its type, not a
+	// section without addresses.
+	_, err := checkInboundYAML(t, "agents:\n  travel:\n    a2a_url: http://127.0.0.1:9000/\n    inbound: { email: travel@example.org }\n")
+	var ce *ConfigError
+	if !errors.As(err, &ce) || len(ce.Problems) != 1 || !strings.Contains(ce.Problems[0], `inbound.email: want a list, got "travel@example.org"`) {
+		t.Errorf("email as a string: %v", err)
+	}
+	// refuse_unknown is true unless set false.
+	cfg, err := checkInboundYAML(t, "agents:\n  a: { a2a_url: http://127.0.0.1:9000/, inbound: { email: [a@example.org], refuse_unknown: true } }\n"+
+		"  b: { a2a_url: http://127.0.0.1:9001/, inbound: { email: [b@example.org], refuse_unknown: false } }\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in := cfg.inboundAgents(); !in["a"].RefuseUnknown || in["b"].RefuseUnknown {
+		t.Errorf("refuse_unknown: a %v, b %v", in["a"].RefuseUnknown, in["b"].RefuseUnknown)
+	}
 }
