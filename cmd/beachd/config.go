@@ -183,6 +183,7 @@ func (c *Config) check(v *validator) *envelope.Registry {
 		a.validate(v, "agents."+name)
 		c.validateApprovers(v, name, a)
 	}
+	c.checkInbound(v)
 	c.Webhooks.validate(v)
 	for name, ep := range c.Webhooks.Endpoints {
 		for i, pt := range ep.Consumes {
@@ -217,13 +218,16 @@ func (c *Config) check(v *validator) *envelope.Registry {
 
 // checkServe adds to check what a running daemon needs, so that `beachd
 // config check` and `beachd serve` refuse the same files, and serve refuses
-// them before it creates or opens anything: templates that load, and
-// Twilio credentials unless dev (`beachd dev` and `beachd render` record or
-// preview messages without them).
+// them before it creates or opens anything: templates that load, Twilio
+// credentials unless dev (`beachd dev` and `beachd render` record or
+// preview messages without them), and the channels that receive the
+// agents' inbound addresses (dev stands in for a missing email or twilio
+// section).
 func (c *Config) checkServe(v *validator, dev bool) {
 	if c.Twilio != nil && !c.Twilio.hasCredentials() && !dev {
 		v.errorf("twilio.account_sid", "required, with twilio.auth_token, to send SMS and WhatsApp (only `beachd dev` records messages without them)")
 	}
+	c.checkInboundChannels(v, dev)
 	if dir := c.Render.TemplatesDir; dir != "" {
 		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 			return // Render.validate reports it

@@ -83,6 +83,7 @@ func (c *ApprovalsConfig) validate(v *validator) {
 //	    webhook_secret: "whsec_…"         # Standard Webhooks secret (injector: webhook)
 //	    headers: { Authorization: "Bearer ${AGENT_TOKEN}" }
 //	    timeout: 30s
+//	    inbound: { email: [travel@example.org], allow: ["*@example.org"] }   # config_inbound.go
 type AgentConfig struct {
 	A2AURL        string            `yaml:"a2a_url"`
 	A2AVersion    string            `yaml:"a2a_version"`
@@ -94,6 +95,9 @@ type AgentConfig struct {
 	// Approvers, when set, are the only recipients of this agent's
 	// approval requests (config_agents.go).
 	Approvers []string `yaml:"approvers"`
+	// Inbound, when set, are the addresses people write to in order to
+	// talk with the agent, and who may (config_inbound.go).
+	Inbound *InboundConfig `yaml:"inbound"`
 }
 
 func (a AgentConfig) validate(v *validator, key string) {

@@ -26,6 +26,8 @@ import (
 //	  whatsapp_templates:                    # used outside the 24-hour window
 //	    approval: { content_sid: HX…, variables: { "1": "{{(index .Approvals 0).Summary}}" } }
 //	    result:   { content_sid: HX…, variables: { "1": "{{.Text}}" } }
+//	  whatsapp:
+//	    window_template: HX…                 # sent when a conversation's 24-hour window is closed (config_inbound.go)
 //
 // The inbound webhook (messages and status callbacks) is public_url +
 // /v1/inbound/twilio; configure exactly that URL at Twilio. Without
@@ -43,6 +45,16 @@ type TwilioConfig struct {
 	WhatsAppTemplates   TwilioTemplatesConfig `yaml:"whatsapp_templates"`
 	Timeout             time.Duration         `yaml:"timeout"`
 	Lifetime            time.Duration         `yaml:"lifetime"`
+	WhatsApp            TwilioWhatsAppConfig  `yaml:"whatsapp"`
+}
+
+// TwilioWhatsAppConfig is `twilio.whatsapp`.
+type TwilioWhatsAppConfig struct {
+	// WindowTemplate is the content SID (HX…) of the template sent instead
+	// of an agent's answer when the person's last message is more than 24
+	// hours old (WhatsApp's window is closed); the answer waits until they
+	// write again.
+	WindowTemplate string `yaml:"window_template"`
 }
 
 // TwilioTemplatesConfig names the WhatsApp content templates.
@@ -113,6 +125,9 @@ func (c *TwilioConfig) validate(v *validator) {
 	}
 	if c.Lifetime < 0 {
 		v.errorf("twilio.lifetime", "must not be negative")
+	}
+	if t := c.WhatsApp.WindowTemplate; t != "" && !twilioContentSID.MatchString(t) {
+		v.errorf("twilio.whatsapp.window_template", "must be a content SID, HX followed by 32 hex digits (HX0123456789abcdef0123456789abcdef), got %q", t)
 	}
 	for name, t := range map[string]*TwilioTemplateConfig{"approval": c.WhatsAppTemplates.Approval, "result": c.WhatsAppTemplates.Result} {
 		if t == nil {

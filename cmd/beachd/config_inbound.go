@@ -1,0 +1,423 @@
+package main
+
+import (
+	"fmt"
+	"maps"
+	"net/mail"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cool-ai/beachd/api"
+)
+
+// InboundConfig is `agents.NAME.inbound`: the addresses people write to in
+// order to talk with the agent, and who may.
+//
+//	agents:
+//	  travel:
+//	    a2a_url: http://127.0.0.1:9000/
+//	    inbound:
+//	      email: ["travel@example.org"]      # mail to these addresses starts turns with this agent
+//	      sms: ["+15550001111"]              # our numbers (twilio.sms_from)
+//	      whatsapp: ["+15550002222"]         # our numbers (twilio.whatsapp_from)
+//	      allow: ["*@example.org", "+44*"]   # who may write (deny by default)
+//	      idle_timeout: 24h                  # an SMS/WhatsApp conversation stays open this long after its last message
+//	      max_turns: { per_minute: 10, per_hour: 100 }
+//	      refuse_unknown: true               # one polite refusal a day to a sender not allowed
+//
+// Each allow entry is one of:
+//
+//	alice@example.org   one address
+//	*@example.org       every address at that domain (not its subdomains)
+//	+447700900123       one number, for SMS and WhatsApp alike
+//	+44*                every number starting with +44
+//	*                   everyone
+//
+// The section is checked by Config.checkInbound (the entries, the bounds,
+// an address claimed by two agents) and Config.checkInboundChannels (the
+// channel that receives each address is configured); Config.inboundAgents
+// gives the checked section as an Inbound.
+type InboundConfig struct {
+	Email       []string       `yaml:"email"`
+	SMS         []string       `yaml:"sms"`
+	WhatsApp    []string       `yaml:"whatsapp"`
+	Allow       []string       `yaml:"allow"`
+	IdleTimeout time.Duration  `yaml:"idle_timeout"`
+	MaxTurns    MaxTurnsConfig `yaml:"max_turns"`
+	// RefuseUnknown: nil (unset) means true.
+	RefuseUnknown *bool `yaml:"refuse_unknown"`
+}
+
+// MaxTurnsConfig is `agents.NAME.inbound.max_turns`: how many turns one
+// conversation may start. Zero means the default.
+type MaxTurnsConfig struct {
+	PerMinute int `yaml:"per_minute"` // default 10
+	PerHour   int `yaml:"per_hour"`   // default 100
+}
+
+// Inbound is an agent's checked inbound section, normalised and with its
+// defaults: email addresses in lower case, numbers E.164 without a
+// "whatsapp:" prefix, allow entries in the forms listed on InboundConfig
+// (addresses and domains in lower case). Its fields are those of
+// conversations.AgentConfig, in the same order, so one converts to the
+// other.
+type Inbound struct {
+	Email, SMS, WhatsApp []string
+	Allow                []string
+	IdleTimeout          time.Duration
+	PerMinute, PerHour   int
+	RefuseUnknown        bool
+}
+
+// Defaults and bounds of an inbound section.
+const (
+	defaultIdleTimeout   = 24 * time.Hour
+	minIdleTimeout       = time.Minute
+	maxIdleTimeout       = 30 * 24 * time.Hour
+	defaultTurnsPerMin   = 10
+	defaultTurnsPerHour  = 100
+	maxTurnsPerMinute    = 1000
+	maxTurnsPerHour      = 60 * maxTurnsPerMinute
+	maxInboundAddresses  = 100  // per list (email, sms, whatsapp)
+	maxInboundAllow      = 1024 // allow entries
+	allowPatternExamples = "an address (alice@example.org), a domain (*@example.org), a number (+447700900123), a number prefix (+44*) or * for everyone"
+)
+
+var (
+	numberPrefixPattern = regexp.MustCompile(`^\+[1-9][0-9]{0,13}\*$`)
+	domainPattern       = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$`)
+)
+
+// inboundEmail checks and normalises one address of inbound.email: a bare
+// address (no display name), no '+' in its local part (replies come back
+// to local+c-….@domain), lower case.
+func inboundEmail(s string) (string, error) {
+	t := strings.TrimSpace(s)
+	a, err := mail.ParseAddress(t)
+	if err != nil || strings.Contains(t, "*") {
+		return "", fmt.Errorf("%q is not an email address; write one such as travel@example.org", s)
+	}
+	if a.Name != "" || a.Address != t {
+		return "", fmt.Errorf("%q: write the bare address, such as %s (the name shown on answers comes from email.from)", s, a.Address)
+	}
+	n, err := api.NormalizeEmail(a.Address)
+	if err != nil {
+		return "", fmt.Errorf("%q: %v; write one such as travel@example.org", s, err)
+	}
+	local, _, _ := strings.Cut(n, "@")
+	if strings.Contains(local, "+") {
+		return "", fmt.Errorf("%q: no '+' in the local part (answers carry local+c-….@domain as their reply address); write one such as travel@example.org", s)
+	}
+	return strings.ToLower(n), nil
+}
+
+// inboundNumber checks and normalises one number of inbound.sms or
+// inbound.whatsapp: E.164, a "whatsapp:" prefix dropped.
+func inboundNumber(s string) (string, error) {
+	t := strings.TrimPrefix(strings.TrimSpace(s), "whatsapp:")
+	if !e164Number.MatchString(t) {
+		return "", fmt.Errorf("%q is not an E.164 number; write one such as +15550001111", s)
+	}
+	return t, nil
+}
+
+// allowPattern checks and normalises one allow entry.
+func allowPattern(s string) (string, error) {
+	t := strings.TrimSpace(s)
+	bad := func(why string) (string, error) {
+		if why != "" {
+			why = " (" + why + ")"
+		}
+		return "", fmt.Errorf("%q is not an allow entry%s; write %s", s, why, allowPatternExamples)
+	}
+	switch {
+	case t == "*":
+		return t, nil
+	case strings.HasPrefix(t, "*@"):
+		d := strings.ToLower(strings.TrimSuffix(t[2:], "."))
+		if !domainPattern.MatchString(d) {
+			return bad("not a domain after *@")
+		}
+		return "*@" + d, nil
+	case strings.HasPrefix(t, "whatsapp:"):
+		return bad("a number is allowed on SMS and WhatsApp alike: write it without whatsapp:")
+	case strings.HasPrefix(t, "+") && strings.HasSuffix(t, "*"):
+		if !numberPrefixPattern.MatchString(t) {
+			return bad("a number prefix is + and 1 to 14 digits, the first not 0, then *")
+		}
+		return t, nil
+	case strings.HasPrefix(t, "+"):
+		if !e164Number.MatchString(t) {
+			return bad("not an E.164 number")
+		}
+		return t, nil
+	case strings.Contains(t, "*"):
+		return bad("* stands alone, for a whole domain (*@example.org) or after a number prefix (+44*)")
+	case strings.Contains(t, "@"):
+		a, err := mail.ParseAddress(t)
+		if err != nil || a.Name != "" || a.Address != t {
+			return bad("not a bare email address")
+		}
+		n, err := api.NormalizeEmail(a.Address)
+		if err != nil {
+			return bad(err.Error())
+		}
+		return strings.ToLower(n), nil
+	}
+	return bad("")
+}
+
+// resolve checks the section and returns it normalised, defaults applied.
+// report is called for each problem with the key under the section
+// ("email[0]", "idle_timeout"); entries with a problem are left out of the
+// result.
+func (c *InboundConfig) resolve(report func(key, format string, args ...any)) Inbound {
+	out := Inbound{
+		IdleTimeout: durationOr(c.IdleTimeout, defaultIdleTimeout),
+		PerMinute:   c.MaxTurns.PerMinute,
+		PerHour:     c.MaxTurns.PerHour,
+		// The default: a stranger learns once a day that nobody reads
+		// what they write here.
+		RefuseUnknown: c.RefuseUnknown == nil || *c.RefuseUnknown,
+	}
+	if out.PerMinute == 0 {
+		out.PerMinute = defaultTurnsPerMin
+	}
+	if out.PerHour == 0 {
+		out.PerHour = defaultTurnsPerHour
+	}
+	list := func(name string, in []string, max int, parse func(string) (string, error)) []string {
+		if len(in) > max {
+			report(name, "at most %d entries, got %d", max, len(in))
+			return nil
+		}
+		var res []string
+		seen := map[string]int{}
+		for i, s := range in {
+			key := fmt.Sprintf("%s[%d]", name, i)
+			n, err := parse(s)
+			if err != nil {
+				report(key, "%v", err)
+				continue
+			}
+			if j, dup := seen[n]; dup {
+				report(key, "%s is listed twice (also %s[%d])", n, name, j)
+				continue
+			}
+			seen[n] = i
+			res = append(res, n)
+		}
+		return res
+	}
+	out.Email = list("email", c.Email, maxInboundAddresses, inboundEmail)
+	out.SMS = list("sms", c.SMS, maxInboundAddresses, inboundNumber)
+	out.WhatsApp = list("whatsapp", c.WhatsApp, maxInboundAddresses, inboundNumber)
+	out.Allow = list("allow", c.Allow, maxInboundAllow, allowPattern)
+	if len(c.Email)+len(c.SMS)+len(c.WhatsApp) == 0 {
+		// Reported at email, so that a list already refused as written
+		// (not a list) is not also called missing.
+		report("email", "none of email, sms and whatsapp is set: list the addresses people write to, or leave inbound out")
+	}
+	if c.IdleTimeout != 0 && (c.IdleTimeout < minIdleTimeout || c.IdleTimeout > maxIdleTimeout) {
+		report("idle_timeout", "must be between 1m and 720h (30 days; 0: the default, 24h), got %s", c.IdleTimeout)
+	}
+	perMin, perHour := c.MaxTurns.PerMinute, c.MaxTurns.PerHour
+	if perMin < 0 || perMin > maxTurnsPerMinute {
+		report("max_turns.per_minute", "must be between 1 and %d (0: the default, %d), got %d", maxTurnsPerMinute, defaultTurnsPerMin, perMin)
+	}
+	if perHour < 0 || perHour > maxTurnsPerHour {
+		report("max_turns.per_hour", "must be between 1 and %d (0: the default, %d), got %d", maxTurnsPerHour, defaultTurnsPerHour, perHour)
+	}
+	if perMin >= 0 && perHour >= 0 && out.PerHour < out.PerMinute {
+		what := func(set, n int) string {
+			if set == 0 {
+				return fmt.Sprintf("%d, the default", n)
+			}
+			return fmt.Sprint(n)
+		}
+		report("max_turns.per_hour", "must be at least per_minute: per_hour is %s, per_minute %s", what(perHour, out.PerHour), what(perMin, out.PerMinute))
+	}
+	return out
+}
+
+// checkInbound checks every agent's inbound section: its entries, its
+// bounds, that the agent speaks A2A, and that no address belongs to two
+// agents.
+func (c *Config) checkInbound(v *validator) {
+	type claim struct{ agent, key string }
+	claims := map[string]claim{} // "email:travel@example.org" → the first agent that lists it
+	for _, name := range slices.Sorted(maps.Keys(c.Agents)) {
+		a := c.Agents[name]
+		if a.Inbound == nil {
+			continue
+		}
+		key := "agents." + name + ".inbound"
+		in := a.Inbound.resolve(func(k, format string, args ...any) {
+			v.errorf(key+"."+k, format, args...)
+		})
+		if a.A2AURL == "" {
+			v.errorf(key, "needs agents.%s.a2a_url: a conversation is a series of A2A turns with the agent", name)
+		}
+		for _, ch := range []struct {
+			name  string
+			addrs []string
+			raw   []string
+		}{{"email", in.Email, a.Inbound.Email}, {"sms", in.SMS, a.Inbound.SMS}, {"whatsapp", in.WhatsApp, a.Inbound.WhatsApp}} {
+			for _, addr := range ch.addrs {
+				i := indexOfNormalised(ch.raw, addr, ch.name)
+				at := fmt.Sprintf("%s.%s[%d]", key, ch.name, i)
+				if first, taken := claims[ch.name+":"+addr]; taken && first.agent != name {
+					v.errorf(at, "%s is already an inbound address of agent %q (%s): an address belongs to one agent only, or nobody knows whom a message to it is for",
+						addr, first.agent, first.key)
+					continue
+				}
+				claims[ch.name+":"+addr] = claim{name, at}
+			}
+		}
+	}
+}
+
+// indexOfNormalised finds the index in raw of the entry that normalises
+// to addr.
+func indexOfNormalised(raw []string, addr, channel string) int {
+	parse := inboundNumber
+	if channel == "email" {
+		parse = inboundEmail
+	}
+	for i, s := range raw {
+		if n, err := parse(s); err == nil && n == addr {
+			return i
+		}
+	}
+	return 0
+}
+
+// checkInboundChannels checks that the channel receiving each inbound
+// address is configured: an email address needs the email channel with
+// its IMAP intake; a number must be one Twilio sends that channel from. In
+// `beachd dev` (dev) a missing email or twilio section is not missing:
+// dev's own mail server and its recorded SMS and WhatsApp stand in.
+func (c *Config) checkInboundChannels(v *validator, dev bool) {
+	for _, name := range slices.Sorted(maps.Keys(c.Agents)) {
+		a := c.Agents[name]
+		if a.Inbound == nil {
+			continue
+		}
+		key := "agents." + name + ".inbound"
+		for i, s := range a.Inbound.Email {
+			addr, err := inboundEmail(s)
+			if err != nil {
+				continue // checkInbound reports it
+			}
+			at := fmt.Sprintf("%s.email[%d]", key, i)
+			switch {
+			case c.Email == nil && !dev:
+				v.errorf(at, "mail to %s is read by the email channel, which is off: add an email section with email.imap, the mailbox that receives %[1]s", addr)
+			case c.Email != nil && c.Email.IMAP == nil:
+				v.errorf(at, "mail to %s is read by the email channel's IMAP intake, and email.imap is not set: add email.imap, the mailbox that receives %[1]s", addr)
+			}
+		}
+		for _, ch := range []struct {
+			name, setting string
+			entries       []string
+		}{{"sms", "twilio.sms_from", a.Inbound.SMS}, {"whatsapp", "twilio.whatsapp_from", a.Inbound.WhatsApp}} {
+			for i, s := range ch.entries {
+				n, err := inboundNumber(s)
+				if err != nil {
+					continue // checkInbound reports it
+				}
+				at := fmt.Sprintf("%s.%s[%d]", key, ch.name, i)
+				if c.Twilio == nil {
+					if !dev {
+						v.errorf(at, "messages to %s come through Twilio, which is not configured: add a twilio section with %s: %q", n, ch.setting, inboundTwilioSetting(ch.name, n))
+					}
+					continue
+				}
+				ours := c.Twilio.numbers(ch.name)
+				if !slices.Contains(ours, n) {
+					have := "none is set"
+					if len(ours) > 0 {
+						have = "it is " + strings.Join(ours, ", ")
+					}
+					v.errorf(at, "%s is not a number Twilio sends %s from (%s; %s): answers go out from the number written to, so set %s: %q",
+						n, inboundChannelTitle(ch.name), ch.setting, have, ch.setting, inboundTwilioSetting(ch.name, n))
+				}
+			}
+		}
+	}
+}
+
+// numbers are the numbers Twilio sends a channel ("sms" or "whatsapp")
+// from, E.164 without a prefix.
+func (c *TwilioConfig) numbers(channel string) []string {
+	var s string
+	switch channel {
+	case "sms":
+		s = c.SMSFrom
+	case "whatsapp":
+		s = strings.TrimPrefix(c.WhatsAppFrom, "whatsapp:")
+	}
+	if s == "" {
+		return nil
+	}
+	return []string{s}
+}
+
+func inboundTwilioSetting(channel, n string) string {
+	if channel == "whatsapp" {
+		return "whatsapp:" + n
+	}
+	return n
+}
+
+func inboundChannelTitle(channel string) string {
+	if channel == "sms" {
+		return "SMS"
+	}
+	return "WhatsApp"
+}
+
+// inboundAgents are the checked inbound sections of the agents that have
+// one, by agent name. The configuration is valid.
+func (c *Config) inboundAgents() map[string]Inbound {
+	out := map[string]Inbound{}
+	for name, a := range c.Agents {
+		if a.Inbound != nil {
+			out[name] = a.Inbound.resolve(func(string, string, ...any) {})
+		}
+	}
+	return out
+}
+
+// inboundOwnAddresses are the addresses beachd sends mail from (email.from
+// and the base reply address): mail from them never starts a turn. Nil
+// without an email section.
+func (c *Config) inboundOwnAddresses() []string {
+	if c.Email == nil {
+		return nil
+	}
+	var own []string
+	if f := c.Email.fromAddress(); f != "" {
+		own = append(own, f)
+	}
+	if r := strings.ToLower(c.Email.replyTo()); r != "" && r != c.Email.fromAddress() {
+		own = append(own, r)
+	}
+	return own
+}
+
+// devInbound is the inbound section of `beachd dev`'s agent: mail to
+// email (the dev mail server's agent mailbox, agent@beachd.localhost) and
+// SMS and WhatsApp to number (the number the dev recorder answers from,
+// +15550001111 without a twilio section) start turns, and anybody may
+// write.
+func devInbound(email, number string) *InboundConfig {
+	return &InboundConfig{
+		Email:    []string{email},
+		SMS:      []string{number},
+		WhatsApp: []string{number},
+		Allow:    []string{"*"},
+	}
+}
