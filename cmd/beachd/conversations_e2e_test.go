@@ -756,7 +756,7 @@ agents:
       email: ["%[5]s"]
       sms: ["%[6]s"]
       allow: ["*@people.test", "+4477*"]
-      max_turns: {per_minute: 100000, per_hour: 1000000}
+      max_turns: {per_minute: 1000, per_hour: 60000}
 email:
   from: "Beach Travel <%[5]s>"
   reply_domain: beachd.test

@@ -124,7 +124,7 @@ func TestCrashLoopConversations(t *testing.T) {
 					appendErr <- err
 					return
 				}
-				time.Sleep(20 * time.Millisecond)
+				time.Sleep(50 * time.Millisecond)
 			}
 		}()
 		go func() {
@@ -136,7 +136,7 @@ func TestCrashLoopConversations(t *testing.T) {
 				default:
 				}
 				postSMS(next("sms"))
-				time.Sleep(20 * time.Millisecond)
+				time.Sleep(50 * time.Millisecond)
 			}
 		}()
 		// A random moment: with mail and webhooks arriving and turns in flight.
