@@ -105,7 +105,9 @@ const maxFilenameRunes = 120
 func SanitizeFilename(name string) string {
 	name = strings.ToValidUTF8(name, "")
 	name = strings.ReplaceAll(name, `\`, "/")
-	name = path.Base("/" + name)
+	if name = path.Base("/" + name); name == "/" {
+		name = ""
+	}
 	var b strings.Builder
 	runes := 0
 	for _, c := range name {

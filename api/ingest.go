@@ -194,7 +194,7 @@ func (in *Ingester) ingestExtra(ctx context.Context, env *envelope.Envelope, raw
 	if err != nil {
 		return nil, err
 	}
-	to, rprobs := in.checkRecipients(to)
+	to, rprobs := in.checkRecipients(to, len(cprobs))
 	probs = append(probs, rprobs...)
 	hasApprovals := len(env.PartsOf(envelope.PartApprovalRequest)) > 0
 	switch {
@@ -412,12 +412,15 @@ func NormalizeEmail(s string) (string, error) {
 	return a.Address[:at] + "@" + strings.ToLower(a.Address[at+1:]), nil
 }
 
-func (in *Ingester) checkRecipients(to []envelope.Recipient) ([]envelope.Recipient, []envelope.Problem) {
+// checkRecipients checks to; refused is how many recipients were already
+// refused (conversations that cannot be used), which do not count as
+// missing.
+func (in *Ingester) checkRecipients(to []envelope.Recipient, refused int) ([]envelope.Recipient, []envelope.Problem) {
 	var probs []envelope.Problem
 	add := func(path, format string, args ...any) {
 		probs = append(probs, envelope.Problem{Path: path, Reason: fmt.Sprintf(format, args...)})
 	}
-	if len(to) == 0 {
+	if len(to)+refused == 0 {
 		add("to", "at least one recipient is required")
 	}
 	if len(to) > in.cfg.MaxRecipients {
