@@ -571,3 +571,34 @@ func TestIngestToConversationDisabled(t *testing.T) {
 		t.Fatalf("routes without conversations: %d", code)
 	}
 }
+
+// The conversation routes live beside the provider webhooks under
+// /v1/inbound and the agent routes under /v1/agents: the mux takes them
+// all, and each request goes where it should.
+func TestConversationRoutesBesideTheOthers(t *testing.T) {
+	db := storetest.Open(t, store.Options{})
+	m := newMemConversations()
+	hit := ""
+	mark := func(name string) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hit = name })
+	}
+	routes := append(ConversationRoutes(m, map[string]bool{"travel": true}, nil),
+		Route{Method: "POST", Pattern: "/v1/inbound/twilio", Handler: mark("twilio")},
+		Route{Method: "POST", Pattern: "/v1/inbound/webhook/{endpoint}", Handler: mark("webhook")})
+	routes = append(routes, AgentRoutes(nil, nil)...)
+	s, err := New(Config{APIKeys: []string{key}}, db, NewIngester(IngestConfig{Registry: envelope.NewRegistry()}, db, nil, nil, nil), nil, nil, nil, routes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	for path, want := range map[string]string{"/v1/inbound/twilio": "twilio", "/v1/inbound/webhook/ops": "webhook"} {
+		hit = ""
+		if code, _ := do(t, srv, "POST", path, "", ""); code != 200 || hit != want {
+			t.Errorf("POST %s: %d reached %q", path, code, hit)
+		}
+	}
+	if code, out := do(t, srv, "GET", "/v1/agents/travel/transports", key, ""); code != 200 || len(out["transports"].([]any)) != 3 {
+		t.Errorf("transports: %d %v", code, out)
+	}
+}
