@@ -306,14 +306,33 @@ func (w *walker) walk(e *message.Entity, depth int) {
 		}
 	}
 	mt, params, err := e.Header.ContentType()
-	if err != nil && mt == "" {
-		mt = "text/plain"
+	typeUnknown := false
+	if err != nil {
+		// Read what can be read of a broken Content-Type: its type
+		// (go-message hands back the raw value with the error).
+		mt, typeUnknown = "text/plain", true
+		if v := leadingValue(e.Header.Get("Content-Type")); envelope.ValidMediaType(v) {
+			mt, typeUnknown = v, false
+		}
+		if e.Header.Has("Content-Type") {
+			w.p.warn("part Content-Type unreadable (read as %s)", mt)
+		}
 	}
-	disp, dparams, _ := e.Header.ContentDisposition()
+	disp, dparams, err := e.Header.ContentDisposition()
+	if err != nil {
+		disp = ""
+		if e.Header.Has("Content-Disposition") {
+			disp = leadingValue(e.Header.Get("Content-Disposition"))
+			w.p.warn("part Content-Disposition unreadable (read as %q)", clip(headerText(disp), 32))
+		}
+	}
 	// An attachment is a part the sender marked so, or any part with a
 	// file name (an inline image without one is part of the body's
 	// layout, not a file the person sent).
 	if name := partFilename(dparams, params); disp == "attachment" || name != "" {
+		if typeUnknown {
+			mt = "application/octet-stream"
+		}
 		w.attachment(e, mt, name)
 		return
 	}
@@ -348,6 +367,13 @@ func (w *walker) walk(e *message.Entity, depth int) {
 	} else {
 		w.html = s
 	}
+}
+
+// leadingValue is a header value's first word before any parameters,
+// lower case ("attachment; filename=…" → "attachment").
+func leadingValue(v string) string {
+	v, _, _ = strings.Cut(v, ";")
+	return strings.ToLower(strings.TrimSpace(v))
 }
 
 // toValidUTF8 reads invalid UTF-8 as Latin-1, the usual mislabel.
