@@ -29,9 +29,11 @@ func templateRefusal(extra map[string]string) error {
 // extra names (envelope.ExtraConversation), and returns the From to send
 // it with:
 //   - From is extra's ExtraFrom (the address the person wrote to) with the
-//     configured display name; without it, the configured From;
+//     configured display name (it must be one of ConversationFrom when
+//     that is set); without it, the configured From;
 //   - Subject is extra's ExtraSubject, made one line and bounded (the
-//     rendered subject when it is empty);
+//     rendered subject when it is empty), with the rendered approval tag
+//     if there is one;
 //   - Reply-To is the signed reply address of the conversation built on
 //     ExtraFrom (or, without it, the configured Reply-To or From), when a
 //     key is configured; a message that carries an approval token keeps
@@ -53,6 +55,9 @@ func (s *Sender) conversationAnswer(em *render.Email, extra map[string]string) (
 		if err != nil || strings.ContainsFunc(a.Address, isCtl) {
 			return "", fmt.Errorf("conversation from %q: not an address", clip(headerText(f), 100))
 		}
+		if !s.mayAnswerFrom(a.Address) {
+			return "", fmt.Errorf("conversation from %q: not one of the addresses answers may go out from", clip(a.Address, 100))
+		}
 		name := ""
 		if own, err := mail.ParseAddress(s.cfg.From); err == nil {
 			name = own.Name
@@ -61,6 +66,10 @@ func (s *Sender) conversationAnswer(em *render.Email, extra map[string]string) (
 		base = a.Address
 	}
 	if subj := conversationSubject(extra[envelope.ExtraSubject]); subj != "" {
+		// An approval's subject tag stays: some clients keep nothing else.
+		if tag := subjectTokenRe.FindString(em.Subject); tag != "" && !strings.Contains(subj, tag) {
+			subj += " " + tag
+		}
 		em.Subject = subj
 	}
 	if em.Headers == nil {
@@ -79,6 +88,20 @@ func (s *Sender) conversationAnswer(em *render.Email, extra map[string]string) (
 		em.Headers["Reply-To"] = ra
 	}
 	return from, nil
+}
+
+// mayAnswerFrom: addr is one of SenderConfig.ConversationFrom, or that
+// list is empty.
+func (s *Sender) mayAnswerFrom(addr string) bool {
+	if len(s.cfg.ConversationFrom) == 0 {
+		return true
+	}
+	for _, a := range s.cfg.ConversationFrom {
+		if strings.EqualFold(strings.TrimSpace(a), addr) {
+			return true
+		}
+	}
+	return false
 }
 
 // conversationSubject makes s one header line: controls and line breaks

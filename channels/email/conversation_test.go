@@ -148,6 +148,32 @@ func TestConversationAnswerFallbacks(t *testing.T) {
 		if g := m.Header.Get("Auto-Submitted"); g != "auto-replied" {
 			t.Errorf("auto-submitted %q", g)
 		}
+		if g := m.Header.Get("Subject"); g != "Re: Flights to Lisbon [approval:"+tokA+"]" {
+			t.Errorf("subject %q", g)
+		}
+	})
+	t.Run("from not ours", func(t *testing.T) {
+		be := &smtptest.Server{Keep: true}
+		port, _ := smtptest.Start(t, be, TLSNone)
+		s := newTestSender(t, port, func(c *SenderConfig) {
+			c.ConversationKey, c.ConversationFrom = convKey, []string{"Travel@Agents.beachd.test", "hotels@agents.beachd.test"}
+		}, true)
+		j := job("dlv_0ours", "alice@example.com", textEnvelope("Hi."))
+		j.Delivery.Extra = answerExtra()
+		if _, err := s.Deliver(context.Background(), j); err != nil {
+			t.Fatalf("an allowed from: %v", err)
+		}
+		j = job("dlv_0notours", "alice@example.com", textEnvelope("Hi."))
+		j.Delivery.Extra = answerExtra()
+		j.Delivery.Extra[envelope.ExtraFrom] = "ceo@beachd.test"
+		_, err := s.Deliver(context.Background(), j)
+		var ce *channels.Error
+		if !errors.As(err, &ce) || !ce.Permanent || !strings.Contains(err.Error(), `"ceo@beachd.test": not one of the addresses`) {
+			t.Fatalf("err %v", err)
+		}
+		if n := len(be.Raw()); n != 1 {
+			t.Fatalf("%d messages sent", n)
+		}
 	})
 	t.Run("template", func(t *testing.T) {
 		be := &smtptest.Server{Keep: true}

@@ -49,6 +49,10 @@ type SenderConfig struct {
 	// (ReplyAddress; the intake's IntakeConfig has the same key). Without
 	// it an answer's Reply-To is ReplyTo.
 	ConversationKey []byte
+	// ConversationFrom, when set, are the addresses a conversation answer
+	// may go out from (the agents' inbound addresses): an answer from any
+	// other fails permanently. Empty accepts any.
+	ConversationFrom []string
 
 	Host     string
 	Port     int    // default 587 (starttls), 465 (tls), 25 (none)
