@@ -82,8 +82,8 @@ func TestConversationAnswerHeaders(t *testing.T) {
 					t.Errorf("%s: %q, want %q", k, g, want)
 				}
 			}
-			if got.From != "travel@agents.beachd.test" {
-				t.Errorf("envelope sender %q", got.From)
+			if got.From != "agent@beachd.test" {
+				t.Errorf("envelope sender %q, want the configured one", got.From)
 			}
 			// The person answers: to the Reply-To, under our Message-ID.
 			reply := "From: Alice <alice@example.com>\r\nTo: " + wantRT + "\r\nSubject: Re: Re: Flights to Lisbon\r\n" +

@@ -376,6 +376,14 @@ func (s *Sender) Deliver(ctx context.Context, job *channels.Job) (*channels.Resu
 	if err != nil {
 		return nil, channels.Permanent(fmt.Errorf("build email: %w", err))
 	}
+	if from != s.cfg.From {
+		// The envelope sender stays the configured one: bounces come back
+		// where they always do, and SPF is the relay's as for every other
+		// message.
+		if err := msg.EnvelopeFrom(s.cfg.From); err != nil {
+			return nil, channels.Permanent(fmt.Errorf("envelope from: %w", err))
+		}
+	}
 	// Receipts, errors and logs carry the Message-ID with the approval
 	// token cut out: the token is a credential and is stored only hashed.
 	msgID := redactToken(strings.Trim(em.MessageID, "<>"))
