@@ -37,6 +37,20 @@ func (e *ConflictError) Error() string {
 
 func (e *ConflictError) Unwrap() error { return e.Err }
 
+// UnprocessableError is a well-formed request that names something that
+// cannot be used (an unknown conversation): 422, with the problems naming
+// the paths.
+type UnprocessableError struct {
+	Problems []envelope.Problem
+}
+
+func (e *UnprocessableError) Error() string {
+	if len(e.Problems) == 0 {
+		return "unprocessable request"
+	}
+	return e.Problems[0].Path + ": " + e.Problems[0].Reason
+}
+
 type errorBody struct {
 	Error    string             `json:"error"`
 	Problems []envelope.Problem `json:"problems,omitempty"`
@@ -58,7 +72,12 @@ func WriteError(w http.ResponseWriter, log *slog.Logger, err error) {
 	var verr *envelope.ValidationError
 	var tooLarge *envelope.TooLargeError
 	var conflict *ConflictError
+	var unprocessable *UnprocessableError
 	switch {
+	case errors.As(err, &unprocessable):
+		WriteJSON(w, http.StatusUnprocessableEntity, errorBody{Error: "unprocessable request", Problems: unprocessable.Problems})
+	case errors.Is(err, ErrBadSignature):
+		WriteJSON(w, http.StatusForbidden, errorBody{Error: err.Error()})
 	case errors.As(err, &conflict):
 		WriteJSON(w, http.StatusConflict, errorBody{Error: "conflict", Problems: conflict.Problems})
 	case errors.As(err, &verr):

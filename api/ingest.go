@@ -40,10 +40,22 @@ type IngestConfig struct {
 	// envelope of that agent carrying an approval-request must be in it, so
 	// that a compromised agent cannot send its approvals to itself.
 	Approvers map[string]map[string]bool
+	// Conversations, when set, resolves recipients that name a
+	// conversation ({"conversation":"cnv_…"}); without it such a recipient
+	// is refused (422).
+	Conversations ConversationResolver
 	// Remember, when set, is given each envelope accepted from a request,
 	// decoded, with its id and body size (the dispatcher's cache). The
 	// envelope is not changed after.
 	Remember func(id string, env *envelope.Envelope, size int)
+}
+
+// ConversationResolver says where a delivery to a conversation goes now:
+// its channel, address, the Extra keys that thread it, and whether it is
+// held. Unknown conversations are errors matching store.ErrNotFound.
+// Conversations includes it.
+type ConversationResolver interface {
+	Resolve(ctx context.Context, id string) (store.NewDelivery, error)
 }
 
 // Ingester validates delivery requests and stores them. It is used by the
@@ -178,7 +190,11 @@ func (in *Ingester) ingestExtra(ctx context.Context, env *envelope.Envelope, raw
 			return nil, err
 		}
 	}
-	to, rprobs := in.checkRecipients(to)
+	to, resolved, cprobs, err := in.resolveConversations(ctx, to)
+	if err != nil {
+		return nil, err
+	}
+	to, rprobs := in.checkRecipients(to, len(cprobs))
 	probs = append(probs, rprobs...)
 	hasApprovals := len(env.PartsOf(envelope.PartApprovalRequest)) > 0
 	switch {
@@ -196,8 +212,11 @@ func (in *Ingester) ingestExtra(ctx context.Context, env *envelope.Envelope, raw
 	if hasApprovals && len(probs) == 0 {
 		probs = append(probs, in.checkApprovers(agent, to)...)
 	}
-	if len(probs) > 0 {
-		return nil, &envelope.ValidationError{Problems: probs}
+	switch {
+	case len(probs) > 0:
+		return nil, &envelope.ValidationError{Problems: append(cprobs, probs...)}
+	case len(cprobs) > 0:
+		return nil, &UnprocessableError{Problems: cprobs}
 	}
 	fromRequest := raw != nil
 	if raw == nil {
@@ -206,7 +225,6 @@ func (in *Ingester) ingestExtra(ctx context.Context, env *envelope.Envelope, raw
 			return nil, fmt.Errorf("encode envelope: %w", err)
 		}
 	}
-	var err error
 	ing := store.Ingest{Envelope: raw, Agent: agent, Source: source, IdempotencyKey: key, RequestHash: hash}
 	var per [][]string
 	if hasApprovals && in.preparer != nil {
@@ -220,6 +238,18 @@ func (in *Ingester) ingestExtra(ctx context.Context, env *envelope.Envelope, raw
 	}
 	for i, r := range to {
 		nd := store.NewDelivery{Channel: r.Channel, To: r.Target(), Extra: extra}
+		if c := resolved[i]; c != nil {
+			// The conversation's own keys win over the caller's.
+			nd = *c
+			nd.Channel, nd.To = r.Channel, r.Target()
+			nd.Extra = make(map[string]string, len(extra)+len(c.Extra))
+			for k, v := range extra {
+				nd.Extra[k] = v
+			}
+			for k, v := range c.Extra {
+				nd.Extra[k] = v
+			}
+		}
 		if i < len(per) {
 			nd.ApprovalIDs = per[i]
 		}
@@ -241,6 +271,70 @@ func (in *Ingester) ingestExtra(ctx context.Context, env *envelope.Envelope, raw
 		}
 	}
 	return res, nil
+}
+
+// maxConversationID bounds the conversation id of a recipient.
+const maxConversationID = 64
+
+// resolveConversations replaces each recipient that names a conversation
+// by the channel and address the conversation is on now; resolved holds,
+// by index, the delivery the conversation asks for (nil for the other
+// recipients). A recipient that names a conversation and also a channel,
+// address or endpoint, an unknown conversation, or a conversation on a
+// beachd without conversations are problems of their own (422 when they
+// are the only ones); any other failure of the resolver is returned.
+func (in *Ingester) resolveConversations(ctx context.Context, to []envelope.Recipient) ([]envelope.Recipient, []*store.NewDelivery, []envelope.Problem, error) {
+	if len(to) > in.cfg.MaxRecipients {
+		return to, nil, nil, nil // checkRecipients refuses the request
+	}
+	var resolved []*store.NewDelivery
+	var probs []envelope.Problem
+	out := to
+	for i, r := range to {
+		if r.Conversation == "" {
+			continue
+		}
+		if resolved == nil {
+			resolved = make([]*store.NewDelivery, len(to))
+			out = append([]envelope.Recipient(nil), to...)
+		}
+		path := fmt.Sprintf("to[%d]", i)
+		switch {
+		case r.Channel != "" || r.Address != "" || r.Endpoint != "":
+			probs = append(probs, envelope.Problem{Path: path, Reason: "names a conversation and also a channel, address or endpoint: give one or the other"})
+			continue
+		case in.cfg.Conversations == nil:
+			probs = append(probs, envelope.Problem{Path: path + ".conversation", Reason: ErrConversationsDisabled.Error()})
+			continue
+		case !ValidID(r.Conversation, "cnv_") || len(r.Conversation) > maxConversationID:
+			probs = append(probs, envelope.Problem{Path: path + ".conversation", Reason: fmt.Sprintf("unknown conversation %q", truncate(r.Conversation, maxConversationID))})
+			continue
+		}
+		nd, err := in.cfg.Conversations.Resolve(ctx, r.Conversation)
+		if errors.Is(err, store.ErrNotFound) {
+			probs = append(probs, envelope.Problem{Path: path + ".conversation", Reason: fmt.Sprintf("unknown conversation %q", r.Conversation)})
+			continue
+		} else if err != nil {
+			return nil, nil, nil, fmt.Errorf("resolve conversation %s: %w", r.Conversation, err)
+		}
+		out[i] = envelope.Recipient{Channel: nd.Channel, Address: nd.To, Name: r.Name}
+		resolved[i] = &nd
+	}
+	if probs != nil {
+		// Leave the refused recipients out of the other checks: their
+		// problems are already named.
+		kept := make([]envelope.Recipient, 0, len(out))
+		for i, r := range out {
+			if to[i].Conversation == "" || resolved[i] != nil {
+				kept = append(kept, r)
+			}
+		}
+		return kept, nil, probs, nil
+	}
+	if resolved == nil {
+		resolved = make([]*store.NewDelivery, len(to))
+	}
+	return out, resolved, nil, nil
 }
 
 // ApproverKey is the key of a recipient in IngestConfig.Approvers: a
@@ -318,12 +412,15 @@ func NormalizeEmail(s string) (string, error) {
 	return a.Address[:at] + "@" + strings.ToLower(a.Address[at+1:]), nil
 }
 
-func (in *Ingester) checkRecipients(to []envelope.Recipient) ([]envelope.Recipient, []envelope.Problem) {
+// checkRecipients checks to; refused is how many recipients were already
+// refused (conversations that cannot be used), which do not count as
+// missing.
+func (in *Ingester) checkRecipients(to []envelope.Recipient, refused int) ([]envelope.Recipient, []envelope.Problem) {
 	var probs []envelope.Problem
 	add := func(path, format string, args ...any) {
 		probs = append(probs, envelope.Problem{Path: path, Reason: fmt.Sprintf(format, args...)})
 	}
-	if len(to) == 0 {
+	if len(to)+refused == 0 {
 		add("to", "at least one recipient is required")
 	}
 	if len(to) > in.cfg.MaxRecipients {
@@ -407,9 +504,18 @@ func prefixProblems(prefix string, err error) error {
 func accepted(res *store.IngestResult) *Accepted {
 	a := &Accepted{ID: res.EnvelopeID, Deliveries: []AcceptedDelivery{}}
 	for _, d := range res.Deliveries {
-		a.Deliveries = append(a.Deliveries, AcceptedDelivery{ID: d.ID, Channel: d.Channel, To: d.To, Status: string(store.StateQueued)})
+		a.Deliveries = append(a.Deliveries, AcceptedDelivery{ID: d.ID, Channel: d.Channel, To: d.To, Status: status(d)})
 	}
 	return a
+}
+
+// status is a new delivery's state as the 202 answer shows it: queued,
+// or held for a delivery that waits (WhatsApp's closed window).
+func status(d *store.Delivery) string {
+	if d.State == "" {
+		return string(store.StateQueued)
+	}
+	return string(d.State)
 }
 
 // since is a helper for latency metrics.

@@ -133,8 +133,8 @@ type Renditions interface {
 }
 
 // Deps are the services the console shows and acts through. DB, Approvals
-// and Renditions are required; a nil Schedules, Webhooks or Dev hides its
-// screen.
+// and Renditions are required; a nil Schedules, Webhooks, Dev or
+// Conversations hides its screen.
 type Deps struct {
 	DB         *store.DB
 	Approvals  Approvals
@@ -146,7 +146,10 @@ type Deps struct {
 	Notify func()
 	// Dev is `beachd dev`'s inbox.
 	Dev DevInbox
-	Log *slog.Logger
+	// Conversations shows the Conversations and Inbound screens; nil
+	// hides them.
+	Conversations Conversations
+	Log           *slog.Logger
 }
 
 // Console serves /ui/.
@@ -253,6 +256,9 @@ func (c *Console) routes() {
 	c.mux.Handle("GET /ui/approvals/{id}", c.read(c.approval))
 	c.mux.Handle("POST /ui/approvals/{id}/decide", c.change(c.decide))
 	c.mux.Handle("POST /ui/approvals/{id}/retry-injection", c.change(c.retryInjection))
+	c.mux.Handle("GET /ui/conversations", c.read(c.conversationsPage))
+	c.mux.Handle("GET /ui/conversations/{id}", c.read(c.conversationPage))
+	c.mux.Handle("GET /ui/inbound", c.read(c.inboundPage))
 	c.mux.Handle("GET /ui/schedules", c.read(c.schedules))
 	c.mux.Handle("POST /ui/schedules/{name}/run", c.change(c.runSchedule))
 	c.mux.Handle("POST /ui/schedules/{name}/pause", c.change(c.pauseSchedule(true)))
@@ -330,8 +336,7 @@ type page struct {
 	ReadOnly bool
 	KeyID    string
 	Dev      bool
-	// Has says which screens exist. Conversations and Inbound have their
-	// navigation slots already; they stay hidden until those screens exist.
+	// Has says which screens exist.
 	Has   struct{ Schedules, Webhooks, Conversations, Inbound bool }
 	Flash string
 	Error string
@@ -343,6 +348,8 @@ func (c *Console) newPage(r *http.Request, id identity, nav, title string, data 
 		Dev: c.deps.Dev != nil, Data: data}
 	p.Has.Schedules = c.deps.Schedules != nil
 	p.Has.Webhooks = c.deps.Webhooks != nil
+	p.Has.Conversations = c.deps.Conversations != nil
+	p.Has.Inbound = c.deps.Conversations != nil
 	p.Flash = flashText(r.URL.Query().Get("done"))
 	return p
 }

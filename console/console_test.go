@@ -216,6 +216,7 @@ type fixture struct {
 	hooks *fakeWebhooks
 	enq   *fakeEnqueuer
 	dev   *fakeDev
+	conv  *fakeConversations
 	dead  []string
 	sent  map[string]string // channel → a sent delivery id
 	woke  int
@@ -224,7 +225,7 @@ type fixture struct {
 func newFixture(t *testing.T, publicURL string) *fixture {
 	t.Helper()
 	db := storetest.Open(t, store.Options{})
-	f := &fixture{t: t, db: db, sent: map[string]string{}, sched: &fakeSchedules{}, enq: &fakeEnqueuer{}, dev: &fakeDev{},
+	f := &fixture{t: t, db: db, sent: map[string]string{}, sched: &fakeSchedules{}, enq: &fakeEnqueuer{}, dev: &fakeDev{}, conv: &fakeConversations{},
 		hooks: &fakeWebhooks{disabled: map[string]bool{"partner-crm": true}}}
 	ctx := context.Background()
 	env := json.RawMessage(`{"role":"agent","parts":[{"text":"Two flights","metadata":{"partType":"response"}}],"meta":{"sessionId":"s","turnId":"t","producedAt":"2026-11-24T01:00:00Z","finalizedBy":"complete"}}`)
@@ -272,7 +273,7 @@ func newFixture(t *testing.T, publicURL string) *fixture {
 	c, err := New(Config{Keys: []Key{{Secret: fullKey}, {Secret: readKey, ReadOnly: true}}, Secret: []byte("0123456789abcdef0123"),
 		PublicURL: publicURL, Channels: []string{"email", "sms", "webhook"}},
 		Deps{DB: db, Approvals: f.appr, Schedules: f.sched, Webhooks: f.hooks, Enqueuer: f.enq, Renditions: fakeRenditions{},
-			Notify: func() { f.woke++ }, Dev: f.dev})
+			Notify: func() { f.woke++ }, Dev: f.dev, Conversations: f.conv})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -349,6 +350,11 @@ func (f *fixture) screens() map[string]string {
 		"/ui/schedules":                               "morning-brief",
 		"/ui/webhooks":                                "partner-crm",
 		"/ui/dev":                                     "YES 123456",
+		"/ui/conversations":                           "Flights to Lisbon",
+		"/ui/conversations/cnv_email1":                "Two direct flights on Friday",
+		"/ui/conversations/cnv_wa1":                   "answers wait (held)",
+		"/ui/inbound":                                 "sender not allowed by agents.travel.inbound.allow",
+		"/ui/inbound?disposition=turn":                "passport.pdf",
 		"/ui/deliveries/" + f.sent["email"] + "/mime": "Subject: Your flights",
 	}
 }

@@ -43,6 +43,7 @@ func funcs(now func() time.Time) template.FuncMap {
 		},
 		"ms":         func(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond)) },
 		"stateClass": stateClass,
+		"dispClass":  dispositionClass,
 		"contains":   strings.Contains,
 		"summary":    func(v *approvals.View) string { return v.Summary },
 		"q": func(kv ...string) template.URL {
@@ -94,7 +95,7 @@ func stateClass(s string) string {
 		return "good"
 	case "dead", "denied", "failed", "open", "disabled", "undelivered", "expired":
 		return "bad"
-	case "retrying", "pending", "half-open", "sending", "running", "void", "queued":
+	case "retrying", "pending", "half-open", "sending", "running", "void", "queued", "held":
 		return "warn"
 	}
 	switch l := strings.ToLower(s); {
@@ -102,6 +103,21 @@ func stateClass(s string) string {
 		return "bad"
 	case l == "injected", l == "decided":
 		return "good"
+	}
+	return "plain"
+}
+
+// dispositionClass colours an inbound message's disposition: what reached
+// an agent or an approval is good, what was refused is bad, what waits or
+// went nowhere is a warning.
+func dispositionClass(d string) string {
+	switch d {
+	case "approval", "turn":
+		return "good"
+	case "rejected":
+		return "bad"
+	case "held", "unrouted":
+		return "warn"
 	}
 	return "plain"
 }

@@ -97,8 +97,12 @@ func fallbackEmail(in render.Input) *render.Email {
 	if in.Thread != nil {
 		h["In-Reply-To"] = "<" + strings.Trim(in.Thread.InReplyTo, "<>") + ">"
 		var refs []string
+		seen := map[string]bool{}
 		for _, r := range append(in.Thread.References, in.Thread.InReplyTo) {
-			refs = append(refs, "<"+strings.Trim(r, "<>")+">")
+			if r = "<" + strings.Trim(r, "<>") + ">"; !seen[r] {
+				seen[r] = true
+				refs = append(refs, r)
+			}
 		}
 		h["References"] = strings.Join(refs, " ")
 	}

@@ -47,7 +47,22 @@
 // builds the whole tree in memory first and has no depth or part limit;
 // enmime's extra leniency (charset sniffing) mattered for none of the
 // replies in the corpus. Quoted text and signatures are trimmed by our own
-// rules (TrimReply), tested on the corpus in testdata/replies.
+// rules (TrimReply), tested on the corpus in testdata/replies. Besides the
+// reply text it keeps the untrimmed text (FullText, at most 64 KiB), every
+// recipient (To, Cc, Delivered-To, X-Original-To; at most 50) and the
+// attachments: parts marked attachment or carrying a file name (an inline
+// image without one is layout), with sanitised names and validated media
+// types, at most 20, their bytes kept up to 25 MiB per message (past that
+// an attachment is listed with its size alone, and a warning says so).
+//
+// Conversations. An answer in a conversation (a delivery whose Extra names
+// envelope.ExtraConversation) goes out from the address the person wrote
+// to, under their subject, threaded under their last mail, with
+// Auto-Submitted: auto-replied and, as Reply-To, the conversation's signed
+// reply address LOCAL+c-CNV.MAC@DOMAIN (ReplyAddress). Mail to such an
+// address names its conversation (Inbound.Conversation) only when the MAC
+// verifies (ConversationFromAddress); the tag cannot be taken for an
+// approval token, nor a token for a conversation.
 //
 // Senders. A reply's From is believed only when the Authentication-Results
 // of the receiving server (ParseOptions.AuthServID) verify it: dmarc=pass,

@@ -288,3 +288,48 @@ func TestDovecotUIDValidityChange(t *testing.T) {
 		return string(after) == `{"uidValidity":424242,"lastUid":1}`
 	})
 }
+
+// TestDovecotConversationMail: a new mail with two attachments, delivered
+// (Delivered-To) to the agent's address and sent to the signed reply
+// address of a conversation, comes through the intake into the Inbound
+// handed to the decider with its recipients, attachments, full text and
+// conversation.
+func TestDovecotConversationMail(t *testing.T) {
+	d := startDovecot(t)
+	db := storetest.Open(t, store.Options{})
+	dec := &recDecider{}
+	cfg := dovecotIntakeConfig(d, "INBOX")
+	cfg.ConversationKey = convKey
+	runIntake(t, cfg, db, dec)
+	ra, err := ReplyAddress(convKey, "travel@agents.example.org", cnvA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mta := openMailbox(t, d.addr(), dovecotUser, dovecotPass)
+	mta.appendMsg("INBOX", conversationMail(ra))
+	poll.Eventually(t, 10*time.Second, "mail handed to the decider", func() bool { return len(dec.inbound()) == 1 })
+	in := dec.inbound()[0]
+	wantRcpt := []string{ra, "bob@example.com", "carol@example.com", "travel@agents.example.org"}
+	if strings.Join(in.Recipients, ",") != strings.Join(wantRcpt, ",") {
+		t.Errorf("recipients %q, want %q", in.Recipients, wantRcpt)
+	}
+	if in.Conversation != cnvA || in.From != "alice@example.com" || in.MessageID != "m1@mail.example.com" {
+		t.Errorf("conversation %q from %q id %q", in.Conversation, in.From, in.MessageID)
+	}
+	if !strings.Contains(in.FullText, "> the old plan") || strings.Contains(in.Text, "the old plan") {
+		t.Errorf("full text %q, text %q", in.FullText, in.Text)
+	}
+	if len(in.Attachments) != 2 {
+		t.Fatalf("attachments %+v", in.Attachments)
+	}
+	for i, want := range []struct{ name, mt, data string }{
+		{"seat map.png", "image/png", "\x89PNG seat map"},
+		{"itinerary.pdf", "application/pdf", "%PDF-1.4 itinerary"},
+	} {
+		a := in.Attachments[i]
+		if a.Filename != want.name || a.MediaType != want.mt || string(a.Data) != want.data || a.Size != int64(len(want.data)) {
+			t.Errorf("attachment %d: %q %q %q %d", i, a.Filename, a.MediaType, a.Data, a.Size)
+		}
+	}
+	poll.Eventually(t, 5*time.Second, "moved to Processed", func() bool { n, _ := mta.count("Processed"); return n == 1 })
+}

@@ -24,6 +24,16 @@ const (
 	DefaultMaxDepth        = 8
 	DefaultMaxParts        = 64
 	DefaultMaxTextBytes    = 1 << 20
+	// DefaultMaxAttachments and DefaultMaxAttachmentBytes bound the
+	// attachments kept of one message: past the count they are not listed
+	// (a warning says how many); past the bytes they are listed with their
+	// Size and without Data.
+	DefaultMaxAttachments     = 20
+	DefaultMaxAttachmentBytes = 25 << 20
+	// MaxFullTextBytes bounds Inbound.FullText, the untrimmed text.
+	MaxFullTextBytes = 64 << 10
+	// MaxRecipients bounds Inbound.Recipients.
+	MaxRecipients = 50
 )
 
 // Sentinel errors of ParseMessage.
@@ -57,12 +67,18 @@ type ParseOptions struct {
 	// and accepts mail from nobody but the people it serves (the embedded
 	// server of `beachd dev`).
 	TrustUnauthenticated bool
+	// ConversationKey verifies signed conversation reply addresses
+	// (ReplyAddress) among the recipients; without it no message names a
+	// conversation.
+	ConversationKey []byte
 	// Limits; zero means the default.
-	MaxBytes       int
-	MaxHeaderBytes int
-	MaxDepth       int
-	MaxParts       int
-	MaxTextBytes   int
+	MaxBytes           int
+	MaxHeaderBytes     int
+	MaxDepth           int
+	MaxParts           int
+	MaxTextBytes       int
+	MaxAttachments     int
+	MaxAttachmentBytes int
 	// ReceivedAt stamps the Inbound (the caller's clock).
 	ReceivedAt time.Time
 }
@@ -78,6 +94,8 @@ func (o ParseOptions) withDefaults() ParseOptions {
 	def(&o.MaxDepth, DefaultMaxDepth)
 	def(&o.MaxParts, DefaultMaxParts)
 	def(&o.MaxTextBytes, DefaultMaxTextBytes)
+	def(&o.MaxAttachments, DefaultMaxAttachments)
+	def(&o.MaxAttachmentBytes, DefaultMaxAttachmentBytes)
 	return o
 }
 
@@ -93,16 +111,27 @@ type Parsed struct {
 
 // ParseMessage reads a raw message into a normalised inbound reply: sender,
 // recipients, ids, the approval token and where it was found, the trimmed
-// reply text, and whether the message is automatic, a bounce, or has a
-// sender the receiving server's Authentication-Results do not verify
-// (AuthFailed: see authres.go for the rule). It does no I/O and returns an error only
-// when the message is too large or has no header at all.
-func ParseMessage(raw []byte, opts ParseOptions) (*Parsed, error) {
+// reply text and the full text, the attachments, the conversation a signed
+// reply address names, and whether the message is automatic, a bounce, or
+// has a sender the receiving server's Authentication-Results do not verify
+// (AuthFailed: see authres.go for the rule). It does no I/O and returns an
+// error only when the message is too large or has no header at all: a
+// broken MIME tree yields what could be read, and Warnings say what could
+// not.
+func ParseMessage(raw []byte, opts ParseOptions) (res *Parsed, err error) {
 	opts = opts.withDefaults()
 	if len(raw) > opts.MaxBytes {
 		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, len(raw), opts.MaxBytes)
 	}
 	p := &Parsed{}
+	defer func() {
+		// A decoder that panics on hostile input must not lose the
+		// message: what was read so far is kept, with a note.
+		if r := recover(); r != nil {
+			p.warn("message unreadable past this point: %v", r)
+			res, err = p, nil
+		}
+	}()
 	ent, err := message.ReadWithOptions(bytes.NewReader(raw), &message.ReadOptions{MaxHeaderBytes: int64(opts.MaxHeaderBytes)})
 	if err != nil && ent == nil {
 		return nil, fmt.Errorf("%w: %v", ErrNoHeader, err)
@@ -120,6 +149,8 @@ func ParseMessage(raw []byte, opts ParseOptions) (*Parsed, error) {
 	}
 	in.To = firstAddress(h, "To")
 	in.Subject = decodeHeader(h.Get("Subject"))
+	in.Recipients = recipients(h, p)
+	in.Conversation = conversationOf(in.Recipients, opts.ConversationKey, p)
 	in.MessageID = firstMsgID(h.Get("Message-Id"))
 	in.InReplyTo = firstMsgID(h.Get("In-Reply-To"))
 	in.References = msgIDs(h.Get("References"))
@@ -133,14 +164,88 @@ func ParseMessage(raw []byte, opts ParseOptions) (*Parsed, error) {
 	findToken(h, in, opts)
 
 	w := walker{opts: opts, p: p}
-	w.walk(ent, 0)
+	w.walkSafely(ent)
 	text := w.plain
 	if strings.TrimSpace(text) == "" && w.html != "" {
 		text = htmlToText(w.html, opts.MaxTextBytes)
 		p.HTMLOnly = true
 	}
+	in.FullText = capText(text, MaxFullTextBytes)
+	if len(in.FullText) < len(text) {
+		p.warn("full text cut at %d bytes", MaxFullTextBytes)
+	}
+	in.Attachments = w.atts
+	if w.unlisted > 0 {
+		p.warn("%d attachments over the limit of %d not kept", w.unlisted, opts.MaxAttachments)
+	}
 	in.Text = TrimReply(text)
 	return p, nil
+}
+
+// walkSafely walks the MIME tree; a panic in a decoder ends the walk with
+// a warning and keeps what was read.
+func (w *walker) walkSafely(e *message.Entity) {
+	defer func() {
+		if r := recover(); r != nil {
+			w.p.warn("MIME structure unreadable past this point: %v", r)
+		}
+	}()
+	w.walk(e, 0)
+}
+
+// capText cuts s to at most n bytes at a rune boundary.
+func capText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
+}
+
+// recipients are the addresses of To, Cc, Delivered-To and X-Original-To,
+// lower-case, each once, at most MaxRecipients.
+func recipients(h message.Header, p *Parsed) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, k := range []string{"To", "Cc", "Delivered-To", "X-Original-To"} {
+		for _, a := range addresses(h, k) {
+			if a == "" || len(a) > 320 || seen[a] || strings.ContainsFunc(a, isCtl) {
+				continue
+			}
+			if len(out) == MaxRecipients {
+				p.warn("more than %d recipients; the rest ignored", MaxRecipients)
+				return out
+			}
+			seen[a] = true
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// conversationOf is the conversation a signed reply address among the
+// recipients names; none when there is no key, no such address, or two
+// that name different conversations.
+func conversationOf(rcpts []string, key []byte, p *Parsed) string {
+	if len(key) == 0 {
+		return ""
+	}
+	var cnv string
+	for _, r := range rcpts {
+		c, ok := ConversationFromAddress(key, r)
+		if !ok {
+			continue
+		}
+		if cnv != "" && c != cnv {
+			p.warn("reply addresses of two conversations; neither is followed")
+			return ""
+		}
+		cnv = c
+	}
+	return cnv
 }
 
 func (p *Parsed) warn(format string, args ...any) {
@@ -159,6 +264,11 @@ type walker struct {
 	html  string
 	// budget is what is left of MaxTextBytes for all decoded text.
 	spent int
+	// atts are the attachments kept; attBytes their Data in all; unlisted
+	// counts those past MaxAttachments.
+	atts     []envelope.InboundAttachment
+	attBytes int64
+	unlisted int
 }
 
 func (w *walker) walk(e *message.Entity, depth int) {
@@ -195,12 +305,35 @@ func (w *walker) walk(e *message.Entity, depth int) {
 			}
 		}
 	}
-	mt, _, err := e.Header.ContentType()
-	if err != nil && mt == "" {
-		mt = "text/plain"
+	mt, params, err := e.Header.ContentType()
+	typeUnknown := false
+	if err != nil {
+		// Read what can be read of a broken Content-Type: its type
+		// (go-message hands back the raw value with the error).
+		mt, typeUnknown = "text/plain", true
+		if v := leadingValue(e.Header.Get("Content-Type")); envelope.ValidMediaType(v) {
+			mt, typeUnknown = v, false
+		}
+		if e.Header.Has("Content-Type") {
+			w.p.warn("part Content-Type unreadable (read as %s)", mt)
+		}
 	}
-	disp, _, _ := e.Header.ContentDisposition()
-	if disp == "attachment" {
+	disp, dparams, err := e.Header.ContentDisposition()
+	if err != nil {
+		disp = ""
+		if e.Header.Has("Content-Disposition") {
+			disp = leadingValue(e.Header.Get("Content-Disposition"))
+			w.p.warn("part Content-Disposition unreadable (read as %q)", clip(headerText(disp), 32))
+		}
+	}
+	// An attachment is a part the sender marked so, or any part with a
+	// file name (an inline image without one is part of the body's
+	// layout, not a file the person sent).
+	if name := partFilename(dparams, params); disp == "attachment" || name != "" {
+		if typeUnknown {
+			mt = "application/octet-stream"
+		}
+		w.attachment(e, mt, name)
 		return
 	}
 	switch mt {
@@ -234,6 +367,13 @@ func (w *walker) walk(e *message.Entity, depth int) {
 	} else {
 		w.html = s
 	}
+}
+
+// leadingValue is a header value's first word before any parameters,
+// lower case ("attachment; filename=…" → "attachment").
+func leadingValue(v string) string {
+	v, _, _ = strings.Cut(v, ";")
+	return strings.ToLower(strings.TrimSpace(v))
 }
 
 // toValidUTF8 reads invalid UTF-8 as Latin-1, the usual mislabel.

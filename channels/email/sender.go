@@ -45,6 +45,14 @@ type SenderConfig struct {
 	ReplyTo string
 	// MessageIDDomain defaults to From's domain.
 	MessageIDDomain string
+	// ConversationKey signs the reply address of a conversation answer
+	// (ReplyAddress; the intake's IntakeConfig has the same key). Without
+	// it an answer's Reply-To is ReplyTo.
+	ConversationKey []byte
+	// ConversationFrom, when set, are the addresses a conversation answer
+	// may go out from (the agents' inbound addresses): an answer from any
+	// other fails permanently. Empty accepts any.
+	ConversationFrom []string
 
 	Host     string
 	Port     int    // default 587 (starttls), 465 (tls), 25 (none)
@@ -351,13 +359,30 @@ func (s *Sender) tlsConfig() *tls.Config {
 // failures are classified.
 func (s *Sender) Deliver(ctx context.Context, job *channels.Job) (*channels.Result, error) {
 	d := job.Delivery
+	if err := templateRefusal(d.Extra); err != nil {
+		return nil, channels.Permanent(err)
+	}
 	em, err := s.render(ctx, job)
 	if err != nil {
 		return nil, channels.Permanent(fmt.Errorf("render email: %w", err))
 	}
-	msg, err := s.buildMessage(d.To, em)
+	from := s.cfg.From
+	if d.Extra[envelope.ExtraConversation] != "" {
+		if from, err = s.conversationAnswer(em, d.Extra); err != nil {
+			return nil, channels.Permanent(err)
+		}
+	}
+	msg, err := BuildMessage(from, d.To, s.cfg.Now(), em)
 	if err != nil {
 		return nil, channels.Permanent(fmt.Errorf("build email: %w", err))
+	}
+	if from != s.cfg.From {
+		// The envelope sender stays the configured one: bounces come back
+		// where they always do, and SPF is the relay's as for every other
+		// message.
+		if err := msg.EnvelopeFrom(s.cfg.From); err != nil {
+			return nil, channels.Permanent(fmt.Errorf("envelope from: %w", err))
+		}
 	}
 	// Receipts, errors and logs carry the Message-ID with the approval
 	// token cut out: the token is a credential and is stored only hashed.
@@ -547,7 +572,8 @@ func replyFromError(err error) reply {
 	return reply{}
 }
 
-// buildMessage turns a rendition into a go-mail message.
+// buildMessage turns a rendition into a go-mail message from the
+// configured sender.
 func (s *Sender) buildMessage(to string, em *render.Email) (*gomail.Msg, error) {
 	return BuildMessage(s.cfg.From, to, s.cfg.Now(), em)
 }

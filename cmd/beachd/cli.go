@@ -20,17 +20,18 @@ var version = ""
 type cli struct {
 	ConfigPath string `name:"config" short:"c" default:"beachd.yaml" help:"Configuration file." type:"path"`
 
-	Serve      ServeCmd      `cmd:"" help:"Run the daemon with the configuration file."`
-	Dev        DevCmd        `cmd:"" help:"Run the daemon on an embedded default: local data dir, local mail server, webhook sink, recorded SMS/WhatsApp."`
-	Send       SendCmd       `cmd:"" help:"Send an envelope through a running beachd."`
-	Render     RenderCmd     `cmd:"" help:"Print the rendition of an envelope for one channel, exactly as it would be sent: as configured in --config when given, else on the built-in defaults."`
-	Inbound    InboundCmd    `cmd:"" help:"Show what beachd makes of an inbound message."`
-	Deliveries DeliveriesCmd `cmd:"" help:"List, show and retry deliveries of a running beachd."`
-	Approvals  ApprovalsCmd  `cmd:"" help:"List, show and decide approvals of a running beachd."`
-	Schedules  SchedulesCmd  `cmd:"" help:"List and fire schedules of a running beachd."`
-	Agents     AgentsCmd     `cmd:"" help:"List the agents of a running beachd and the A2A generation it speaks to each."`
-	Config     ConfigCmd     `cmd:"" help:"Check the configuration."`
-	Version    VersionCmd    `cmd:"" help:"Print the version."`
+	Serve         ServeCmd         `cmd:"" help:"Run the daemon with the configuration file."`
+	Dev           DevCmd           `cmd:"" help:"Run the daemon on an embedded default: local data dir, local mail server, webhook sink, recorded SMS/WhatsApp."`
+	Send          SendCmd          `cmd:"" help:"Send an envelope through a running beachd."`
+	Render        RenderCmd        `cmd:"" help:"Print the rendition of an envelope for one channel, exactly as it would be sent: as configured in --config when given, else on the built-in defaults."`
+	Inbound       InboundCmd       `cmd:"" help:"Show what beachd makes of an inbound message; list what a running beachd received."`
+	Deliveries    DeliveriesCmd    `cmd:"" help:"List, show and retry deliveries of a running beachd."`
+	Approvals     ApprovalsCmd     `cmd:"" help:"List, show and decide approvals of a running beachd."`
+	Schedules     SchedulesCmd     `cmd:"" help:"List and fire schedules of a running beachd."`
+	Agents        AgentsCmd        `cmd:"" help:"List the agents of a running beachd and the A2A generation it speaks to each."`
+	Conversations ConversationsCmd `cmd:"" help:"List and show the conversations people have with agents of a running beachd."`
+	Config        ConfigCmd        `cmd:"" help:"Check the configuration."`
+	Version       VersionCmd       `cmd:"" help:"Print the version."`
 }
 
 // exitError carries an exit code.

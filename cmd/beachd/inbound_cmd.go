@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/url"
 	"os"
+	"text/tabwriter"
 
+	"github.com/cool-ai/beachd/api"
 	"github.com/cool-ai/beachd/approvals"
 	"github.com/cool-ai/beachd/channels/email"
 )
@@ -15,6 +18,67 @@ import (
 // InboundCmd shows what beachd makes of inbound messages.
 type InboundCmd struct {
 	Parse InboundParseCmd `cmd:"" help:"Parse a raw reply (RFC 5322, from a file or stdin) and print what beachd makes of it, as JSON."`
+	List  InboundListCmd  `cmd:"" help:"List the inbound messages a running beachd received, newest first, with what became of each (approval, turn, rejected, …)."`
+}
+
+// InboundListCmd lists inbound messages of a running beachd.
+type InboundListCmd struct {
+	apiFlags
+	Disposition string `help:"approval, turn, rejected, ignored, held, unrouted or duplicate." enum:",approval,turn,rejected,ignored,held,unrouted,duplicate" default:""`
+	Channel     string `help:"email, sms or whatsapp." enum:",email,sms,whatsapp" default:""`
+	Agent       string `help:"Only messages routed to this agent."`
+	Limit       int    `default:"100" help:"At most this many."`
+	After       string `help:"Continue after this cursor (the next value of the previous page)."`
+	JSON        bool   `name:"json" help:"Print JSON."`
+}
+
+// Run lists the inbound messages.
+func (c *InboundListCmd) Run(g *globals) error {
+	q := url.Values{}
+	setParam(q, "disposition", c.Disposition)
+	setParam(q, "channel", c.Channel)
+	setParam(q, "agent", c.Agent)
+	setParam(q, "after", c.After)
+	q.Set("limit", fmt.Sprint(c.Limit))
+	var raw json.RawMessage
+	if err := c.call("GET", "/v1/inbound?"+q.Encode(), nil, &raw); err != nil {
+		return err
+	}
+	if c.JSON {
+		return printJSON(g.stdout, raw)
+	}
+	var out struct {
+		Inbound []api.InboundItem `json:"inbound"`
+		Next    string            `json:"next"`
+	}
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return fmt.Errorf("decode inbound: %w", err)
+	}
+	tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "INBOUND	RECEIVED	CHANNEL	FROM	TO	DISPOSITION	AGENT	BECAME	TEXT")
+	for _, m := range out.Inbound {
+		became := m.ConversationID
+		if m.ApprovalID != "" {
+			became = m.ApprovalID
+		}
+		disp := m.Disposition
+		if m.Reason != "" {
+			disp += " (" + oneLine(m.Reason, 40) + ")"
+		}
+		text := m.Text
+		if text == "" {
+			text = m.Subject
+		}
+		if len(m.Attachments) > 0 {
+			text = fmt.Sprintf("[%d attachment(s)] %s", len(m.Attachments), text)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.ID, stamp(m.ReceivedAt), m.Channel, m.From, m.To, disp,
+			dash(m.Agent), dash(became), dash(oneLine(text, 60)))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return printNext(g.stdout, out.Next)
 }
 
 // InboundParseCmd is `beachd inbound parse [--channel email] [FILE] < reply.eml`.
