@@ -11,10 +11,11 @@ import (
 // address without brackets or "mailto:", or an E.164 number without
 // "whatsapp:"/"sms:" and without spaces, dashes, dots or parentheses.
 func normalise(channel, a string) string {
+	return clip(normaliseUnbounded(channel, clip(a, 4*maxAddress)), maxAddress)
+}
+
+func normaliseUnbounded(channel, a string) string {
 	a = strings.TrimSpace(a)
-	if len(a) > 320 {
-		a = a[:320]
-	}
 	switch channel {
 	case envelope.ChannelEmail:
 		a = strings.ToLower(strings.Trim(a, "<>"))
