@@ -72,7 +72,7 @@ func TestEmailConversationWithTheAgent(t *testing.T) {
 	turn2 := h.waitTurn(res2, "<m2@mail.example.org>", "email")
 	d2 := h.answerDeliveries(turn2)[0]
 	if d2.Extra[envelope.ExtraInReplyTo] != "m2@mail.example.org" || d2.Extra[envelope.ExtraSubject] != "Re: Flights to Lisbon" ||
-		d2.Extra[envelope.ExtraReferences] != "<m1@mail.example.org> <m2@mail.example.org>" {
+		d2.Extra[envelope.ExtraReferences] != "<m1@mail.example.org> "+reply.InReplyTo+" <m2@mail.example.org>" {
 		t.Fatalf("second answer Extra %v", d2.Extra)
 	}
 	if got := h.real.messages(); len(got) != 2 || got[1].ContextID != res.Conversation {

@@ -146,6 +146,11 @@ func (r *Router) HandleInbound(ctx context.Context, in envelope.Inbound) (envelo
 			w.ThreadKey, w.IdleTimeout = rt.threadKey, ac.IdleTimeout
 			w.PerMinute, w.PerHour = ac.PerMinute, ac.PerHour
 			w.ReleaseHeld = in.Channel == envelope.ChannelWhatsApp
+			for _, id := range in.References {
+				if id = bareID(id); id != "" {
+					w.References = append(w.References, id)
+				}
+			}
 			w.Turn = &store.Turn{ID: r.db.NewID("trn_"), Agent: rt.agent, MessageID: a2aMessageID(in.Channel, in.MessageID, rec.ID)}
 			w.Data = attachmentData(in.Attachments, w.Record.Attachments)
 		}

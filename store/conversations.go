@@ -167,6 +167,9 @@ type InboundWrite struct {
 	// ReleaseHeld queues the conversation's held deliveries (the person
 	// wrote again: WhatsApp's window is open).
 	ReleaseHeld bool
+	// References (email, no brackets) are the message's References: they
+	// join the conversation's chain before its own Message-ID.
+	References []string
 }
 
 // InboundWritten is what RecordInbound stored.
@@ -262,7 +265,7 @@ func (s *DB) RecordInbound(ctx context.Context, w InboundWrite) (*InboundWritten
 			if rec.Channel == envelope.ChannelEmail && rec.MessageID != "" {
 				id := strings.Trim(rec.MessageID, "<>")
 				c.LastInboundMessageID = id
-				c.MessageIDs = AppendChain(c.MessageIDs, id)
+				c.MessageIDs = AppendChain(c.MessageIDs, append(w.References, id)...)
 				if err := tx.Bucket(bConvMsgIDs).Put([]byte(id), []byte(c.ID)); err != nil {
 					return err
 				}
