@@ -162,3 +162,32 @@ func TestDuplicateMessageIsOneTurn(t *testing.T) {
 		t.Fatalf("%d turns stored", len(all))
 	}
 }
+
+// With the real approvals service first: an email carrying a token that
+// names no approval stays the approvals' (no turn); an SMS to the agent's
+// number whose digits look like a code (approvals answers unknown-token)
+// is a conversation message.
+func TestRealApprovalsComeFirst(t *testing.T) {
+	h := newHarness(t, opts{agent: &fakeAgent{}, noRun: true})
+	in := mail("ann@example.org", "<tok@x>", "Re: approve?", "yes")
+	in.Token, in.TokenSource = "abcdefghijklmnop", "in-reply-to"
+	if res := h.in(in); res.Outcome != "unknown-token" {
+		t.Fatalf("email with a token: %+v", res)
+	}
+	rec, _ := h.db.InboundByMessageID(h.ctx, "email", "<tok@x>")
+	if rec.Disposition != envelope.DispositionApproval || rec.TurnID != "" {
+		t.Fatalf("record %+v", rec)
+	}
+	sms := envelope.Inbound{Channel: "sms", From: "+447700900001", To: "+15550001111", MessageID: "SMcode",
+		Text: "Meet at gate 123456 please"}
+	if res := h.in(sms); res.Outcome != envelope.DispositionTurn {
+		t.Fatalf("sms with digits: %+v", res)
+	}
+	plain := envelope.Inbound{Channel: "sms", From: "+447700900001", To: "+15550001111", MessageID: "SMplain", Text: "hello"}
+	if res := h.in(plain); res.Outcome != envelope.DispositionTurn {
+		t.Fatalf("plain sms: %+v", res)
+	}
+	if res := h.in(plain); res.Outcome != envelope.DispositionDuplicate {
+		t.Fatalf("plain sms again: %+v", res)
+	}
+}
