@@ -344,3 +344,33 @@ func TestAttachmentsInlineAndURL(t *testing.T) {
 		t.Fatalf("media parts %+v, fetched %v", m2.Parts, media.urls)
 	}
 }
+
+// When the person writes only after the conversation went idle, the new
+// conversation's first message still lets out the old one's held answer.
+func TestWhatsAppHeldAnswerReleasedByANewConversation(t *testing.T) {
+	fa := &fakeAgent{}
+	h := newHarness(t, opts{agent: fa, noRun: true})
+	wa := func(id string) envelope.Inbound {
+		return envelope.Inbound{Channel: "whatsapp", From: "+447700900005", To: "+15550002222", MessageID: id, Text: "hi"}
+	}
+	res := h.in(wa("WB1"))
+	h.clock.Advance(25 * time.Hour)
+	ctx, cancel := context.WithCancel(h.ctx)
+	done := make(chan struct{})
+	go func() { h.r.Run(ctx); close(done) }()
+	turn := h.waitTurn(res, "WB1", "whatsapp")
+	cancel()
+	<-done
+	held := h.answerDeliveries(turn)[0]
+	if held.State != store.StateHeld {
+		t.Fatalf("answer %s", held.State)
+	}
+	h.clock.Advance(48 * time.Hour)
+	r2 := h.in(wa("WB2"))
+	if r2.Conversation == res.Conversation {
+		t.Fatal("an idle conversation was continued")
+	}
+	if d, _ := h.db.Delivery(h.ctx, held.ID); d.State != store.StateQueued {
+		t.Fatalf("old held answer %s", d.State)
+	}
+}

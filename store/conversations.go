@@ -271,6 +271,15 @@ func (s *DB) RecordInbound(ctx context.Context, w InboundWrite) (*InboundWritten
 				}
 			}
 			if w.ThreadKey != "" {
+				// The thread's previous conversation, closed by idleness,
+				// may hold answers the person's message lets out too.
+				if prev := tx.Bucket(bConvThreads).Get([]byte(w.ThreadKey)); prev != nil && string(prev) != c.ID && w.ReleaseHeld {
+					n, err := releaseHeldTx(tx, string(prev), s.now())
+					if err != nil {
+						return err
+					}
+					out.Released += n
+				}
 				if err := tx.Bucket(bConvThreads).Put([]byte(w.ThreadKey), []byte(c.ID)); err != nil {
 					return err
 				}
@@ -317,7 +326,7 @@ func (s *DB) RecordInbound(ctx context.Context, w InboundWrite) (*InboundWritten
 				if err != nil {
 					return err
 				}
-				out.Released = n
+				out.Released += n
 			}
 		}
 		if w.Turn != nil {

@@ -95,6 +95,7 @@ func TestRecordInboundDuplicateFloodAndThread(t *testing.T) {
 	c := newClock()
 	db := openTest(t, filepath.Join(t.TempDir(), "b.db"), c)
 	write := func(msgID string, newConv bool, id string) (*InboundWritten, error) {
+		c.Advance(time.Millisecond) // turns due in the order they came
 		w := InboundWrite{Record: InboundRecord{ID: db.NewID("inb_"), Channel: "sms", From: "+44", MessageID: msgID,
 			ReceivedAt: c.Now(), Disposition: envelope.DispositionTurn},
 			Conversation: &Conversation{ID: id, Agent: "a", Channel: "sms", OurAddress: "+1"}, New: newConv,
