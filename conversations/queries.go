@@ -241,3 +241,18 @@ func (r *Router) OpenAttachment(ctx context.Context, inboundID string, n int, ex
 	}
 	return a.Filename, mt, data, nil
 }
+
+// Prune removes inbound records (with their attachment bytes and settled
+// turns) received before `before`, in batches, until none is left or ctx
+// ends; it returns how many it removed. The retention loop calls it.
+func (r *Router) Prune(ctx context.Context, before time.Time) (int, error) {
+	total := 0
+	for ctx.Err() == nil {
+		n, err := r.db.PruneInbound(ctx, before, 500)
+		total += n
+		if err != nil || n == 0 {
+			return total, err
+		}
+	}
+	return total, nil
+}

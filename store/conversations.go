@@ -938,3 +938,71 @@ func (s *DB) CheckConversationInvariants() error {
 		})
 	})
 }
+
+// PruneInbound removes up to max inbound records received before
+// `before`, with their stored attachment bytes, their message-id entry,
+// their place in their conversation and their turn, once that turn is
+// answered or dead (a record whose turn is still queued or in flight is
+// kept, and so are the records after it). Conversations and their
+// Message-ID index stay: they are small, and a late reply still threads.
+// Call it until it returns 0.
+func (s *DB) PruneInbound(ctx context.Context, before time.Time, max int) (int, error) {
+	if max <= 0 {
+		max = 1000
+	}
+	n := 0
+	err := s.bolt.Update(func(tx *bolt.Tx) error {
+		n = 0
+		recs, turns := tx.Bucket(bInboundRecords), tx.Bucket(bTurns)
+		var doomed []InboundRecord
+		c := recs.Cursor()
+		for k, v := c.First(); k != nil && len(doomed) < max; k, v = c.Next() {
+			var rec InboundRecord
+			if json.Unmarshal(v, &rec) != nil {
+				continue // CheckConversationInvariants names it
+			}
+			if !rec.ReceivedAt.Before(before) {
+				break // ids sort by creation time
+			}
+			if rec.TurnID != "" {
+				var t Turn
+				if getJSON(turns, []byte(rec.TurnID), &t) == nil && t.State != TurnAnswered && t.State != TurnDead {
+					break
+				}
+			}
+			doomed = append(doomed, rec)
+		}
+		for _, rec := range doomed {
+			if err := recs.Delete([]byte(rec.ID)); err != nil {
+				return err
+			}
+			mk := []byte(rec.Channel + "\x00" + rec.MessageID)
+			if rec.MessageID != "" && string(tx.Bucket(bInboundByMsg).Get(mk)) == rec.ID {
+				if err := tx.Bucket(bInboundByMsg).Delete(mk); err != nil {
+					return err
+				}
+			}
+			for i := range rec.Attachments {
+				if err := tx.Bucket(bInboundAttach).Delete(attachKey(rec.ID, i)); err != nil {
+					return err
+				}
+			}
+			if rec.ConversationID != "" {
+				if err := tx.Bucket(bConvMessages).Delete(convMessageKey(rec.ConversationID, rec.ReceivedAt, 'i', rec.ID)); err != nil {
+					return err
+				}
+			}
+			if rec.TurnID != "" {
+				if err := turns.Delete([]byte(rec.TurnID)); err != nil {
+					return err
+				}
+			}
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("prune inbound records: %w", err)
+	}
+	return n, nil
+}

@@ -186,3 +186,48 @@ func TestAppendChainKeepsFirstAndLatest(t *testing.T) {
 		t.Fatalf("chain %v", chain)
 	}
 }
+
+// Old inbound records go with their bytes and settled turns; a record
+// whose turn is still queued stays, and so does what came after it.
+func TestPruneInbound(t *testing.T) {
+	c := newClock()
+	db := openTest(t, filepath.Join(t.TempDir(), "b.db"), c)
+	var ids []string
+	for i := range 3 {
+		c.Advance(time.Millisecond)
+		w, err := db.RecordInbound(ctx, InboundWrite{Record: InboundRecord{ID: db.NewID("inb_"), Channel: "email", From: "a@b",
+			MessageID: fmt.Sprint(i), ReceivedAt: c.Now(), Disposition: envelope.DispositionTurn,
+			Attachments: []AttachmentInfo{{Filename: "f"}}}, Data: [][]byte{[]byte("data")},
+			Conversation: &Conversation{ID: fmt.Sprint("cnv_", i), Agent: "a", Channel: "email"}, New: true,
+			Turn: &Turn{ID: db.NewID("trn_"), Agent: "a"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, w.Record.ID)
+	}
+	ts, _ := db.ClaimTurns(ctx, c.Now(), 1, time.Minute)
+	db.RecordTurn(ctx, ts[0], TurnOutcome{State: TurnAnswered, At: c.Now()})
+	c.Advance(time.Hour)
+	n, err := db.PruneInbound(ctx, c.Now(), 10)
+	if err != nil || n != 1 {
+		t.Fatalf("pruned %d %v", n, err)
+	}
+	if _, err := db.InboundRecord(ctx, ids[0]); !errors.Is(err, ErrNotFound) {
+		t.Fatal("the first record is still there")
+	}
+	if _, err := db.InboundAttachment(ctx, ids[0], 0); !errors.Is(err, ErrNotFound) {
+		t.Fatal("its bytes are still there")
+	}
+	if _, err := db.InboundByMessageID(ctx, "email", "0"); !errors.Is(err, ErrNotFound) {
+		t.Fatal("its message id still finds it")
+	}
+	if msgs, _ := db.ConversationMessages(ctx, "cnv_0", 10); len(msgs) != 0 {
+		t.Fatalf("conversation index %+v", msgs)
+	}
+	if _, err := db.InboundRecord(ctx, ids[2]); err != nil {
+		t.Fatal("a record after a queued turn was pruned")
+	}
+	if err := db.CheckConversationInvariants(); err != nil {
+		t.Fatal(err)
+	}
+}
