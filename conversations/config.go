@@ -108,9 +108,13 @@ type Transport struct {
 	URL      string `json:"url"`
 }
 
-// ErrNotFound: no such inbound message, conversation or attachment (or an
-// attachment link whose signature is wrong or expired).
-var ErrNotFound = errors.New("not found")
+// ErrNotFound: no such inbound message, conversation, turn or attachment.
+// It also matches store.ErrNotFound.
+var ErrNotFound = fmt.Errorf("conversations: %w", store.ErrNotFound)
+
+// ErrBadSignature: an attachment link whose signature is wrong or has
+// expired (which of the two is not said).
+var ErrBadSignature = errors.New("attachment link is not valid or has expired")
 
 // Router routes inbound messages to approvals or conversations and runs
 // the turn outbox.

@@ -85,7 +85,8 @@ func (r *Router) ListInbound(ctx context.Context, f InboundFilter) ([]*store.Inb
 	return recs, next, nil
 }
 
-// ListConversations lists conversations newest first.
+// ListConversations lists conversations most recently active first (the
+// latest message either way); next is an opaque cursor.
 func (r *Router) ListConversations(ctx context.Context, f ConversationFilter) ([]*store.Conversation, string, error) {
 	limit := pageLimit(f.Limit)
 	cs, err := r.db.ListConversations(ctx, f.After, limit+1, maxScan, func(c *store.Conversation) bool {
@@ -97,7 +98,7 @@ func (r *Router) ListConversations(ctx context.Context, f ConversationFilter) ([
 	next := ""
 	if len(cs) > limit {
 		cs = cs[:limit]
-		next = cs[limit-1].ID
+		next = store.ConversationCursor(cs[limit-1])
 	}
 	return cs, next, nil
 }
@@ -206,19 +207,19 @@ func (r *Router) attachmentSig(inboundID string, n int, expires string) string {
 }
 
 // OpenAttachment checks a signed attachment URL's expires and sig and
-// returns the attachment. A wrong or expired signature, like a missing
-// attachment, is ErrNotFound.
+// returns the attachment. A wrong or expired signature is ErrBadSignature,
+// checked before anything is looked up; a missing attachment ErrNotFound.
 func (r *Router) OpenAttachment(ctx context.Context, inboundID string, n int, expires, sig string) (filename, mediaType string, data []byte, err error) {
 	if len(inboundID) > 64 || len(expires) > 20 || len(sig) > 64 || n < 0 || n >= store.MaxInboundAttachments || len(r.cfg.URLKey) == 0 {
-		return "", "", nil, ErrNotFound
+		return "", "", nil, ErrBadSignature
 	}
 	exp, perr := strconv.ParseInt(expires, 10, 64)
 	want := r.attachmentSig(inboundID, n, expires)
 	if perr != nil || !hmac.Equal([]byte(want), []byte(sig)) {
-		return "", "", nil, fmt.Errorf("attachment link signature is wrong: %w", ErrNotFound)
+		return "", "", nil, ErrBadSignature
 	}
 	if !r.cfg.Now().Before(time.Unix(exp, 0)) {
-		return "", "", nil, fmt.Errorf("attachment link expired: %w", ErrNotFound)
+		return "", "", nil, ErrBadSignature
 	}
 	rec, err := r.db.InboundRecord(ctx, inboundID)
 	if errors.Is(err, store.ErrNotFound) || err == nil && n >= len(rec.Attachments) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/store"
@@ -30,9 +31,23 @@ func TestQueries(t *testing.T) {
 	if rej, _, _ := h.r.ListInbound(h.ctx, InboundFilter{Disposition: envelope.DispositionRejected}); len(rej) != 1 {
 		t.Fatalf("rejected %d", len(rej))
 	}
-	cs, _, _ := h.r.ListConversations(h.ctx, ConversationFilter{Agent: "travel", Channel: "email", Limit: 2})
-	if len(cs) != 2 {
-		t.Fatalf("conversations %d", len(cs))
+	first, _ := h.db.InboundByMessageID(h.ctx, "email", "<q0@x>")
+	h.clock.Advance(time.Second)
+	follow := mail("ann@example.org", "<q0b@x>", "Re: S", "more")
+	follow.InReplyTo = "<q0@x>"
+	h.in(follow)
+	cs, next3, _ := h.r.ListConversations(h.ctx, ConversationFilter{Agent: "travel", Channel: "email", Limit: 2})
+	if len(cs) != 2 || cs[0].ID != first.ConversationID || next3 == "" {
+		t.Fatalf("conversations %+v, want the latest active (%s) first", cs, first.ConversationID)
+	}
+	more, next4, err := h.r.ListConversations(h.ctx, ConversationFilter{Agent: "travel", Limit: 10, After: next3})
+	if err != nil || len(more) != 3 || next4 != "" {
+		t.Fatalf("second page %d %q %v", len(more), next4, err)
+	}
+	for _, c := range more {
+		if c.ID == cs[0].ID || c.ID == cs[1].ID {
+			t.Fatalf("conversation %s on both pages", c.ID)
+		}
 	}
 	if cs2, _, _ := h.r.ListConversations(h.ctx, ConversationFilter{Agent: "other"}); len(cs2) != 0 {
 		t.Fatal("filter by agent")

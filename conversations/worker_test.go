@@ -324,12 +324,15 @@ func TestAttachmentsInlineAndURL(t *testing.T) {
 		n        int
 		exp, sig string
 	}{{0, exp, sig}, {1, exp + "0", sig}, {1, exp, flipped}, {1, "x", sig}, {1, exp, ""}} {
-		if _, _, _, err := h.r.OpenAttachment(h.ctx, rec.ID, bad.n, bad.exp, bad.sig); !errors.Is(err, ErrNotFound) {
+		if _, _, _, err := h.r.OpenAttachment(h.ctx, rec.ID, bad.n, bad.exp, bad.sig); !errors.Is(err, ErrBadSignature) {
 			t.Fatalf("tampered link %+v opened: %v", bad, err)
 		}
 	}
+	if _, _, _, err := h.r.OpenAttachment(h.ctx, "inb_other", 1, exp, sig); !errors.Is(err, ErrBadSignature) {
+		t.Fatalf("another message's link: %v", err)
+	}
 	h.clock.Advance(8 * 24 * time.Hour)
-	if _, _, _, err := h.r.OpenAttachment(h.ctx, rec.ID, 1, exp, sig); !errors.Is(err, ErrNotFound) {
+	if _, _, _, err := h.r.OpenAttachment(h.ctx, rec.ID, 1, exp, sig); !errors.Is(err, ErrBadSignature) {
 		t.Fatalf("expired link: %v", err)
 	}
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,12 +25,13 @@ var (
 	bConvThreads    = []byte("conversation_threads") // channel + 0 + our address + 0 + their address → conversation id (SMS, WhatsApp)
 	bConvMsgIDs     = []byte("conversation_msgids")  // Message-ID (no brackets) → conversation id (email received)
 	bConvMessages   = []byte("conversation_messages")
-	bInboundRecords = []byte("inbound_records")     // inbound id → InboundRecord
-	bInboundByMsg   = []byte("inbound_by_msgid")    // channel + 0 + provider message id → inbound id
-	bInboundAttach  = []byte("inbound_attachments") // inbound id + 0 + be32(n) → bytes
-	bTurns          = []byte("turns")               // turn id → Turn
-	bTurnDue        = []byte("turn_due")            // be64(next ns) + turn id → nil (queued and sending turns)
-	bTurnActive     = []byte("turn_active")         // conversation id → turn id of the turn in flight
+	bInboundRecords = []byte("inbound_records")       // inbound id → InboundRecord
+	bInboundByMsg   = []byte("inbound_by_msgid")      // channel + 0 + provider message id → inbound id
+	bInboundAttach  = []byte("inbound_attachments")   // inbound id + 0 + be32(n) → bytes
+	bTurns          = []byte("turns")                 // turn id → Turn
+	bTurnDue        = []byte("turn_due")              // be64(next ns) + turn id → nil (queued and sending turns)
+	bTurnActive     = []byte("turn_active")           // conversation id → turn id of the turn in flight
+	bConvByActivity = []byte("conversation_activity") // be64(UpdatedAt ns) + conversation id → nil
 )
 
 // bConvMessages: conversation id + 0 + be64(at ns) + 'i'|'o' + inbound or
@@ -245,6 +247,7 @@ func (s *DB) RecordInbound(ctx context.Context, w InboundWrite) (*InboundWritten
 					}
 				}
 			}
+			var prevUpdated time.Time
 			if w.New {
 				c = w.Conversation
 				c.CreatedAt = now
@@ -253,6 +256,7 @@ func (s *DB) RecordInbound(ctx context.Context, w InboundWrite) (*InboundWritten
 				if err := getJSON(tx.Bucket(bConversations), []byte(w.Conversation.ID), c); err != nil {
 					return fmt.Errorf("conversation %s: %w", w.Conversation.ID, err)
 				}
+				prevUpdated = c.UpdatedAt
 			}
 			rec.ConversationID, rec.Agent = c.ID, c.Agent
 			c.UpdatedAt, c.LastInboundAt, c.LastFrom = now, now, rec.From
@@ -315,7 +319,7 @@ func (s *DB) RecordInbound(ctx context.Context, w InboundWrite) (*InboundWritten
 			if w.Turn != nil {
 				c.Turns++
 			}
-			if err := putJSON(tx.Bucket(bConversations), []byte(c.ID), c); err != nil {
+			if err := putConversationTx(tx, c, prevUpdated); err != nil {
 				return err
 			}
 			if err := tx.Bucket(bConvMessages).Put(convMessageKey(c.ID, now, 'i', rec.ID), nil); err != nil {
@@ -495,26 +499,36 @@ func (s *DB) Conversation(ctx context.Context, id string) (*Conversation, error)
 	return &c, nil
 }
 
-// ListConversations lists conversations newest first, as
-// ListInboundRecords lists inbound records.
+// ListConversations lists conversations most recently active first
+// (UpdatedAt: the latest message either way), those keep accepts, at most
+// limit, reading at most scan. before is the cursor of the previous page
+// (ConversationCursor of its last conversation; "" from the latest).
 func (s *DB) ListConversations(ctx context.Context, before string, limit, scan int, keep func(*Conversation) bool) ([]*Conversation, error) {
 	var out []*Conversation
 	err := s.bolt.View(func(tx *bolt.Tx) error {
-		c := tx.Bucket(bConversations).Cursor()
-		k, v := c.Last()
+		convs := tx.Bucket(bConversations)
+		c := tx.Bucket(bConvByActivity).Cursor()
+		k, _ := c.Last()
 		if before != "" {
-			k, v = c.Seek([]byte(before))
-			if k == nil {
-				k, v = c.Last()
+			from, err := hex.DecodeString(before)
+			if err != nil || len(from) < 9 {
+				return fmt.Errorf("conversation cursor %q: %w", before, ErrBadState)
 			}
-			if k != nil && bytes.Compare(k, []byte(before)) >= 0 {
-				k, v = c.Prev()
+			k, _ = c.Seek(from)
+			if k == nil {
+				k, _ = c.Last()
+			}
+			if k != nil && bytes.Compare(k, from) >= 0 {
+				k, _ = c.Prev()
 			}
 		}
-		for n := 0; k != nil && len(out) < limit && n < scan; k, v = c.Prev() {
+		for n := 0; k != nil && len(out) < limit && n < scan; k, _ = c.Prev() {
 			n++
+			if len(k) <= 8 {
+				continue
+			}
 			var cv Conversation
-			if err := json.Unmarshal(v, &cv); err != nil {
+			if getJSON(convs, k[8:], &cv) != nil {
 				continue
 			}
 			if keep == nil || keep(&cv) {
@@ -524,6 +538,11 @@ func (s *DB) ListConversations(ctx context.Context, before string, limit, scan i
 		return nil
 	})
 	return out, err
+}
+
+// ConversationCursor is the ListConversations cursor that continues after c.
+func ConversationCursor(c *Conversation) string {
+	return hex.EncodeToString(timeKey(c.UpdatedAt, c.ID))
 }
 
 // ConversationByThread is the conversation indexed under an SMS/WhatsApp
@@ -608,10 +627,27 @@ func indexConversationDeliveryTx(tx *bolt.Tx, d *Delivery) error {
 	if getJSON(tx.Bucket(bConversations), []byte(cnv), &c) != nil {
 		return nil
 	}
-	if d.Extra[envelope.ExtraTemplate] == "" {
-		c.UpdatedAt = d.CreatedAt
+	if d.Extra[envelope.ExtraTemplate] != "" {
+		return nil
 	}
-	return putJSON(tx.Bucket(bConversations), []byte(cnv), &c)
+	prev := c.UpdatedAt
+	c.UpdatedAt = d.CreatedAt
+	return putConversationTx(tx, &c, prev)
+}
+
+// putConversationTx writes c and moves its activity entry from prev (zero:
+// none) to c.UpdatedAt.
+func putConversationTx(tx *bolt.Tx, c *Conversation, prev time.Time) error {
+	act := tx.Bucket(bConvByActivity)
+	if !prev.IsZero() {
+		if err := act.Delete(timeKey(prev, c.ID)); err != nil {
+			return err
+		}
+	}
+	if err := act.Put(timeKey(c.UpdatedAt, c.ID), nil); err != nil {
+		return err
+	}
+	return putJSON(tx.Bucket(bConversations), []byte(c.ID), c)
 }
 
 // ReleaseHeld queues now every held delivery of a conversation and returns
