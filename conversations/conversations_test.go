@@ -191,3 +191,19 @@ func TestRealApprovalsComeFirst(t *testing.T) {
 		t.Fatalf("plain sms again: %+v", res)
 	}
 }
+
+// The real agent answering with a message at once (no task), and failing
+// its task: the first is delivered, the second recorded only.
+func TestAgentMessageAndFailedTask(t *testing.T) {
+	h := newHarness(t, opts{})
+	r1 := h.in(mail("ann@example.org", "<rm1@x>", "Q", "reply:Sure, Tuesday works"))
+	t1 := h.waitTurn(r1, "<rm1@x>", "email")
+	if t1.State != store.TurnAnswered || t1.TaskID != "" || h.answerText(t1) != "Sure, Tuesday works" || len(h.answerDeliveries(t1)) != 1 {
+		t.Fatalf("message answer %+v", t1)
+	}
+	r2 := h.in(mail("ann@example.org", "<rm2@x>", "Q", "fail:database down"))
+	t2 := h.waitTurn(r2, "<rm2@x>", "email")
+	if t2.State != store.TurnAnswered || t2.TaskID == "" || len(h.answerDeliveries(t2)) != 0 || h.answerText(t2) != "database down" {
+		t.Fatalf("failed task %+v text %q", t2, h.answerText(t2))
+	}
+}
