@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -197,6 +198,7 @@ func New(cfg Config, st *store.DB, dec Decider, ag Agent, send Sender, log *slog
 				return nil, fmt.Errorf("agent %q: inbound allow %q: %w", name, p, err)
 			}
 		}
+		ac.Email, ac.SMS, ac.WhatsApp = slices.Clone(ac.Email), slices.Clone(ac.SMS), slices.Clone(ac.WhatsApp)
 		for ch, list := range map[string]*[]string{envelope.ChannelEmail: &ac.Email, envelope.ChannelSMS: &ac.SMS, envelope.ChannelWhatsApp: &ac.WhatsApp} {
 			for i, a := range *list {
 				n := normalise(ch, a)
