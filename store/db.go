@@ -21,7 +21,7 @@ import (
 
 // SchemaVersion is the layout this beachd writes. Bump it with a migration
 // in migrate().
-const SchemaVersion = 5
+const SchemaVersion = 6
 
 // Bucket names. Every bucket is created at Open.
 var (
@@ -49,7 +49,9 @@ var allBuckets = [][]byte{bMeta, bEnvelopes, bEnvelopeBodies, bDeliveries, bAtte
 	bIdempotency, bProviderIDs, bDeliveryPIDs, bKV,
 	bTwilioSeen,
 	bApprovals, bApprovalTokens, bApprovalAudit, bInjections, bInjectionDue, bInbound, bApprovalExpiry, bApprovalLimits, bApprovalCodes,
-	bSchedules, bScheduleRuns}
+	bSchedules, bScheduleRuns,
+	bConversations, bConvThreads, bConvMsgIDs, bConvMessages, bInboundRecords, bInboundByMsg, bInboundAttach,
+	bTurns, bTurnDue, bTurnActive, bConvByActivity}
 
 var keySchema = []byte("schema_version")
 
@@ -200,7 +202,12 @@ func migrate(tx *bolt.Tx, from uint64, now time.Time) error {
 		}
 		fallthrough
 	case 4:
-		return migrate4to5(tx) // approval_codes.go
+		if err := migrate4to5(tx); err != nil { // approval_codes.go
+			return err
+		}
+		fallthrough
+	case 5:
+		return nil // schema 6 only adds the conversation buckets, which prepare created
 	}
 	return fmt.Errorf("no migration from schema %d", from)
 }

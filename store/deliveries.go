@@ -23,10 +23,13 @@ const (
 	StateSent     State = "sent"
 	StateRetrying State = "retrying"
 	StateDead     State = "dead"
+	// StateHeld: stored but not due (an answer waiting for WhatsApp's
+	// 24-hour window to open again); ReleaseHeld queues it.
+	StateHeld State = "held"
 )
 
 // States lists every state.
-var States = []State{StateQueued, StateSending, StateSent, StateRetrying, StateDead}
+var States = []State{StateQueued, StateSending, StateSent, StateRetrying, StateDead, StateHeld}
 
 // Valid reports whether s is a known state.
 func (s State) Valid() bool {
@@ -103,6 +106,8 @@ type NewDelivery struct {
 	To          string
 	ApprovalIDs []string
 	Extra       map[string]string
+	// Held: stored in state held, not due until ReleaseHeld.
+	Held bool
 }
 
 // Ingest is everything an accepted envelope writes, in one transaction.
@@ -223,7 +228,13 @@ func (s *DB) writeIngestTx(tx *bolt.Tx, in *Ingest, envID string, ids []string, 
 		d := &Delivery{ID: ids[i], EnvelopeID: envID, Channel: nd.Channel, To: nd.To, Agent: in.Agent,
 			State: StateQueued, CreatedAt: now, UpdatedAt: now, NextAttemptAt: first,
 			ApprovalIDs: nd.ApprovalIDs, Extra: nd.Extra}
+		if nd.Held {
+			d.State = StateHeld
+		}
 		if err := putDeliveryTx(tx, d, ""); err != nil {
+			return nil, err
+		}
+		if err := indexConversationDeliveryTx(tx, d); err != nil {
 			return nil, err
 		}
 		out.Deliveries = append(out.Deliveries, d)

@@ -43,6 +43,9 @@ func OpenAt(t testing.TB, path string, opts store.Options) *store.DB {
 		if err != nil {
 			t.Errorf("store invariants at the end of the test: %v", err)
 		}
+		if err := db.CheckConversationInvariants(); err != nil {
+			t.Errorf("conversation invariants at the end of the test: %v", err)
+		}
 		if err := db.Close(); err != nil {
 			t.Errorf("close test store: %v", err)
 		}
@@ -60,5 +63,8 @@ func check(t testing.TB, path string) {
 	defer db.Close()
 	if err := db.CheckInvariants(); err != nil {
 		t.Errorf("store invariants at the end of the test: %v", err)
+	}
+	if err := db.CheckConversationInvariants(); err != nil {
+		t.Errorf("conversation invariants at the end of the test: %v", err)
 	}
 }

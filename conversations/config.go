@@ -1,0 +1,249 @@
+package conversations
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cool-ai/beachd/agent"
+	"github.com/cool-ai/beachd/envelope"
+	"github.com/cool-ai/beachd/store"
+)
+
+// Decider is what an inbound message is offered to first: approvals
+// (*approvals.Service).
+type Decider interface {
+	HandleInbound(ctx context.Context, in envelope.Inbound) (envelope.InboundResult, error)
+}
+
+// Agent starts turns with agents and waits for their answers
+// (*agent.Client).
+type Agent interface {
+	SendMessage(ctx context.Context, agentName string, msg *agent.Message) (*agent.Turn, error)
+	WaitTurn(ctx context.Context, agentName string, turn *agent.Turn, poll time.Duration) (*envelope.Envelope, error)
+}
+
+// Sender is told when the router stored deliveries (an answer, a refusal,
+// released held answers), so that it looks for due work at once: the
+// dispatcher (*channels.Dispatcher) implements it.
+type Sender interface {
+	Notify()
+}
+
+// MediaFetcher fetches a provider's media (Twilio MediaUrlN) with the
+// account's credentials, refusing any URL not on the provider's API host
+// and anything larger than max bytes. channels/twilio implements it.
+type MediaFetcher interface {
+	FetchMedia(ctx context.Context, url string, max int64) (data []byte, mediaType string, err error)
+}
+
+// Config configures the Router.
+type Config struct {
+	// Agents by name.
+	Agents map[string]AgentConfig
+	// OwnAddresses are our sending addresses (email from, reply_to): mail
+	// from them never starts turns.
+	OwnAddresses []string
+	Now          func() time.Time
+	// AttachmentInlineMax is the largest attachment sent inline in an A2A
+	// file part (default 256 KiB); larger ones go as signed URLs.
+	AttachmentInlineMax int64
+	// AttachmentURLBase is beachd's public base URL (links.base_url) for
+	// signed attachment URLs; AttachmentURLTTL how long one is valid
+	// (default 7 days). URLKey is the HMAC key of those URLs.
+	AttachmentURLBase string
+	AttachmentURLTTL  time.Duration
+	URLKey            []byte
+	// TurnTimeout bounds how long a turn's task is polled (default 10m).
+	TurnTimeout time.Duration
+	// Metrics is optional (NewMetrics).
+	Metrics *Metrics
+	// Media fetches Twilio media when a turn is built (optional: without
+	// it, provider media is listed in the message's metadata only).
+	Media MediaFetcher
+
+	// The turn outbox worker. Zero values mean the defaults.
+	// Workers: concurrent turns (default 4). MaxAttempts: attempts before a
+	// turn is dead-lettered (default 8). MinBackoff and MaxBackoff bound
+	// the exponential backoff with ±20% jitter (defaults 2s and 5m). Lease:
+	// how long a claimed turn is held (default TurnTimeout + 2m). Poll: how
+	// often a task is polled (default 500ms).
+	Workers                int
+	MaxAttempts            int
+	MinBackoff, MaxBackoff time.Duration
+	Lease                  time.Duration
+	Poll                   time.Duration
+	Rand                   io.Reader
+}
+
+// AgentConfig is one agent's inbound configuration.
+type AgentConfig struct {
+	// Email, SMS and WhatsApp are the agent's inbound addresses and
+	// numbers (normalised here: lower-case email, E.164).
+	Email, SMS, WhatsApp []string
+	// Allow lists who may start or continue a conversation: "a@b",
+	// "*@domain", "+4477…", "+44*", "*". Nobody else may (deny by default).
+	Allow []string
+	// IdleTimeout: how long an SMS/WhatsApp conversation stays open after
+	// its last message (default 24h).
+	IdleTimeout time.Duration
+	// PerMinute and PerHour bound the turns of one conversation (defaults
+	// 10 and 100); messages beyond are recorded as held, not sent.
+	PerMinute, PerHour int
+	// RefuseUnknown: send one polite refusal a day to a sender not
+	// allowed (never to automatic mail).
+	RefuseUnknown bool
+}
+
+// Transport is one way to reach an agent: {"smtp","mailto:…"},
+// {"sms","sms:+…"}, {"whatsapp","whatsapp:+…"}.
+type Transport struct {
+	Protocol string `json:"protocol"`
+	URL      string `json:"url"`
+}
+
+// ErrNotFound: no such inbound message, conversation, turn or attachment.
+// It also matches store.ErrNotFound.
+var ErrNotFound = fmt.Errorf("conversations: %w", store.ErrNotFound)
+
+// ErrBadSignature: an attachment link whose signature is wrong or has
+// expired (which of the two is not said).
+var ErrBadSignature = errors.New("attachment link is not valid or has expired")
+
+// Router routes inbound messages to approvals or conversations and runs
+// the turn outbox.
+type Router struct {
+	cfg   Config
+	db    *store.DB
+	dec   Decider
+	ag    Agent
+	send  Sender
+	log   *slog.Logger
+	wake  chan struct{}
+	start time.Time
+
+	// byAddress: channel → our address → agent name.
+	byAddress map[string]map[string]string
+	own       map[string]bool
+
+	mu       sync.Mutex
+	watchers map[string][]chan string // turn id → who waits for its next outcome
+}
+
+// New builds the router. dec (approvals), ag and send may be nil in tests
+// of parts that do not use them; st may not.
+func New(cfg Config, st *store.DB, dec Decider, ag Agent, send Sender, log *slog.Logger) (*Router, error) {
+	if st == nil {
+		return nil, errors.New("conversations: no store")
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.AttachmentInlineMax <= 0 {
+		cfg.AttachmentInlineMax = 256 << 10
+	}
+	if cfg.AttachmentURLTTL <= 0 {
+		cfg.AttachmentURLTTL = 7 * 24 * time.Hour
+	}
+	if cfg.TurnTimeout <= 0 {
+		cfg.TurnTimeout = 10 * time.Minute
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = 4
+	}
+	if cfg.MaxAttempts <= 0 {
+		cfg.MaxAttempts = 8
+	}
+	if cfg.MinBackoff <= 0 {
+		cfg.MinBackoff = 2 * time.Second
+	}
+	if cfg.MaxBackoff <= 0 {
+		cfg.MaxBackoff = 5 * time.Minute
+	}
+	if cfg.Lease <= 0 {
+		cfg.Lease = cfg.TurnTimeout + 2*time.Minute
+	}
+	if cfg.Poll <= 0 {
+		cfg.Poll = 500 * time.Millisecond
+	}
+	if cfg.Rand == nil {
+		cfg.Rand = rand.Reader
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	cfg.AttachmentURLBase = strings.TrimRight(cfg.AttachmentURLBase, "/")
+	r := &Router{cfg: cfg, db: st, dec: dec, ag: ag, send: send, log: log, wake: make(chan struct{}, 1),
+		start: cfg.Now(), byAddress: map[string]map[string]string{}, own: map[string]bool{}}
+	agents := map[string]AgentConfig{}
+	for name, ac := range cfg.Agents {
+		if ac.IdleTimeout <= 0 {
+			ac.IdleTimeout = 24 * time.Hour
+		}
+		if ac.PerMinute <= 0 {
+			ac.PerMinute = 10
+		}
+		if ac.PerHour <= 0 {
+			ac.PerHour = 100
+		}
+		for _, p := range ac.Allow {
+			if err := checkPattern(p); err != nil {
+				return nil, fmt.Errorf("agent %q: inbound allow %q: %w", name, p, err)
+			}
+		}
+		ac.Email, ac.SMS, ac.WhatsApp = slices.Clone(ac.Email), slices.Clone(ac.SMS), slices.Clone(ac.WhatsApp)
+		for ch, list := range map[string]*[]string{envelope.ChannelEmail: &ac.Email, envelope.ChannelSMS: &ac.SMS, envelope.ChannelWhatsApp: &ac.WhatsApp} {
+			for i, a := range *list {
+				n := normalise(ch, a)
+				if n == "" {
+					return nil, fmt.Errorf("agent %q: inbound %s address %q is empty after normalising", name, ch, a)
+				}
+				(*list)[i] = n
+				if r.byAddress[ch] == nil {
+					r.byAddress[ch] = map[string]string{}
+				}
+				if other, ok := r.byAddress[ch][n]; ok && other != name {
+					return nil, fmt.Errorf("inbound %s address %s is configured for agents %q and %q", ch, n, other, name)
+				}
+				r.byAddress[ch][n] = name
+			}
+		}
+		agents[name] = ac
+	}
+	r.cfg.Agents = agents
+	for _, a := range cfg.OwnAddresses {
+		r.own[normalise(envelope.ChannelEmail, a)] = true
+	}
+	if len(r.byAddress[envelope.ChannelEmail]) > 0 || len(r.byAddress[envelope.ChannelWhatsApp]) > 0 || len(r.byAddress[envelope.ChannelSMS]) > 0 {
+		if len(cfg.URLKey) == 0 {
+			return nil, errors.New("conversations: URLKey is required to sign attachment URLs")
+		}
+	}
+	return r, nil
+}
+
+// Transports lists the ways to reach an agent (none for an unknown agent).
+func (r *Router) Transports(agentName string) []Transport {
+	ac, ok := r.cfg.Agents[agentName]
+	if !ok {
+		return nil
+	}
+	var out []Transport
+	for _, a := range ac.Email {
+		out = append(out, Transport{Protocol: "smtp", URL: "mailto:" + a})
+	}
+	for _, n := range ac.SMS {
+		out = append(out, Transport{Protocol: "sms", URL: "sms:" + n})
+	}
+	for _, n := range ac.WhatsApp {
+		out = append(out, Transport{Protocol: "whatsapp", URL: "whatsapp:" + n})
+	}
+	return out
+}

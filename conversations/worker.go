@@ -1,0 +1,388 @@
+package conversations
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cool-ai/beachd/agent"
+	"github.com/cool-ai/beachd/envelope"
+	"github.com/cool-ai/beachd/store"
+)
+
+// WhatsAppWindow is how long after a person's last message WhatsApp lets a
+// business answer freely; later, only a template may be sent.
+const WhatsAppWindow = 24 * time.Hour
+
+// Run is the turn outbox worker: it claims due turns (at most one in
+// flight per conversation), sends each to its agent, waits for the answer
+// (TurnTimeout) and ingests it as a delivery to the conversation. A failed
+// attempt is retried with exponential backoff and jitter; a turn is
+// dead-lettered after MaxAttempts attempts or at once on a permanent agent
+// error (RetryTurn brings it back). At start it makes due every turn a
+// previous process held. It returns when ctx ends.
+func (r *Router) Run(ctx context.Context) error {
+	if n, err := r.db.RequeueClaimedTurns(ctx, r.start, r.cfg.Now()); err != nil {
+		return err
+	} else if n > 0 {
+		r.log.Info("conversation turns requeued after restart", "count", n)
+	}
+	sem := make(chan struct{}, r.cfg.Workers)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		free := r.cfg.Workers - len(sem)
+		var turns []*store.Turn
+		if free > 0 {
+			var err error
+			turns, err = r.db.ClaimTurns(ctx, r.cfg.Now(), free, r.cfg.Lease)
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				r.log.Error("claim conversation turns", "err", err)
+			}
+		}
+		for _, t := range turns {
+			sem <- struct{}{}
+			wg.Add(1)
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				r.attempt(ctx, t)
+				r.Wake()
+			}()
+		}
+		if len(turns) > 0 && len(turns) == free {
+			continue
+		}
+		wait := time.Second
+		if next, ok := r.db.NextTurn(); ok {
+			if d := next.Sub(r.cfg.Now()); d < wait {
+				wait = max(d, time.Millisecond)
+			}
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-r.wake:
+			t.Stop()
+		case <-t.C:
+		}
+	}
+}
+
+// RetryTurn makes a dead turn due again now (operator action).
+func (r *Router) RetryTurn(ctx context.Context, id string) (*store.Turn, error) {
+	t, err := r.db.RetryTurn(ctx, id, r.cfg.Now())
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("turn %q: %w", id, ErrNotFound)
+	}
+	if err == nil {
+		r.Wake()
+	}
+	return t, err
+}
+
+// Turns lists turns, optionally in one state (queued, sending, answered,
+// dead), oldest first.
+func (r *Router) Turns(ctx context.Context, state string, limit int) ([]*store.Turn, error) {
+	return r.db.ListTurns(ctx, state, limit)
+}
+
+// watch returns a channel that receives the state of the next outcome
+// recorded for turn id (tests).
+func (r *Router) watch(id string) <-chan string {
+	ch := make(chan string, 1)
+	r.mu.Lock()
+	if r.watchers == nil {
+		r.watchers = map[string][]chan string{}
+	}
+	r.watchers[id] = append(r.watchers[id], ch)
+	r.mu.Unlock()
+	return ch
+}
+
+func (r *Router) notifyWatchers(id, state string) {
+	r.mu.Lock()
+	ws := r.watchers[id]
+	delete(r.watchers, id)
+	r.mu.Unlock()
+	for _, w := range ws {
+		w <- state
+	}
+}
+
+// permanentError is a failure retrying cannot fix (the turn is
+// dead-lettered at once).
+type permanentError struct{ err error }
+
+func (e *permanentError) Error() string { return e.err.Error() }
+func (e *permanentError) Unwrap() error { return e.err }
+
+func (r *Router) attempt(ctx context.Context, t *store.Turn) {
+	var envID string
+	var err error
+	channel := ""
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("conversation worker panicked: %v", p)
+			}
+		}()
+		envID, channel, err = r.run(ctx, t)
+	}()
+	if ctx.Err() != nil && err != nil {
+		return // shutting down: the lease runs out and the turn is taken again
+	}
+	now := r.cfg.Now()
+	o := store.TurnOutcome{State: store.TurnAnswered, At: now, AnswerEnvelopeID: envID}
+	var perm *permanentError
+	if err != nil {
+		o.Error = clip(err.Error(), 2000)
+		switch {
+		case agent.IsPermanent(err) || errors.As(err, &perm):
+			o.State, o.Error = store.TurnDead, "permanent: "+o.Error
+		case t.Attempts >= r.cfg.MaxAttempts:
+			o.State, o.Error = store.TurnDead, fmt.Sprintf("gave up after %d attempts: %s", t.Attempts, o.Error)
+		default:
+			o.State, o.NextAt = store.TurnQueued, now.Add(r.backoff(t.Attempts))
+		}
+	}
+	if _, rerr := r.db.RecordTurn(context.WithoutCancel(ctx), t, o); rerr != nil {
+		if !errors.Is(rerr, store.ErrLeaseLost) {
+			r.log.Error("record conversation turn", "turn_id", t.ID, "err", rerr)
+		}
+		return
+	}
+	r.notifyWatchers(t.ID, o.State)
+	attrs := []any{"turn_id", t.ID, "conversation_id", t.ConversationID, "agent", t.Agent, "attempt", t.Attempts}
+	switch o.State {
+	case store.TurnAnswered:
+		r.cfg.Metrics.observeTurn(channel, "answered")
+		r.log.Info("conversation turn answered", append(attrs, "envelope_id", envID)...)
+	case store.TurnDead:
+		r.cfg.Metrics.observeTurn(channel, "dead")
+		r.log.Error("conversation turn dead-lettered", append(attrs, "err", o.Error)...)
+	default:
+		r.cfg.Metrics.observeTurn(channel, "retry")
+		r.log.Warn("conversation turn failed; will retry", append(attrs, "next", o.NextAt, "err", o.Error)...)
+	}
+}
+
+// run sends the turn (or, after a restart, polls the task it already
+// started), waits for the answer and ingests it.
+func (r *Router) run(ctx context.Context, t *store.Turn) (envID, channel string, err error) {
+	if r.ag == nil {
+		return "", "", &permanentError{errors.New("no agent client configured")}
+	}
+	c, err := r.db.Conversation(ctx, t.ConversationID)
+	if err != nil {
+		return "", "", fmt.Errorf("conversation %s: %w", t.ConversationID, err)
+	}
+	channel = c.Channel
+	rec, err := r.db.InboundRecord(ctx, t.InboundID)
+	if err != nil {
+		return "", channel, fmt.Errorf("inbound %s: %w", t.InboundID, err)
+	}
+	var turn *agent.Turn
+	if t.TaskID != "" {
+		turn = &agent.Turn{ContextID: c.ID, TaskID: t.TaskID}
+	} else {
+		msg, err := r.buildMessage(ctx, c, rec, t)
+		if err != nil {
+			return "", channel, err
+		}
+		turn, err = r.ag.SendMessage(ctx, t.Agent, msg)
+		if err != nil {
+			return "", channel, err
+		}
+		r.cfg.Metrics.observeTurn(channel, "started")
+		if turn.Task != nil && turn.TaskID != "" {
+			if err := r.db.SetTurnTask(ctx, t, turn.TaskID); err != nil {
+				return "", channel, err
+			}
+		}
+	}
+	wctx, cancel := context.WithTimeout(ctx, r.cfg.TurnTimeout)
+	defer cancel()
+	env, err := r.ag.WaitTurn(wctx, t.Agent, turn, r.cfg.Poll)
+	if err != nil {
+		return "", channel, err
+	}
+	envID, err = r.answer(ctx, c, t, env)
+	return envID, channel, err
+}
+
+// buildMessage is the A2A message of a turn: the trimmed text (its
+// metadata carrying the full text and subject), the attachments as file
+// parts (inline up to AttachmentInlineMax, larger as signed URLs) and
+// metadata "beach" {channel, from, to, subject, conversationId, messageId}.
+func (r *Router) buildMessage(ctx context.Context, c *store.Conversation, rec *store.InboundRecord, t *store.Turn) (*agent.Message, error) {
+	text := strings.TrimSpace(rec.Text)
+	full := rec.FullText
+	if full == "" {
+		full = rec.Text
+	}
+	if text == "" {
+		text = strings.TrimSpace(full)
+	}
+	meta := map[string]any{"fullText": full}
+	if rec.Subject != "" {
+		meta["subject"] = rec.Subject
+	}
+	parts := agent.Parts{agent.TextPart(text, meta)}
+	var budget int64 = store.MaxInboundAttachmentBytes
+	for i, a := range rec.Attachments {
+		if !a.Stored && a.URL != "" && r.cfg.Media != nil && budget > 0 {
+			data, mt, err := r.cfg.Media.FetchMedia(ctx, a.URL, budget)
+			if err != nil {
+				return nil, fmt.Errorf("fetch media %d of %s: %w", i, rec.ID, err)
+			}
+			if err := r.db.PutInboundAttachment(ctx, rec.ID, i, data); err != nil {
+				return nil, err
+			}
+			a.Stored, a.Size = true, int64(len(data))
+			if a.MediaType == "" {
+				a.MediaType = mt
+			}
+		}
+		if !a.Stored {
+			continue
+		}
+		budget -= a.Size
+		p := agent.Part{Filename: a.Filename, MediaType: a.MediaType}
+		if p.MediaType == "" {
+			p.MediaType = "application/octet-stream"
+		}
+		if a.Size <= r.cfg.AttachmentInlineMax {
+			data, err := r.db.InboundAttachment(ctx, rec.ID, i)
+			if err != nil {
+				return nil, fmt.Errorf("attachment %d of %s: %w", i, rec.ID, err)
+			}
+			p.Raw = data
+		} else {
+			p.URL = r.AttachmentURL(rec.ID, i, r.cfg.Now().Add(r.cfg.AttachmentURLTTL))
+		}
+		parts = append(parts, p)
+	}
+	beach := map[string]any{"channel": rec.Channel, "from": rec.From, "to": c.OurAddress, "conversationId": c.ID,
+		"messageId": rec.MessageID}
+	if rec.Subject != "" {
+		beach["subject"] = rec.Subject
+	}
+	return &agent.Message{MessageID: t.MessageID, ContextID: c.ID, Role: agent.RoleUser, Parts: parts,
+		Metadata: map[string]any{"beach": beach}}, nil
+}
+
+// answer ingests the agent's answer as one delivery to the conversation:
+// to the person who wrote last, from the agent's address they wrote to,
+// threaded (email: Re: subject, In-Reply-To, References). An answer
+// without a text part, or of a failed task, is stored but sends nothing
+// (an empty message helps nobody; the failure text is the operator's). A
+// WhatsApp answer outside the 24-hour window is stored held, with a
+// window-template delivery that invites the person to write again; their
+// next message releases it. The ingest's idempotency key is the turn's, so
+// an attempt repeated after a crash stores nothing twice.
+func (r *Router) answer(ctx context.Context, c *store.Conversation, t *store.Turn, env *envelope.Envelope) (string, error) {
+	body, err := json.Marshal(env)
+	if err != nil {
+		return "", &permanentError{fmt.Errorf("encode the answer: %w", err)}
+	}
+	var dels []store.NewDelivery
+	if env.Meta.FinalizedBy != "error" && hasText(env) {
+		nd, err := r.resolve(c)
+		if err != nil {
+			return "", err
+		}
+		dels = append(dels, nd)
+		if nd.Held {
+			dels = append(dels, windowTemplate(nd))
+		}
+	}
+	key := "conversation-answer/" + t.ID
+	res, err := r.db.Ingest(ctx, store.Ingest{Envelope: body, Agent: t.Agent, Source: "conversation",
+		Deliveries: dels, IdempotencyKey: key, RequestHash: sha256.Sum256([]byte(key))})
+	if err != nil {
+		return "", fmt.Errorf("ingest the answer: %w", err)
+	}
+	if len(dels) > 0 {
+		r.notify()
+	}
+	return res.EnvelopeID, nil
+}
+
+func hasText(env *envelope.Envelope) bool {
+	for _, p := range env.Parts {
+		if p.Text != nil && strings.TrimSpace(*p.Text) != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// resolve is where a message to conversation c goes now.
+func (r *Router) resolve(c *store.Conversation) (store.NewDelivery, error) {
+	to := c.LastFrom
+	if to == "" && len(c.Participants) > 0 {
+		to = c.Participants[0]
+	}
+	if to == "" {
+		return store.NewDelivery{}, &permanentError{fmt.Errorf("conversation %s has no participant to answer", c.ID)}
+	}
+	nd := store.NewDelivery{Channel: c.Channel, To: to,
+		Extra: map[string]string{envelope.ExtraConversation: c.ID, envelope.ExtraFrom: c.OurAddress}}
+	switch c.Channel {
+	case envelope.ChannelEmail:
+		if s := replySubject(c.Subject); s != "" {
+			nd.Extra[envelope.ExtraSubject] = s
+		}
+		if c.LastInboundMessageID != "" {
+			nd.Extra[envelope.ExtraInReplyTo] = c.LastInboundMessageID
+		}
+		if len(c.MessageIDs) > 0 {
+			refs := make([]string, len(c.MessageIDs))
+			for i, id := range c.MessageIDs {
+				refs[i] = "<" + id + ">"
+			}
+			nd.Extra[envelope.ExtraReferences] = strings.Join(refs, " ")
+		}
+	case envelope.ChannelWhatsApp:
+		nd.Held = !r.cfg.Now().Before(c.LastInboundAt.Add(WhatsAppWindow))
+	}
+	return nd, nil
+}
+
+// windowTemplate is the delivery that sends WhatsApp's window template in
+// place of the held answer nd.
+func windowTemplate(nd store.NewDelivery) store.NewDelivery {
+	t := store.NewDelivery{Channel: nd.Channel, To: nd.To, Extra: map[string]string{}}
+	for k, v := range nd.Extra {
+		t.Extra[k] = v
+	}
+	t.Extra[envelope.ExtraTemplate] = "window"
+	return t
+}
+
+// backoff is MinBackoff·2^(attempt-1), capped at MaxBackoff, with ±20% jitter.
+func (r *Router) backoff(attempt int) time.Duration {
+	d := r.cfg.MinBackoff
+	for i := 1; i < attempt && d < r.cfg.MaxBackoff; i++ {
+		d *= 2
+	}
+	d = min(d, r.cfg.MaxBackoff)
+	var b [8]byte
+	if _, err := io.ReadFull(r.cfg.Rand, b[:]); err == nil {
+		f := float64(binary.BigEndian.Uint64(b[:])>>11)/float64(1<<53)*0.4 - 0.2
+		d += time.Duration(float64(d) * f)
+	}
+	return d
+}
