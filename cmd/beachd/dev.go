@@ -165,7 +165,7 @@ func (a *app) wireDev() error {
 	a.routes = append(a.routes,
 		api.Route{Method: "POST", Pattern: "/dev/sink", Handler: sink},
 		api.Route{Method: "GET", Pattern: "/dev/sink", Handler: devSinkView(sink)})
-	a.devAgent = &devAgent{now: time.Now, generation: devGeneration(a.cfg.devAgentA2A), fetch: &http.Client{Timeout: 10 * time.Second}}
+	a.devAgent = &devAgent{now: time.Now, generation: devGeneration(a.cfg.devAgentA2A), fetch: &http.Client{Timeout: 10 * time.Second}, fetchBase: a.cfg.PublicURL}
 	a.routes = append(a.routes, a.devAgent.routes(a.cfg.PublicURL, a.log.With("component", "dev-agent"))...)
 	return nil
 }

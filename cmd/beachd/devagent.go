@@ -48,9 +48,11 @@ type devAgent struct {
 	now func() time.Time
 	// conversations counts the turns of each conversation (by contextId).
 	conversations map[string]*devConversation
-	// fetch reads attachments given by URL, to tell their size (nil: it
-	// does not).
-	fetch *http.Client
+	// fetch reads attachments given by a URL under fetchBase (beachd's
+	// public URL: signed attachment links), to tell their size; nil: it
+	// does not.
+	fetch     *http.Client
+	fetchBase string
 }
 
 // devTasks is the dev agent's task store. A decision for a turn the agent
@@ -416,9 +418,11 @@ func (d *devAgent) converse(ctx context.Context, in devInput) string {
 }
 
 // fetchSize reads an attachment given by URL to count its bytes; -1 when
-// it cannot (no client, not http(s), an error, or over devMaxFetch).
+// it cannot (no client, a URL not under fetchBase, an error, or over
+// devMaxFetch). Only beachd's own links are read: the dev agent fetches
+// nothing else on anyone's behalf.
 func (d *devAgent) fetchSize(ctx context.Context, u string) int64 {
-	if d.fetch == nil || !(strings.HasPrefix(u, "http://") || strings.HasPrefix(u, "https://")) {
+	if d.fetch == nil || d.fetchBase == "" || !strings.HasPrefix(u, strings.TrimSuffix(d.fetchBase, "/")+"/") {
 		return -1
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)

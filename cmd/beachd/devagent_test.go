@@ -74,6 +74,7 @@ func startDevAgent(t *testing.T, gen string) (*devAgent, *httptest.Server) {
 	mux.HandleFunc("GET /files/photo.jpg", func(w http.ResponseWriter, r *http.Request) { w.Write(make([]byte, 5000)) })
 	srv.Config.Handler = mux
 	srv.Start()
+	d.fetchBase = srv.URL
 	t.Cleanup(srv.Close)
 	return d, srv
 }
@@ -143,10 +144,16 @@ func TestDevAgentConverses(t *testing.T) {
 			second := &agent.Message{MessageID: "inb_2", ContextID: "cnv_lisbon", Parts: agent.Parts{agent.TextPart("Make it seven.", nil)}}
 			mustContain(t, answerText(t, c, second), "turn 2 of conversation cnv_lisbon", `You wrote: "Make it seven."`, "No attachments.")
 			mustContain(t, answerText(t, c, second), "turn 2 of conversation cnv_lisbon") // a repeat
-			other := &agent.Message{MessageID: "inb_3", ContextID: "cnv_rome",
+			rome := &agent.Message{MessageID: "inb_3", ContextID: "cnv_rome",
 				Parts: agent.Parts{{URL: srv.URL + "/files/missing.pdf", Filename: "missing.pdf", MediaType: "application/pdf"}}}
-			mustContain(t, answerText(t, c, other), "turn 1 of conversation cnv_rome", "You wrote no text.",
+			mustContain(t, answerText(t, c, rome), "turn 1 of conversation cnv_rome", "You wrote no text.",
 				"1 attachment:", "- missing.pdf (application/pdf, size unknown)")
+			// A URL that is not beachd's own is not read.
+			other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(make([]byte, 10)) }))
+			defer other.Close()
+			elsewhere := &agent.Message{MessageID: "inb_5", ContextID: "cnv_rome",
+				Parts: agent.Parts{{URL: other.URL + "/files/photo.jpg", Filename: "photo.jpg", MediaType: "image/jpeg"}}}
+			mustContain(t, answerText(t, c, elsewhere), "turn 2 of conversation cnv_rome", "- photo.jpg (image/jpeg, size unknown)")
 			third := &agent.Message{MessageID: "inb_4", ContextID: "cnv_lisbon", Parts: agent.Parts{agent.TextPart("Thanks", nil)}}
 			mustContain(t, answerText(t, c, third), "turn 3 of conversation cnv_lisbon")
 
