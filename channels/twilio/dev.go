@@ -383,3 +383,60 @@ var devOutcomeWhy = map[string]string{
 	envelope.DispositionHeld:     "the message was held for an operator to look at",
 	envelope.DispositionUnrouted: "no agent has this number among its inbound numbers, and the message answers no approval or conversation",
 }
+
+// DevMediaFetcher reads the media a /dev/reply message names by URL, for
+// `beachd dev` without Twilio credentials (the real fetcher reads only
+// Twilio's API host, with the account's credentials). It reads any http(s)
+// URL, at most max bytes; use it only in `beachd dev`.
+type DevMediaFetcher struct {
+	// Client makes the requests; nil means a client with a 30s timeout.
+	Client *http.Client
+}
+
+// FetchMedia returns the bytes at u and their media type.
+func (f DevMediaFetcher) FetchMedia(ctx context.Context, u string, max int64) ([]byte, string, error) {
+	if !httpURL(u) {
+		return nil, "", fmt.Errorf("dev media: %q is not an absolute http(s) URL", redactURL(u))
+	}
+	hc := f.Client
+	if hc == nil {
+		hc = &http.Client{Timeout: 30 * time.Second}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, "", fmt.Errorf("dev media: %w", err)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, "", fmt.Errorf("dev media: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, "", fmt.Errorf("dev media %s: status %d", redactURL(u), resp.StatusCode)
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
+	if err != nil {
+		return nil, "", fmt.Errorf("dev media %s: %w", redactURL(u), err)
+	}
+	if int64(len(b)) > max {
+		return nil, "", fmt.Errorf("dev media %s: larger than %d bytes", redactURL(u), max)
+	}
+	return b, cmp.Or(resp.Header.Get("Content-Type"), "application/octet-stream"), nil
+}
+
+// redactURL keeps a URL's scheme, host and path for an error (never its
+// query, which may carry a signature).
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return clipURL(u.Scheme + "://" + u.Host + u.Path)
+}
+
+func clipURL(s string) string {
+	if len(s) > 200 {
+		return s[:200] + "…"
+	}
+	return s
+}

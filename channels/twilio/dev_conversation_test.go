@@ -182,3 +182,29 @@ func TestRecorderKeepsConversation(t *testing.T) {
 		t.Fatalf("window template recorded as %+v", got[1])
 	}
 }
+
+func TestDevMediaFetcher(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/missing" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "image/png")
+		w.Write([]byte("0123456789"))
+	}))
+	defer srv.Close()
+	f := DevMediaFetcher{}
+	b, mt, err := f.FetchMedia(context.Background(), srv.URL+"/photo.png", 10)
+	if err != nil || string(b) != "0123456789" || mt != "image/png" {
+		t.Fatalf("fetch: %q %q %v", b, mt, err)
+	}
+	if _, _, err := f.FetchMedia(context.Background(), srv.URL+"/photo.png", 9); err == nil || !strings.Contains(err.Error(), "larger than 9") {
+		t.Errorf("over the bound: %v", err)
+	}
+	if _, _, err := f.FetchMedia(context.Background(), srv.URL+"/missing?sig=secret", 10); err == nil || strings.Contains(err.Error(), "secret") {
+		t.Errorf("missing: %v", err)
+	}
+	if _, _, err := f.FetchMedia(context.Background(), "file:///etc/passwd", 10); err == nil {
+		t.Error("a file URL was read")
+	}
+}
