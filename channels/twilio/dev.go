@@ -220,7 +220,7 @@ func ParseDevMessage(b []byte) (DevMessage, error) {
 			return m, fmt.Errorf("media[%d]: needs exactly one of data, url", i)
 		case len(md.Data) > DevMaxMediaBytes:
 			return m, fmt.Errorf("media[%d]: larger than %d bytes", i, DevMaxMediaBytes)
-		case md.URL != "" && !httpURL(md.URL):
+		case md.URL != "" && !devHTTPURL(md.URL):
 			return m, fmt.Errorf("media[%d].url: not an absolute http(s) URL", i)
 		case md.MediaType == "":
 			return m, fmt.Errorf("media[%d].mediaType: missing", i)
@@ -234,7 +234,7 @@ func ParseDevMessage(b []byte) (DevMessage, error) {
 	return m, nil
 }
 
-func httpURL(s string) bool {
+func devHTTPURL(s string) bool {
 	u, err := url.Parse(s)
 	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 }
@@ -395,8 +395,8 @@ type DevMediaFetcher struct {
 
 // FetchMedia returns the bytes at u and their media type.
 func (f DevMediaFetcher) FetchMedia(ctx context.Context, u string, max int64) ([]byte, string, error) {
-	if !httpURL(u) {
-		return nil, "", fmt.Errorf("dev media: %q is not an absolute http(s) URL", redactURL(u))
+	if !devHTTPURL(u) {
+		return nil, "", fmt.Errorf("dev media: %q is not an absolute http(s) URL", devURLForError(u))
 	}
 	hc := f.Client
 	if hc == nil {
@@ -412,29 +412,29 @@ func (f DevMediaFetcher) FetchMedia(ctx context.Context, u string, max int64) ([
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, "", fmt.Errorf("dev media %s: status %d", redactURL(u), resp.StatusCode)
+		return nil, "", fmt.Errorf("dev media %s: status %d", devURLForError(u), resp.StatusCode)
 	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
 	if err != nil {
-		return nil, "", fmt.Errorf("dev media %s: %w", redactURL(u), err)
+		return nil, "", fmt.Errorf("dev media %s: %w", devURLForError(u), err)
 	}
 	if int64(len(b)) > max {
-		return nil, "", fmt.Errorf("dev media %s: larger than %d bytes", redactURL(u), max)
+		return nil, "", fmt.Errorf("dev media %s: larger than %d bytes", devURLForError(u), max)
 	}
 	return b, cmp.Or(resp.Header.Get("Content-Type"), "application/octet-stream"), nil
 }
 
-// redactURL keeps a URL's scheme, host and path for an error (never its
+// devURLForError keeps a URL's scheme, host and path for an error (never its
 // query, which may carry a signature).
-func redactURL(s string) string {
+func devURLForError(s string) string {
 	u, err := url.Parse(s)
 	if err != nil {
 		return "(unparsable URL)"
 	}
-	return clipURL(u.Scheme + "://" + u.Host + u.Path)
+	return devClipURL(u.Scheme + "://" + u.Host + u.Path)
 }
 
-func clipURL(s string) string {
+func devClipURL(s string) string {
 	if len(s) > 200 {
 		return s[:200] + "…"
 	}
