@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -43,8 +42,6 @@ func conversationsWired(t *testing.T, res twilio.DevReplyResult) {
 		t.Skip("SKIPPING: conversations are not wired into `beachd dev` (a message without a code gave no-token)")
 	}
 }
-
-var turnRe = regexp.MustCompile(`turn (\d+) of conversation (cnv_\S+?)\.`)
 
 // TestDevConversationSMS: in `beachd dev`, an SMS without an approval code
 // posted to /dev/reply starts a conversation with the dev agent; its answer

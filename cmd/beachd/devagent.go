@@ -354,6 +354,16 @@ type devFile struct {
 type devInput struct {
 	contextID, messageID, text string
 	files                      []devFile
+	// channel and from: where the person wrote from, when beachd's
+	// message metadata ("beach": {channel, from, …}) says.
+	channel, from string
+}
+
+// beachMeta reads channel and from of a message's "beach" metadata.
+func (in *devInput) beachMeta(meta map[string]any) {
+	b, _ := meta["beach"].(map[string]any)
+	in.channel, _ = b["channel"].(string)
+	in.from, _ = b["from"].(string)
 }
 
 // conversational reports whether a new message is one to converse on.
@@ -389,7 +399,11 @@ func (d *devAgent) turnOf(contextID, messageID string) int {
 func (d *devAgent) converse(ctx context.Context, in devInput) string {
 	n := d.turnOf(in.contextID, in.messageID)
 	var b strings.Builder
-	fmt.Fprintf(&b, "The dev agent, turn %d of conversation %s.\n", n, in.contextID)
+	fmt.Fprintf(&b, "The dev agent, turn %d of conversation %s.", n, in.contextID)
+	if in.channel != "" && in.from != "" {
+		fmt.Fprintf(&b, " (%s from %s)", clipText(in.channel, 40), clipText(in.from, 200))
+	}
+	b.WriteString("\n")
 	if t := strings.TrimSpace(in.text); t != "" {
 		fmt.Fprintf(&b, "You wrote: %q\n", clipText(t, 2000))
 	} else {
@@ -457,6 +471,7 @@ func clipText(s string, n int) string {
 // input10 reads a new A2A 1.0 message.
 func input10(m *agent.Message) devInput {
 	in := devInput{contextID: m.ContextID, messageID: m.MessageID}
+	in.beachMeta(m.Metadata)
 	var text strings.Builder
 	for _, p := range m.Parts {
 		switch {
@@ -476,6 +491,7 @@ func input10(m *agent.Message) devInput {
 // input03 reads a new A2A 0.3 message.
 func input03(m *a2a.Message) devInput {
 	in := devInput{contextID: m.ContextID, messageID: m.ID}
+	in.beachMeta(m.Metadata)
 	var text strings.Builder
 	for _, p := range m.Parts {
 		switch p := p.(type) {

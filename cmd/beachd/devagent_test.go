@@ -130,12 +130,13 @@ func TestDevAgentConverses(t *testing.T) {
 		t.Run(gen, func(t *testing.T) {
 			d, srv := startDevAgent(t, gen)
 			c := devClient(t, srv.URL+"/dev/agent/")
-			first := &agent.Message{MessageID: "inb_1", ContextID: "cnv_lisbon", Metadata: map[string]any{"channel": "email"},
+			first := &agent.Message{MessageID: "inb_1", ContextID: "cnv_lisbon",
+				Metadata: map[string]any{"beach": map[string]any{"channel": "email", "from": "ana@example.org"}},
 				Parts: agent.Parts{agent.TextPart("Flights to Lisbon for six, please.", nil),
 					{Raw: make([]byte, 1234), Filename: "travellers.csv", MediaType: "text/csv"},
 					{URL: srv.URL + "/files/photo.jpg", Filename: "photo.jpg", MediaType: "image/jpeg"}}}
 			got := answerText(t, c, first)
-			mustContain(t, got, "turn 1 of conversation cnv_lisbon", `You wrote: "Flights to Lisbon for six, please."`,
+			mustContain(t, got, "turn 1 of conversation cnv_lisbon. (email from ana@example.org)\n", `You wrote: "Flights to Lisbon for six, please."`,
 				"2 attachments:", "- travellers.csv (text/csv, 1234 bytes)", "- photo.jpg (image/jpeg, 5000 bytes)")
 			if st, _ := c.Status(devAgentName); st.Generation != gen {
 				t.Fatalf("talking %s, want %s", st.Generation, gen)
