@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/cool-ai/beachd/agent"
 	"github.com/cool-ai/beachd/channels/twilio"
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/internal/testkit/poll"
@@ -47,9 +49,16 @@ func conversationsWired(t *testing.T, res twilio.DevReplyResult) {
 // posted to /dev/reply starts a conversation with the dev agent; its answer
 // is recorded as an SMS back to the person from the agent's number, and
 // quotes the text and names the attachment; the person's next message
-// continues the same conversation (turn 2).
+// continues the same conversation (turn 2). The dev agent speaks A2A 1.0,
+// then 0.3.
 func TestDevConversationSMS(t *testing.T) {
-	d := startDev(t)
+	for _, gen := range []string{agent.V10, agent.V03} {
+		t.Run(gen, func(t *testing.T) { devConversationSMS(t, gen) })
+	}
+}
+
+func devConversationSMS(t *testing.T, gen string) {
+	d := startDev(t, func(c *Config) { c.devAgentA2A = gen })
 	const person = "+447700900777"
 	res := d.devSay(`{"channel":"sms","from":"` + person + `","text":"Flights to Lisbon for six?",
 		"media":[{"mediaType":"text/csv","filename":"travellers.csv","data":"YSxiCmMsZAo="}]}`)
@@ -83,6 +92,28 @@ func TestDevConversationSMS(t *testing.T) {
 	if second := answer("2"); !strings.Contains(second, `"Make it seven."`) {
 		t.Errorf("second answer %q", second)
 	}
+
+	// WhatsApp, with a photo given by URL: beachd fetches it (in dev, from
+	// anywhere) and hands it to the agent.
+	photos := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "image/jpeg")
+		w.Write([]byte("jpeg!"))
+	}))
+	defer photos.Close()
+	wa := d.devSay(`{"channel":"whatsapp","from":"` + person + `","text":"Here is the photo.",
+		"media":[{"mediaType":"image/jpeg","filename":"photo.jpg","url":"` + photos.URL + `/photo.jpg"}]}`)
+	if wa.Outcome != envelope.DispositionTurn || wa.Conversation == "" || wa.Conversation == res.Conversation {
+		t.Fatalf("whatsapp message: %+v, want a turn in a new conversation", wa)
+	}
+	poll.Eventually(t, 20*time.Second, "the dev agent's WhatsApp answer", func() bool {
+		for _, m := range d.messages().Messages {
+			if m.Channel == "whatsapp" && m.To == person && strings.Contains(m.Body, "turn 1 of conversation "+wa.Conversation) &&
+				strings.Contains(m.Body, "photo.jpg (image/jpeg, 5 bytes)") {
+				return true
+			}
+		}
+		return false
+	})
 }
 
 // TestDevConversationEmail: a new mail from the person to the dev agent's
