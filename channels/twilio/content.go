@@ -123,7 +123,7 @@ func quickContent(buttons []render.Button) (*contentapi.ContentCreateRequest, st
 	vars := map[string]string{"1": "Approve this request?"}
 	for i, b := range buttons {
 		n := strconv.Itoa(i + 2)
-		actions[i] = contentapi.QuickReplyAction{Title: b.Title, Id: "{{" + n + "}}"}
+		actions[i] = contentapi.QuickReplyAction{Type: contentapi.QUICKREPLYACTIONTYPE_QUICK_REPLY, Title: b.Title, Id: "{{" + n + "}}"}
 		vars[n] = "apr_example:" + n
 		h.Write([]byte{0})
 		h.Write([]byte(b.Title))
