@@ -101,7 +101,9 @@ func (s *sender) message(ctx context.Context, job *channels.Job) (*Message, erro
 	for i, b := range msg.Buttons {
 		vars[strconv.Itoa(i+2)] = b.Payload
 	}
-	return &Message{ContentSID: sid, ContentVariables: vars, Buttons: msg.Buttons}, nil
+	in.ShowButtons = false
+	return &Message{ContentSID: sid, ContentVariables: vars, Buttons: msg.Buttons,
+		textFallback: func() (*Message, error) { return s.renderOrFail(in) }}, nil
 }
 
 func (s *sender) renderOrFail(in RenderInput) (*Message, error) {

@@ -289,3 +289,36 @@ func TestApprovalQuickReplyContent(t *testing.T) {
 		}
 	})
 }
+
+func TestQuickReplyMessageRefusedFallsBackToText(t *testing.T) {
+	f := newFakeTwilio(t)
+	db := openStore(t)
+	openWindow(t, db, alice)
+	d := newWA(t, f, convConfig(), db)
+	f.FailNext(twiliotest.Error(400, 21656, "The ContentVariables Parameter is invalid."))
+	if _, err := d.Deliver(context.Background(), approvalJob("dlv_1", "whatsapp", alice)); err != nil {
+		t.Fatal(err)
+	}
+	if f.Posts() != 2 || f.LastForm().Get("ContentSid") != "" || !strings.Contains(f.LastForm().Get("Body"), "Reply YES 4821 or NO 4821") {
+		t.Errorf("%d posts, last form %v", f.Posts(), f.LastForm())
+	}
+	// A refusal that text cannot outlive is not sent twice.
+	f.FailNext(twiliotest.Error(400, 21610, "Attempt to send to unsubscribed recipient"))
+	_, err := d.Deliver(context.Background(), approvalJob("dlv_2", "whatsapp", alice))
+	if !errors.Is(err, ErrOptedOut) || f.Posts() != 3 {
+		t.Errorf("err %v, %d posts", err, f.Posts())
+	}
+}
+
+func TestInboundMediaOnlyMessageReachesTheDecider(t *testing.T) {
+	e := newHook(t)
+	body := "MessageSid=MM1&SmsSid=MM1&SmsStatus=received&NumMedia=1&From=%2B447700900123&To=%2B15550001111&Body=" +
+		"&MediaContentType0=image%2Fjpeg&MediaUrl0=https%3A%2F%2Fapi.twilio.com%2F2010-04-01%2FAccounts%2F" + testAccount + "%2FMessages%2FMM1%2FMedia%2FME1"
+	if w := e.post(body, ""); w.Code != 200 {
+		t.Fatalf("status %d", w.Code)
+	}
+	got := e.dec.all()
+	if len(got) != 1 || len(got[0].Attachments) != 1 || got[0].Attachments[0].MediaType != "image/jpeg" {
+		t.Fatalf("decider got %+v", got)
+	}
+}

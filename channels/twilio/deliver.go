@@ -434,6 +434,26 @@ func (s *sender) attempt(ctx context.Context, job *channels.Job) (*channels.Resu
 	if err != nil {
 		return nil, err
 	}
+	res, err := s.send(ctx, job, from, msg)
+	if err != nil && msg.textFallback != nil {
+		// Twilio refused the quick-reply message itself (its variables,
+		// say): the approval goes out as text with a code instead.
+		if e := channels.AsError(err); e.Permanent && !e.MaybeSent && !errors.Is(err, ErrOptedOut) {
+			s.log.Warn("whatsapp quick-reply message refused; approval sent as text", "delivery_id", d.ID, "err", err)
+			text, terr := msg.textFallback()
+			if terr != nil {
+				return nil, terr
+			}
+			return s.send(ctx, job, from, text)
+		}
+	}
+	return res, err
+}
+
+// send sends msg from `from` (the Messaging Service when ""): one message,
+// or an SMS's parts in turn.
+func (s *sender) send(ctx context.Context, job *channels.Job, from string, msg *Message) (*channels.Result, error) {
+	d := job.Delivery
 	if msg.ContentSID == "" && len(msg.Bodies) == 0 && len(msg.MediaURLs) == 0 {
 		return nil, channels.Permanent(ErrEmptyMessage)
 	}
