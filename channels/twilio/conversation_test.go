@@ -4,13 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/cool-ai/beachd/channels"
 	"github.com/cool-ai/beachd/channels/twilio/twiliotest"
 	"github.com/cool-ai/beachd/envelope"
+	"github.com/cool-ai/beachd/render"
 )
 
 const (
@@ -320,5 +323,45 @@ func TestInboundMediaOnlyMessageReachesTheDecider(t *testing.T) {
 	got := e.dec.all()
 	if len(got) != 1 || len(got[0].Attachments) != 1 || got[0].Attachments[0].MediaType != "image/jpeg" {
 		t.Fatalf("decider got %+v", got)
+	}
+}
+
+// hostRecorder records the host of each request and answers none.
+type hostRecorder struct {
+	mu    sync.Mutex
+	hosts []string
+}
+
+func (h *hostRecorder) RoundTrip(r *http.Request) (*http.Response, error) {
+	h.mu.Lock()
+	h.hosts = append(h.hosts, r.URL.Scheme+"://"+r.URL.Host)
+	h.mu.Unlock()
+	return nil, errors.New("recorded, not sent")
+}
+
+func TestContentAPIBaseURL(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		api, content      string
+		wantAPI, wantCont string
+	}{
+		{"", "", "https://api.twilio.com", "https://content.twilio.com"},
+		{"http://127.0.0.1:9", "", "http://127.0.0.1:9", "http://127.0.0.1:9"},
+		{"http://127.0.0.1:9", "http://127.0.0.1:8", "http://127.0.0.1:9", "http://127.0.0.1:8"},
+	} {
+		rec := &hostRecorder{}
+		c, err := NewClient(ClientConfig{AccountSID: testAccount, AuthToken: testToken, APIBaseURL: tc.api, ContentBaseURL: tc.content, Transport: rec})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, _ := quickContent([]render.Button{{Title: "Approve"}})
+		c.CreateContent(ctx, req)
+		c.FetchMessage(ctx, "SM1")
+		if len(rec.hosts) != 2 || rec.hosts[0] != tc.wantCont || rec.hosts[1] != tc.wantAPI {
+			t.Errorf("api %q content %q: hosts %q", tc.api, tc.content, rec.hosts)
+		}
+	}
+	if _, err := NewClient(ClientConfig{AccountSID: testAccount, AuthToken: testToken, ContentBaseURL: "content.twilio.com"}); err == nil {
+		t.Error("a relative content base URL accepted")
 	}
 }
