@@ -63,7 +63,11 @@ func (s *sender) message(ctx context.Context, job *channels.Job) (*Message, erro
 	in := RenderInput{Channel: s.channel, Job: job, Now: s.cfg.Now(), WindowOpen: true}
 	quick := false
 	if s.channel == envelope.ChannelWhatsApp {
-		open, err := s.windowOpen(ctx, to)
+		ours, err := s.fromFor(d)
+		if err != nil {
+			return nil, channels.Permanent(err)
+		}
+		open, err := s.windowOpen(ctx, strings.TrimPrefix(ours, "whatsapp:"), to)
 		if err != nil {
 			return nil, channels.Temporary(fmt.Errorf("read whatsapp window: %w", err))
 		}

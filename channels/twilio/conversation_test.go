@@ -37,10 +37,18 @@ func withExtra(j *channels.Job, kv ...string) *channels.Job {
 	return j
 }
 
-func openWindow(t *testing.T, db Store, number string) {
+// openWindow records that number wrote an hour ago: to any of ours, or
+// to each of the given numbers of ours.
+func openWindow(t *testing.T, db Store, number string, ours ...string) {
 	t.Helper()
-	if err := db.PutKV(context.Background(), windowKey(number), []byte(time.Now().Add(-time.Hour).Format(time.RFC3339Nano))); err != nil {
+	stamp := []byte(time.Now().Add(-time.Hour).Format(time.RFC3339Nano))
+	if err := db.PutKV(context.Background(), windowKey(number), stamp); err != nil {
 		t.Fatal(err)
+	}
+	for _, o := range ours {
+		if err := db.PutKV(context.Background(), pairWindowKey(o, number), stamp); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
@@ -66,7 +74,7 @@ func TestExtraFromPicksTheSendingNumber(t *testing.T) {
 	t.Run("whatsapp, with or without the prefix", func(t *testing.T) {
 		f := newFakeTwilio(t)
 		db := openStore(t)
-		openWindow(t, db, alice)
+		openWindow(t, db, alice, agentWA, "+15550002222")
 		d := newWA(t, f, convConfig(), db)
 		for i, from := range []string{agentWA, "whatsapp:" + agentWA, "+15550002222"} {
 			if _, err := d.Deliver(ctx, withExtra(job("dlv_w"+string(rune('0'+i)), "whatsapp", alice, "hi"), envelope.ExtraFrom, from)); err != nil {
@@ -363,5 +371,33 @@ func TestContentAPIBaseURL(t *testing.T) {
 	}
 	if _, err := NewClient(ClientConfig{AccountSID: testAccount, AuthToken: testToken, ContentBaseURL: "content.twilio.com"}); err == nil {
 		t.Error("a relative content base URL accepted")
+	}
+}
+
+// TestWindowPerNumberOfOurs: WhatsApp opens the window between a person
+// and the one number they wrote to; an answer from another of our numbers
+// is outside it.
+func TestWindowPerNumberOfOurs(t *testing.T) {
+	e := newHook(t)
+	body := "MessageSid=SMw1&From=whatsapp%3A%2B447700900123&To=whatsapp%3A%2B15550004444&Body=hello"
+	if w := e.post(body, ""); w.Code != 200 {
+		t.Fatalf("status %d", w.Code)
+	}
+	f := newFakeTwilio(t)
+	cfg := convConfig()
+	cfg.Now = func() time.Time { return e.now.Add(time.Hour) }
+	d := newWA(t, f, cfg, e.db)
+	ctx := context.Background()
+	if _, err := d.Deliver(ctx, withExtra(job("dlv_1", "whatsapp", alice, "hi"), envelope.ExtraFrom, agentWA)); err != nil {
+		t.Fatalf("from the number written to: %v", err)
+	}
+	if _, err := d.Deliver(ctx, withExtra(job("dlv_2", "whatsapp", alice, "hi"), envelope.ExtraFrom, "+15550002222")); !errors.Is(err, ErrOutsideWindow) {
+		t.Fatalf("from another number of ours: %v", err)
+	}
+	if _, err := d.Deliver(ctx, job("dlv_3", "whatsapp", alice, "hi")); err != nil {
+		t.Fatalf("without a named number (any of ours): %v", err)
+	}
+	if f.Posts() != 2 {
+		t.Errorf("%d posts", f.Posts())
 	}
 }

@@ -312,6 +312,10 @@ func isE164(s string) bool { return e164.MatchString(s) }
 func optOutKey(channel, number string) string { return "twilio-optout/" + channel + "/" + number }
 func windowKey(number string) string          { return "wa-window/" + number }
 
+// pairWindowKey is the window of person with one number of ours: WhatsApp
+// opens the window per pair. windowKey is the window with any of ours.
+func pairWindowKey(ours, person string) string { return "wa-window/" + ours + "/" + person }
+
 // whatsAppWindow is how long after the user's last message free-form
 // messages are allowed; a margin keeps us off the edge.
 const whatsAppWindow = 24*time.Hour - 5*time.Minute
@@ -386,8 +390,14 @@ func optedOut(ctx context.Context, st Store, channel, number string) (bool, erro
 	return ok, err
 }
 
-func (s *sender) windowOpen(ctx context.Context, number string) (bool, error) {
-	v, ok, err := s.store.GetKV(ctx, windowKey(number))
+// windowOpen reports whether number's window is open: with our number
+// ours when a delivery names it (Extra "from"), else with any of ours.
+func (s *sender) windowOpen(ctx context.Context, ours, number string) (bool, error) {
+	key := windowKey(number)
+	if ours != "" {
+		key = pairWindowKey(ours, number)
+	}
+	v, ok, err := s.store.GetKV(ctx, key)
 	if err != nil || !ok {
 		return false, err
 	}

@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/cool-ai/beachd/channels/fetch"
 )
 
 // Errors of FetchMedia. Match them with errors.Is.
@@ -53,8 +55,13 @@ func parseMediaURL(raw string) (*url.URL, bool) {
 		return nil, false
 	}
 	p := u.EscapedPath()
-	if !strings.HasPrefix(p, "/2010-04-01/Accounts/") || !strings.Contains(p, "/Media/") || strings.Contains(p, "/../") || strings.Contains(p, "/./") {
+	if !strings.HasPrefix(p, "/2010-04-01/Accounts/") || !strings.Contains(p, "/Media/") {
 		return nil, false
+	}
+	for _, seg := range strings.Split(u.Path, "/") {
+		if seg == "." || seg == ".." {
+			return nil, false
+		}
 	}
 	return u, true
 }
@@ -118,6 +125,9 @@ func (c *Client) FetchMedia(ctx context.Context, rawURL string, max int64) ([]by
 		// A new request, without credentials: Twilio's media store is
 		// reached by the signed URL Twilio redirected to.
 		resp, err = c.media.Get(ctx, next.String())
+		if errors.Is(err, fetch.ErrTooLarge) {
+			return nil, "", fmt.Errorf("%w: %w", ErrMediaTooLarge, err)
+		}
 		if err != nil {
 			return nil, "", fmt.Errorf("twilio media: fetch from the media store %s: %w", next.Host, err)
 		}
@@ -131,6 +141,9 @@ func (c *Client) FetchMedia(ctx context.Context, rawURL string, max int64) ([]by
 		return nil, "", fmt.Errorf("%w: %d bytes, at most %d", ErrMediaTooLarge, resp.ContentLength, max)
 	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
+	if errors.Is(err, fetch.ErrTooLarge) {
+		return nil, "", fmt.Errorf("%w: over the media fetch client's bound (%w)", ErrMediaTooLarge, err)
+	}
 	if err != nil {
 		return nil, "", fmt.Errorf("twilio media: read: %w", err)
 	}

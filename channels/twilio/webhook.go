@@ -396,6 +396,11 @@ func (h *Handler) handleInbound(ctx context.Context, in envelope.Inbound) (int, 
 		if err := h.store.PutKV(ctx, windowKey(in.From), stamp); err != nil {
 			return fail("record whatsapp window: " + err.Error())
 		}
+		if isE164(in.To) {
+			if err := h.store.PutKV(ctx, pairWindowKey(in.To, in.From), stamp); err != nil {
+				return fail("record whatsapp window: " + err.Error())
+			}
+		}
 	}
 	if in.ButtonPayload == "" {
 		switch kw := keyword(in.Text); {
