@@ -6,7 +6,10 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/cool-ai/beachd/api"
 	"github.com/cool-ai/beachd/channels/twilio"
@@ -74,8 +77,10 @@ func (a *app) wireConversations() error {
 // conversationKey derives a key of its own for one use of the approvals
 // secret (the signed reply addresses of email answers, the signed links
 // of attachments).
-func (a *app) conversationKey(use string) []byte {
-	m := hmac.New(sha256.New, a.linkSecret)
+func (a *app) conversationKey(use string) []byte { return deriveConversationKey(a.linkSecret, use) }
+
+func deriveConversationKey(secret []byte, use string) []byte {
+	m := hmac.New(sha256.New, secret)
 	m.Write([]byte("beachd conversations: " + use))
 	return m.Sum(nil)
 }
@@ -191,4 +196,22 @@ func (c routerViews) OpenAttachment(ctx context.Context, id string, n int, expir
 		return "", "", nil, api.ErrBadSignature
 	}
 	return name, mt, data, err
+}
+
+// conversationKeyIfKnown is the conversation key of this configuration
+// when its approvals secret can be read without creating one (approvals.secret,
+// or data_dir/approval.key when it exists); nil otherwise.
+func (c *Config) conversationKeyIfKnown(use string) []byte {
+	secret := c.Approvals.Secret
+	if secret == "" {
+		b, err := os.ReadFile(filepath.Join(c.DataDir, "approval.key"))
+		if err != nil {
+			return nil
+		}
+		secret = strings.TrimSpace(string(b))
+	}
+	if secret == "" {
+		return nil
+	}
+	return deriveConversationKey([]byte(secret), use)
 }
