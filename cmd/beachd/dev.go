@@ -146,12 +146,25 @@ then see where it went:
 
 Talk to the dev agent (it quotes your text, names your attachments and counts the turns):
 
-  by mail  write from %[4]s to %[3]s (the mail server above); the answer comes back to %[4]s
+  by mail  write from %[4]s to %[3]s with any mail client (the mail server above), or with curl:
+%[5]s
+           the answer comes back to %[4]s (the console's Mail screen shows it)
   by SMS   curl -sS -H 'Content-Type: application/json' %[1]s/dev/reply \
                 -d '{"channel":"sms","from":"+447700900123","text":"Flights to Lisbon?"}'
            then: curl -sS %[1]s/dev/messages   (whatsapp works alike; "media":[{"mediaType","filename","data"(base64)}] attaches files)
 
-`, base, key, devAgentEmail, "you@"+email.DevDomain)
+`, base, key, devAgentEmail, "you@"+email.DevDomain, devMailCommand(a.console.mail))
+}
+
+// devMailCommand is a curl command that writes to the dev agent through the
+// dev mail server, ready to paste.
+func devMailCommand(d *email.DevServer) string {
+	if d == nil {
+		return "           (no local mail server: the email channel is configured)"
+	}
+	return fmt.Sprintf(`           printf 'From: %[1]s\r\nTo: %[2]s\r\nSubject: Flights to Lisbon\r\n\r\nAny flights on Friday?\r\n' |
+             curl -sS smtp://%[3]s --mail-from %[1]s --mail-rcpt %[2]s --user '%[1]s:%[4]s' -T -`,
+		d.You.Address, devAgentEmail, d.SMTPAddr(), d.You.Password)
 }
 
 // devGeneration is the A2A generation the dev agent speaks for the
