@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -168,28 +169,75 @@ type Turn struct {
 // StartTurn sends text as a new user message (in contextID, when given) and
 // returns what the agent answered. The request returns at once.
 func (c *Client) StartTurn(ctx context.Context, agentName, text, contextID string) (*Turn, error) {
+	return c.SendMessage(ctx, agentName, &Message{MessageID: randomID(), Role: RoleUser, ContextID: contextID,
+		Parts: Parts{TextPart(text, nil)}})
+}
+
+// SendMessage sends msg, a user message the caller built — its MessageID
+// (sent unchanged, so that an agent recognises a repeat; a random one when
+// empty), ContextID (the conversation), Parts (text, data and file parts:
+// Raw bytes or a URL, with Filename and MediaType) and Metadata — in the
+// agent's generation, and returns what the agent answered: a Message, or a
+// Task to wait for with WaitTurn. The request returns at once. msg is not
+// modified.
+func (c *Client) SendMessage(ctx context.Context, agentName string, msg *Message) (*Turn, error) {
 	t, err := c.target(agentName)
 	if err != nil {
 		return nil, err
 	}
-	msg := &Message{MessageID: randomID(), Role: RoleUser, ContextID: contextID, Parts: Parts{TextPart(text, nil)}}
+	if err := checkOutgoing(msg); err != nil {
+		return nil, fmt.Errorf("send message to %s: %w", agentName, errors.Join(err, ErrPermanent))
+	}
+	m := *msg
+	if m.MessageID == "" {
+		m.MessageID = randomID()
+	}
+	if m.Role == "" {
+		m.Role = RoleUser
+	}
 	var turn *Turn
 	err = t.call(ctx, func(ctx context.Context, b binding) error {
-		m, task, err := b.send(ctx, msg, true)
+		am, task, err := b.send(ctx, &m, true)
 		switch {
 		case err != nil:
 			return err
-		case m != nil:
-			turn = &Turn{ContextID: m.ContextID, TaskID: m.TaskID, Message: m}
+		case am != nil:
+			turn = &Turn{ContextID: cmp.Or(am.ContextID, m.ContextID), TaskID: am.TaskID, Message: am}
 		default:
-			turn = &Turn{ContextID: task.ContextID, TaskID: task.ID, Task: task}
+			turn = &Turn{ContextID: cmp.Or(task.ContextID, m.ContextID), TaskID: task.ID, Task: task}
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("start turn on %s: %w", agentName, err)
+		return nil, fmt.Errorf("send message %s to %s: %w", clip(m.MessageID), agentName, err)
 	}
 	return turn, nil
+}
+
+// checkOutgoing refuses a message no agent could read: a role other than
+// user, no part, or a part without exactly one content.
+func checkOutgoing(m *Message) error {
+	if m == nil {
+		return errors.New("no message")
+	}
+	if m.Role != "" && m.Role != RoleUser {
+		return fmt.Errorf("message role %q: a client sends ROLE_USER messages", m.Role)
+	}
+	if len(m.Parts) == 0 {
+		return errors.New("message has no parts")
+	}
+	for i, p := range m.Parts {
+		n := 0
+		for _, set := range []bool{p.Text != nil, p.Data != nil, p.URL != "", p.Raw != nil} {
+			if set {
+				n++
+			}
+		}
+		if n != 1 {
+			return fmt.Errorf("part %d must have exactly one of text, data, url, raw (it has %d)", i, n)
+		}
+	}
+	return nil
 }
 
 func randomID() string {

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -172,6 +173,17 @@ func (in *Ingester) EnqueueReply(ctx context.Context, env *envelope.Envelope, to
 	return res.EnvelopeID, nil
 }
 
+// EnqueueKeyed is Enqueue with an idempotency key: a repeat with the same
+// key stores nothing and answers the first envelope id. Conversations
+// store agents' answers through it (to = the conversation).
+func (in *Ingester) EnqueueKeyed(ctx context.Context, env *envelope.Envelope, to []envelope.Recipient, agent, source, key string) (string, error) {
+	res, err := in.ingestExtra(ctx, env, nil, to, agent, source, key, sha256.Sum256([]byte("enqueue\x00"+key)), nil)
+	if err != nil {
+		return "", err
+	}
+	return res.EnvelopeID, nil
+}
+
 // ingest validates and stores env. raw, when given, is env exactly as the
 // caller sent it: it is stored as is, so that peers receive the bytes the
 // agent produced (and it is not encoded a second time).
@@ -254,6 +266,11 @@ func (in *Ingester) ingestExtra(ctx context.Context, env *envelope.Envelope, raw
 			nd.ApprovalIDs = per[i]
 		}
 		ing.Deliveries = append(ing.Deliveries, nd)
+		if nd.Held && nd.Channel == envelope.ChannelWhatsApp {
+			// The answer waits for the person to write again; WhatsApp's
+			// window template, sent now, asks them to.
+			ing.Deliveries = append(ing.Deliveries, windowTemplate(nd))
+		}
 	}
 	res, err := in.db.Ingest(ctx, ing)
 	if errors.Is(err, store.ErrDuplicateApproval) {
@@ -271,6 +288,17 @@ func (in *Ingester) ingestExtra(ctx context.Context, env *envelope.Envelope, raw
 		}
 	}
 	return res, nil
+}
+
+// windowTemplate is the delivery that sends WhatsApp's window template in
+// place of the held answer nd.
+func windowTemplate(nd store.NewDelivery) store.NewDelivery {
+	t := store.NewDelivery{Channel: nd.Channel, To: nd.To, Extra: make(map[string]string, len(nd.Extra)+1)}
+	for k, v := range nd.Extra {
+		t.Extra[k] = v
+	}
+	t.Extra[envelope.ExtraTemplate] = "window"
+	return t
 }
 
 // maxConversationID bounds the conversation id of a recipient.

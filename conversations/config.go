@@ -44,6 +44,15 @@ type MediaFetcher interface {
 	FetchMedia(ctx context.Context, url string, max int64) (data []byte, mediaType string, err error)
 }
 
+// Enqueuer stores an answer for delivery the way every envelope is
+// stored: validated, each recipient that names a conversation resolved
+// through the router, approval handles minted for any approval-request
+// it carries (the API's ingester implements it). key makes the ingest
+// replayable, so an answer stored before a crash is not stored twice.
+type Enqueuer interface {
+	EnqueueKeyed(ctx context.Context, env *envelope.Envelope, to []envelope.Recipient, agent, source, key string) (envelopeID string, err error)
+}
+
 // Config configures the Router.
 type Config struct {
 	// Agents by name.
@@ -65,6 +74,10 @@ type Config struct {
 	TurnTimeout time.Duration
 	// Metrics is optional (NewMetrics).
 	Metrics *Metrics
+	// Enqueue stores answers (optional: without it they are written to the
+	// store as they are, and an approval-request in an answer mints no
+	// approval).
+	Enqueue Enqueuer
 	// Media fetches Twilio media when a turn is built (optional: without
 	// it, provider media is listed in the message's metadata only).
 	Media MediaFetcher

@@ -309,6 +309,19 @@ func (r *Router) answer(ctx context.Context, c *store.Conversation, t *store.Tur
 		}
 	}
 	key := "conversation-answer/" + t.ID
+	if r.cfg.Enqueue != nil && len(dels) > 0 {
+		id, err := r.cfg.Enqueue.EnqueueKeyed(ctx, env, []envelope.Recipient{{Conversation: c.ID}}, t.Agent, "conversation", key)
+		var ve *envelope.ValidationError
+		if errors.As(err, &ve) {
+			// The answer breaks a rule of this configuration (e.g. an
+			// approval-request to someone who is not an approver): no
+			// retry can fix it.
+			return "", &permanentError{fmt.Errorf("the answer was refused: %w", err)}
+		} else if err != nil {
+			return "", fmt.Errorf("ingest the answer: %w", err)
+		}
+		return id, nil
+	}
 	res, err := r.db.Ingest(ctx, store.Ingest{Envelope: body, Agent: t.Agent, Source: "conversation",
 		Deliveries: dels, IdempotencyKey: key, RequestHash: sha256.Sum256([]byte(key))})
 	if err != nil {

@@ -70,12 +70,32 @@ type Received struct {
 		HTTPMethod string  `json:"httpMethod"`
 		Version    *string `json:"version"`
 	} `json:"requests"`
-	Messages []struct {
-		MessageID string `json:"messageId"`
-		TaskID    string `json:"taskId"`
-		ContextID string `json:"contextId"`
-	} `json:"messages"`
+	Messages  []Seen     `json:"messages"`
 	Approvals []Approval `json:"approvals"`
+}
+
+// Seen is one message the agent received, without the bytes of its
+// files. A message "echo:…" is answered with a data part (partType "echo")
+// of this shape.
+type Seen struct {
+	MessageID string         `json:"messageId"`
+	TaskID    string         `json:"taskId"`
+	ContextID string         `json:"contextId"`
+	Metadata  map[string]any `json:"metadata"`
+	Parts     []PartSeen     `json:"parts"`
+}
+
+// PartSeen is one part of a received message: its kind (text, raw, url or
+// data), attributes, and the size of raw bytes.
+type PartSeen struct {
+	Kind      string         `json:"kind"`
+	Filename  string         `json:"filename"`
+	MediaType string         `json:"mediaType"`
+	Metadata  map[string]any `json:"metadata"`
+	Text      string         `json:"text,omitempty"`
+	Size      int            `json:"size,omitempty"`
+	URL       string         `json:"url,omitempty"`
+	Data      any            `json:"data,omitempty"`
 }
 
 // Approval is one approval-response the agent received.

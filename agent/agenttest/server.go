@@ -5,7 +5,9 @@ package agenttest
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -37,7 +39,9 @@ type Received struct {
 // Server is an a2a-go agent. A new message whose text starts with
 // "approve:" suspends its task (input-required) with an approval-request
 // data part whose approvalId is the rest of the text; a message "reply:X"
-// answers at once with a Message of text X; any other new message completes
+// answers at once with a Message of text X; "echo:" answers at once with a
+// Message holding a data part (partType "echo") that describes what arrived
+// (see Echo); any other new message completes
 // its task with a response text part and a domain-data part. "brief:"
 // completes its task with a typed morning briefing (a response part "Good
 // morning. Three tasks today." and a domain-data part, slotKey "today",
@@ -132,6 +136,11 @@ func (e *executor) Execute(ctx context.Context, rc *a2asrv.RequestContext, q eve
 			text += tp.Text
 		}
 	}
+	if strings.HasPrefix(text, "echo:") {
+		return q.Write(ctx, &a2a.Message{ID: a2a.NewMessageID(), Role: a2a.MessageRoleAgent, ContextID: rc.ContextID,
+			Parts: a2a.ContentParts{a2a.TextPart{Text: fmt.Sprintf("Received %d parts.", len(msg.Parts))},
+				a2a.DataPart{Data: echo(msg), Metadata: map[string]any{"partType": "echo"}}}})
+	}
 	if r, ok := strings.CutPrefix(text, "reply:"); ok {
 		return q.Write(ctx, &a2a.Message{ID: a2a.NewMessageID(), Role: a2a.MessageRoleAgent, ContextID: rc.ContextID,
 			Parts: a2a.ContentParts{a2a.TextPart{Text: r}}})
@@ -178,6 +187,58 @@ func (e *executor) Execute(ctx context.Context, rc *a2asrv.RequestContext, q eve
 	done := a2a.NewStatusUpdateEvent(rc, a2a.TaskStateCompleted, nil)
 	done.Final = true
 	return q.Write(ctx, done)
+}
+
+// Echo is what the "echo:" answer describes: the message as the agent
+// received it, each file by name, type and size (its bytes decoded) or URI.
+// Part kinds use A2A 1.0 names (text, raw, url, data), like the JS peer's.
+type Echo struct {
+	ContextID string         `json:"contextId"`
+	MessageID string         `json:"messageId"`
+	Metadata  map[string]any `json:"metadata"`
+	Parts     []EchoPart     `json:"parts"`
+}
+
+// EchoPart is one part of an Echo.
+type EchoPart struct {
+	Kind      string         `json:"kind"`
+	Filename  string         `json:"filename"`
+	MediaType string         `json:"mediaType"`
+	Metadata  map[string]any `json:"metadata"`
+	Text      string         `json:"text,omitempty"`
+	Size      int            `json:"size,omitempty"`
+	URL       string         `json:"url,omitempty"`
+	Data      any            `json:"data,omitempty"`
+}
+
+func echo(msg *a2a.Message) map[string]any {
+	e := Echo{ContextID: msg.ContextID, MessageID: msg.ID, Metadata: msg.Metadata}
+	for _, p := range msg.Parts {
+		var ep EchoPart
+		switch p := p.(type) {
+		case a2a.TextPart:
+			ep = EchoPart{Kind: "text", Text: p.Text, Metadata: p.Metadata}
+		case a2a.DataPart:
+			ep = EchoPart{Kind: "data", Data: p.Data, Metadata: p.Metadata}
+		case a2a.FilePart:
+			ep.Metadata = p.Metadata
+			switch f := p.File.(type) {
+			case a2a.FileBytes:
+				b, err := base64.StdEncoding.DecodeString(f.Bytes)
+				if err != nil {
+					b = nil
+				}
+				ep.Kind, ep.Filename, ep.MediaType, ep.Size = "raw", f.Name, f.MimeType, len(b)
+			case a2a.FileURI:
+				ep.Kind, ep.Filename, ep.MediaType, ep.URL = "url", f.Name, f.MimeType, f.URI
+			}
+		}
+		e.Parts = append(e.Parts, ep)
+	}
+	b, _ := json.Marshal(e)
+	var out map[string]any
+	_ = json.Unmarshal(b, &out)
+	return out
 }
 
 func (e *executor) Cancel(ctx context.Context, rc *a2asrv.RequestContext, q eventqueue.Queue) error {

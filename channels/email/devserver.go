@@ -22,9 +22,13 @@ import (
 	"github.com/emersion/go-smtp"
 )
 
+// DevDomain is the default domain of the dev mailboxes: you@DevDomain and
+// agent@DevDomain.
+const DevDomain = "beachd.localhost"
+
 // DevServerConfig configures the local mail server of `beachd dev`.
 type DevServerConfig struct {
-	// Domain of the two dev mailboxes; default "beachd.localhost".
+	// Domain of the two dev mailboxes; default DevDomain.
 	Domain string
 	// Host to listen on; default 127.0.0.1. Ports 0 choose free ones.
 	Host               string
@@ -45,7 +49,11 @@ type DevUser struct {
 // in-memory IMAP server. Mail to the agent's address (plus-addresses
 // included) lands in the agent's mailbox, which beachd's intake reads; all
 // other mail, whatever its domain, lands in the person's mailbox ("you"),
-// which a mail client opens. Nothing leaves the machine.
+// which a mail client opens. Nothing leaves the machine. The agent's
+// address is at once beachd's sending address, where approval replies go
+// (agent+<token>@…), and the dev agent's inbound address: a new mail to it
+// starts a conversation, a reply to an answer (agent+c-<conversation>…@…)
+// continues one.
 type DevServer struct {
 	cfg        DevServerConfig
 	log        *slog.Logger
@@ -64,7 +72,7 @@ type DevServer struct {
 // configured with them). Close releases them if Run is never called.
 func NewDevServer(cfg DevServerConfig, log *slog.Logger) (*DevServer, error) {
 	if cfg.Domain == "" {
-		cfg.Domain = "beachd.localhost"
+		cfg.Domain = DevDomain
 	}
 	if cfg.Host == "" {
 		cfg.Host = "127.0.0.1"
@@ -128,7 +136,7 @@ func (d *DevServer) Banner() []string {
 	return []string{
 		fmt.Sprintf("mail server  SMTP %s, IMAP %s (plain, no TLS; loopback only)", d.SMTPAddr(), d.IMAPAddr()),
 		fmt.Sprintf("  your mailbox   %s  password %s  (all mail beachd sends lands here)", d.You.Address, d.You.Password),
-		fmt.Sprintf("  agent mailbox  %s  password %s  (replies to the agent; beachd reads it)", d.Agent.Address, d.Agent.Password),
+		fmt.Sprintf("  agent mailbox  %s  password %s  (beachd reads it: approval replies, and mail to the agent — write to it to talk with the dev agent)", d.Agent.Address, d.Agent.Password),
 	}
 }
 

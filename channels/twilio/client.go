@@ -15,10 +15,16 @@ import (
 
 	twclient "github.com/twilio/twilio-go/client"
 	openapi "github.com/twilio/twilio-go/rest/api/v2010"
+	contentapi "github.com/twilio/twilio-go/rest/content/v1"
+
+	"github.com/cool-ai/beachd/channels/fetch"
 )
 
 // DefaultAPIBaseURL is Twilio's REST API.
 const DefaultAPIBaseURL = "https://api.twilio.com"
+
+// DefaultContentBaseURL is Twilio's Content API.
+const DefaultContentBaseURL = "https://content.twilio.com"
 
 // maxErrorBody bounds how much of an error response is kept.
 const maxErrorBody = 64 << 10
@@ -31,11 +37,19 @@ type ClientConfig struct {
 	// host) in every call: a regional edge or a test double. Default
 	// DefaultAPIBaseURL.
 	APIBaseURL string
+	// ContentBaseURL replaces https://content.twilio.com (the Content
+	// API). Default: APIBaseURL when that is set (a test double or proxy
+	// that serves all of Twilio), else DefaultContentBaseURL.
+	ContentBaseURL string
 	// Timeout bounds one HTTP call; default 15s.
 	Timeout time.Duration
 	// Transport is the connection pool; default a clone of
 	// http.DefaultTransport.
 	Transport http.RoundTripper
+	// MediaFetch is the guarded client that follows Twilio's redirect from
+	// a media URL to its media store, without credentials (FetchMedia).
+	// Default: fetch.New with the zero fetch.Config (public internet only).
+	MediaFetch *fetch.Client
 }
 
 // Validate reports the first problem with c.
@@ -45,6 +59,11 @@ func (c ClientConfig) Validate() error {
 	}
 	if _, err := parseBaseURL(c.APIBaseURL); err != nil {
 		return err
+	}
+	if c.ContentBaseURL != "" {
+		if _, err := parseBaseURL(c.ContentBaseURL); err != nil {
+			return fmt.Errorf("twilio: content_base_url: %w", err)
+		}
 	}
 	return nil
 }
@@ -101,8 +120,10 @@ type Client struct {
 	creds     *twclient.Credentials
 	sid       string
 	base      *url.URL
+	content   *url.URL
 	timeout   time.Duration
 	transport http.RoundTripper
+	media     *fetch.Client
 }
 
 // NewClient builds the shared client. It makes no network call.
@@ -111,6 +132,22 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		return nil, err
 	}
 	base, _ := parseBaseURL(cfg.APIBaseURL)
+	contentURL := cfg.ContentBaseURL
+	if contentURL == "" {
+		contentURL = cfg.APIBaseURL
+	}
+	if contentURL == "" {
+		contentURL = DefaultContentBaseURL
+	}
+	content, err := parseBaseURL(contentURL)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.MediaFetch == nil {
+		if cfg.MediaFetch, err = fetch.New(fetch.Config{}); err != nil {
+			return nil, fmt.Errorf("twilio: media fetch client: %w", err)
+		}
+	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 15 * time.Second
 	}
@@ -118,25 +155,43 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		cfg.Transport = http.DefaultTransport.(*http.Transport).Clone()
 	}
 	return &Client{creds: twclient.NewCredentials(cfg.AccountSID, cfg.AuthToken), sid: cfg.AccountSID,
-		base: base, timeout: cfg.Timeout, transport: cfg.Transport}, nil
+		base: base, content: content, timeout: cfg.Timeout, transport: cfg.Transport, media: cfg.MediaFetch}, nil
 }
 
 // api returns a twilio-go API service bound to ctx for one call.
 func (c *Client) api(ctx context.Context) (*openapi.ApiService, *callInfo) {
-	info := &callInfo{}
-	hc := &http.Client{
-		Transport: &callTransport{ctx: ctx, next: c.transport, base: c.base, info: info},
+	rh, info := c.requestHandler(ctx)
+	return openapi.NewApiService(rh), info
+}
+
+// contentService returns a twilio-go Content API service bound to ctx for
+// one call.
+func (c *Client) contentService(ctx context.Context) (*contentapi.ApiService, *callInfo) {
+	rh, info := c.requestHandler(ctx)
+	return contentapi.NewApiService(rh), info
+}
+
+// httpClient is the per-call HTTP client: ctx's, rewriting Twilio's hosts
+// to the configured base URLs, recording the exchange in info, and never
+// following a redirect.
+func (c *Client) httpClient(ctx context.Context, info *callInfo) *http.Client {
+	return &http.Client{
+		Transport: &callTransport{ctx: ctx, next: c.transport, base: c.base, content: c.content, info: info},
 		Timeout:   c.timeout,
 		// Like twilio-go's default client: never follow redirects.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
-	tc := &twclient.Client{Credentials: c.creds, HTTPClient: hc}
+}
+
+func (c *Client) requestHandler(ctx context.Context) (*twclient.RequestHandler, *callInfo) {
+	info := &callInfo{}
+	tc := &twclient.Client{Credentials: c.creds, HTTPClient: c.httpClient(ctx, info)}
 	tc.SetAccountSid(c.sid)
 	rh := twclient.NewRequestHandler(tc)
-	// APIBaseURL is the only thing that chooses the host: ignore
+	// The base URLs are the only thing that chooses the host: ignore
 	// TWILIO_EDGE / TWILIO_REGION from the environment.
 	rh.Edge, rh.Region = "", ""
-	return openapi.NewApiService(rh), info
+	return rh, info
 }
 
 // CreateMessage sends one message.
@@ -169,23 +224,29 @@ func (c *Client) RecentMessages(ctx context.Context, to, from string, pageSize i
 }
 
 // callTransport binds one call's context, points Twilio's hosts at the
-// configured base URL, and records the exchange in info.
+// configured base URLs (content.twilio.com at content, every other
+// *.twilio.com at base), and records the exchange in info.
 type callTransport struct {
-	ctx  context.Context
-	next http.RoundTripper
-	base *url.URL
-	info *callInfo
+	ctx     context.Context
+	next    http.RoundTripper
+	base    *url.URL
+	content *url.URL
+	info    *callInfo
 }
 
 func (t *callTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	r := req.Clone(t.ctx)
 	if h := r.URL.Hostname(); h == "twilio.com" || strings.HasSuffix(h, ".twilio.com") {
+		base := t.base
+		if h == "content.twilio.com" && t.content != nil {
+			base = t.content
+		}
 		u := *r.URL
-		u.Scheme = t.base.Scheme
-		u.Host = t.base.Host
-		u.Path = t.base.Path + u.Path
+		u.Scheme = base.Scheme
+		u.Host = base.Host
+		u.Path = base.Path + u.Path
 		if u.RawPath != "" {
-			u.RawPath = t.base.Path + u.RawPath
+			u.RawPath = base.Path + u.RawPath
 		}
 		r.URL = &u
 		r.Host = ""

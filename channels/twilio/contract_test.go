@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -18,19 +19,27 @@ import (
 	openapi "github.com/twilio/twilio-go/rest/api/v2010"
 
 	"github.com/cool-ai/beachd/channels"
+	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/render"
 	"github.com/cool-ai/beachd/store"
 )
 
 // The contract tests send our real requests to Prism serving Twilio's own
-// OpenAPI description of the 2010 API (npm @twilio-alpha/mcp,
-// twilio-oai/spec/json/twilio_api_v2010.json). Prism validates each request
-// against the description and answers 422 when it does not conform, so a
-// request we shape wrongly fails the test. scripts/peers/prism.sh installs
-// both into .peers/node_modules.
+// OpenAPI descriptions of the 2010 API and of the Content API (npm
+// @twilio-alpha/mcp, twilio-oai/spec/json/twilio_api_v2010.json and
+// twilio_content_v1.json). Prism validates each request against the
+// description and answers 422 when it does not conform, so a request we
+// shape wrongly fails the test. scripts/peers/prism.sh installs Prism and
+// the package into .peers/node_modules (or $BEACHD_PEERS/node_modules).
 
-// prismPeer finds Prism and the spec, or skips (fails under CI).
-func prismPeer(t *testing.T) (prism, spec string) {
+// Twilio's OpenAPI descriptions the contract tests serve.
+const (
+	specMessages = "twilio_api_v2010.json"
+	specContent  = "twilio_content_v1.json"
+)
+
+// prismPeer finds Prism and the named spec, or skips (fails under CI).
+func prismPeer(t *testing.T, name string) (prism, spec string) {
 	t.Helper()
 	missing := func(what string) {
 		msg := "SKIPPING Twilio contract test: " + what + " (run scripts/peers/prism.sh)"
@@ -42,24 +51,28 @@ func prismPeer(t *testing.T) (prism, spec string) {
 	if _, err := exec.LookPath("node"); err != nil {
 		missing("node is not installed")
 	}
-	root, err := moduleRoot()
-	if err != nil {
-		missing(err.Error())
+	dir := os.Getenv("BEACHD_PEERS")
+	if dir == "" {
+		root, err := moduleRoot()
+		if err != nil {
+			missing(err.Error())
+		}
+		dir = filepath.Join(root, ".peers")
 	}
-	peers := filepath.Join(root, ".peers", "node_modules")
+	peers := filepath.Join(dir, "node_modules")
 	prism = filepath.Join(peers, ".bin", "prism")
 	if _, err := os.Stat(prism); err != nil {
 		missing("prism is not installed in " + peers)
 	}
 	filepath.WalkDir(filepath.Join(peers, "@twilio-alpha", "mcp"), func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && strings.HasSuffix(p, filepath.Join("twilio-oai", "spec", "json", "twilio_api_v2010.json")) {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, filepath.Join("twilio-oai", "spec", "json", name)) {
 			spec = p
 			return fs.SkipAll
 		}
 		return nil
 	})
 	if spec == "" {
-		missing("@twilio-alpha/mcp's twilio_api_v2010.json is not installed in " + peers)
+		missing("@twilio-alpha/mcp's " + name + " is not installed in " + peers)
 	}
 	return prism, spec
 }
@@ -81,9 +94,10 @@ func moduleRoot() (string, error) {
 	}
 }
 
-// startPrism runs `prism mock` on a free port and returns its base URL.
-func startPrism(t *testing.T) string {
-	prism, spec := prismPeer(t)
+// startPrism runs `prism mock` of the named spec on a free port and
+// returns its base URL.
+func startPrism(t *testing.T, name string) string {
+	prism, spec := prismPeer(t, name)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -135,7 +149,7 @@ func TestContractAgainstTwilioOpenAPI(t *testing.T) {
 	if testing.Short() {
 		t.Skip("contract test starts Prism; skipped with -short")
 	}
-	base := startPrism(t)
+	base := startPrism(t, specMessages)
 	client := newTestClient(t, base, 10*time.Second)
 	ctx := context.Background()
 
@@ -207,6 +221,25 @@ func TestContractAgainstTwilioOpenAPI(t *testing.T) {
 			t.Errorf("recovered a message that was never sent: %+v", res.Receipt.Meta)
 		}
 	})
+	t.Run("whatsapp window template from an agent's number", func(t *testing.T) {
+		cfg := testConfig()
+		cfg.WhatsAppNumbers = []string{"+15550004444"}
+		cfg.WindowTemplate = "HX0123456789abcdef0123456789abcdef"
+		_, wa3, _ := newDeliverers(cfg)
+		j := job("dlv_c7", "whatsapp", alice, "held answer")
+		j.Delivery.Extra = map[string]string{envelope.ExtraTemplate: "window", envelope.ExtraFrom: "+15550004444"}
+		res, err := wa3.Deliver(ctx, j)
+		check(t, res, err)
+	})
+	t.Run("sms from an agent's number", func(t *testing.T) {
+		cfg := testConfig()
+		cfg.SMSNumbers = []string{"+15550003333"}
+		sms3, _, _ := newDeliverers(cfg)
+		j := job("dlv_c8", "sms", alice, "an answer")
+		j.Delivery.Extra = map[string]string{envelope.ExtraFrom: "+15550003333"}
+		res, err := sms3.Deliver(ctx, j)
+		check(t, res, err)
+	})
 	t.Run("a malformed request is refused (the check can fail)", func(t *testing.T) {
 		// No To: Twilio's description requires it.
 		p := (&openapi.CreateMessageParams{}).SetFrom(ourSMS).SetBody("hi")
@@ -220,6 +253,92 @@ func TestContractAgainstTwilioOpenAPI(t *testing.T) {
 		e := classify(ctx, err, info, true)
 		if e.MaybeSent {
 			t.Errorf("refused request marked maybe-sent")
+		}
+	})
+}
+
+// countingTransport counts the requests to each path.
+type countingTransport struct {
+	mu    sync.Mutex
+	paths map[string]int
+}
+
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.mu.Lock()
+	c.paths[r.Method+" "+r.URL.Path]++
+	c.mu.Unlock()
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func (c *countingTransport) count(key string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.paths[key]
+}
+
+// TestContentContractAgainstTwilioOpenAPI sends the Content API request
+// that creates the approval quick-reply content to Prism serving Twilio's
+// Content API description, and the message that uses it to Prism serving
+// the Messages API description: both must conform.
+func TestContentContractAgainstTwilioOpenAPI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("contract test starts Prism; skipped with -short")
+	}
+	msgs, content := startPrism(t, specMessages), startPrism(t, specContent)
+	ct := &countingTransport{paths: map[string]int{}}
+	client, err := NewClient(ClientConfig{AccountSID: testAccount, AuthToken: testToken, APIBaseURL: msgs, ContentBaseURL: content,
+		Timeout: 10 * time.Second, Transport: ct})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	buttons := []render.Button{{Title: "Approve", Payload: "apr_1:n0nce"}, {Title: "Deny", Payload: "apr_1:n0nce2"}}
+
+	t.Run("create the quick-reply content", func(t *testing.T) {
+		req, key := quickContent(buttons)
+		c, info, err := client.CreateContent(ctx, req)
+		if err != nil {
+			_, status, _, body := info.snapshot()
+			t.Fatalf("Twilio's Content API description refused our request: %v (HTTP %d %s)", err, status, body)
+		}
+		if !contentSID.MatchString(deref(c.Sid)) || !strings.HasPrefix(key, "twilio-content/quick-reply/") {
+			t.Errorf("sid %q key %q", deref(c.Sid), key)
+		}
+	})
+	t.Run("an approval on whatsapp creates it once and sends it", func(t *testing.T) {
+		st := openStore(t)
+		openWindow(t, st, alice)
+		wa, err := NewWhatsApp(testConfig(), Deps{Client: client, Store: st, Limiter: fastLimiter()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := ct.count("POST /v1/Content")
+		for _, id := range []string{"dlv_q1", "dlv_q2"} {
+			res, err := wa.Deliver(ctx, approvalJob(id, "whatsapp", alice))
+			if err != nil {
+				t.Fatalf("Twilio's contract refused our request: %v (receipt %+v)", err, channels.AsError(err).Receipt)
+			}
+			if !strings.HasPrefix(res.ProviderID, "SM") {
+				t.Fatalf("result = %+v", res)
+			}
+		}
+		if n := ct.count("POST /v1/Content") - before; n != 1 {
+			t.Errorf("%d Content API creations for two approvals, want 1", n)
+		}
+		_, key := quickContent(buttons)
+		if v, ok, _ := st.GetKV(ctx, key); !ok || !contentSID.Match(v) {
+			t.Errorf("content SID not kept: %q %v", v, ok)
+		}
+	})
+	t.Run("a malformed content request is refused (the check can fail)", func(t *testing.T) {
+		req, _ := quickContent(buttons)
+		req.Types.TwilioQuickReply.Actions[0].Type = "" // the description requires it
+		_, info, err := client.CreateContent(ctx, req)
+		if err == nil {
+			t.Fatal("Prism accepted a quick-reply action without its type: validation is off")
+		}
+		if _, status, _, _ := info.snapshot(); status != http.StatusUnprocessableEntity {
+			t.Errorf("status %d, want 422", status)
 		}
 	})
 }

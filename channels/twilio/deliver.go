@@ -53,6 +53,24 @@ type Config struct {
 	StatusCallback string
 	// Templates for WhatsApp outside the 24-hour window.
 	Templates Templates
+	// SMSNumbers and WhatsAppNumbers are further numbers of ours (E.164;
+	// "whatsapp:" optional) that a delivery may name as its sender (Extra
+	// "from": the number the person wrote to, e.g. an agent's inbound
+	// number). SMSFrom and WhatsAppFrom are always allowed.
+	SMSNumbers      []string
+	WhatsAppNumbers []string
+	// WindowTemplate is the content SID (HX…) of the WhatsApp template
+	// sent for a delivery that asks for it (Extra "template": "window"):
+	// the person's 24-hour window is closed and the answer itself waits
+	// until they write again.
+	WindowTemplate string
+	// NoQuickReplies: never create the approval quick-reply content
+	// through the Content API. By default, a WhatsApp approval inside the
+	// window with no approval template goes out with quick-reply buttons
+	// from a content beachd creates once (and caches in the Store); with
+	// NoQuickReplies, or when the creation fails, it goes out as text with
+	// a code.
+	NoQuickReplies bool
 	// CallReserve is the part of an attempt's deadline kept for the HTTP
 	// call when waiting for the rate limiter; default 5s.
 	CallReserve time.Duration
@@ -71,6 +89,19 @@ func (c Config) validate(channel string) error {
 		if c.MessagingServiceSID == "" && !isE164(strings.TrimPrefix(c.WhatsAppFrom, "whatsapp:")) {
 			return fmt.Errorf("twilio: whatsapp_from %q must be whatsapp:+E.164 (or set messaging_service_sid)", c.WhatsAppFrom)
 		}
+	}
+	for _, n := range c.SMSNumbers {
+		if !isE164(n) {
+			return fmt.Errorf("twilio: sms number %q must be an E.164 number", n)
+		}
+	}
+	for _, n := range c.WhatsAppNumbers {
+		if !isE164(strings.TrimPrefix(n, "whatsapp:")) {
+			return fmt.Errorf("twilio: whatsapp number %q must be whatsapp:+E.164 or +E.164", n)
+		}
+	}
+	if c.WindowTemplate != "" && !contentSID.MatchString(c.WindowTemplate) {
+		return fmt.Errorf("twilio: whatsapp window_template %q must be a content SID (HX and 32 hex digits)", c.WindowTemplate)
 	}
 	for name, t := range map[string]*render.ContentTemplate{"approval": c.Templates.Approval, "result": c.Templates.Result} {
 		if t == nil {
@@ -106,6 +137,7 @@ type sender struct {
 	channel string
 	cfg     Config
 	api     messageAPI
+	content contentAPI
 	store   Store
 	limiter *Limiter
 	render  RenderFunc
@@ -115,6 +147,11 @@ type sender struct {
 	// time each may be used.
 	mu    sync.Mutex
 	slots map[string]time.Time
+
+	// quick serialises the creation of quick-reply content; quickFailed
+	// is until when, after a failed creation, none is tried again.
+	quick       sync.Mutex
+	quickFailed time.Time
 }
 
 // admitAhead bounds how far ahead Admit reserves a slot of the sender's
@@ -126,7 +163,7 @@ const admitAhead = 2 * time.Second
 // Admit reserves the job's first message a slot of the sender's rate
 // limit within admitAhead, or refuses it.
 func (s *sender) Admit(d *store.Delivery) bool {
-	wait, ok := s.limiter.reserve(s.senderKey(), admitAhead)
+	wait, ok := s.limiter.reserve(s.senderKey(d), admitAhead)
 	if !ok {
 		return false
 	}
@@ -143,31 +180,32 @@ func (s *sender) Done(d *store.Delivery) {
 	delete(s.slots, d.ID)
 	s.mu.Unlock()
 	if unused {
-		s.limiter.cancel(s.senderKey())
+		s.limiter.cancel(s.senderKey(d))
 	}
 }
 
 // pace waits for the sender's rate limit before a message: for the slot
 // Admit reserved, when there is one, or else for the next free slot. It
 // returns a RetryAfter error when that is beyond ctx's deadline.
-func (s *sender) pace(ctx context.Context, id string) error {
+func (s *sender) pace(ctx context.Context, d *store.Delivery) error {
+	key := s.senderKey(d)
 	s.mu.Lock()
-	at, ok := s.slots[id]
-	delete(s.slots, id)
+	at, ok := s.slots[d.ID]
+	delete(s.slots, d.ID)
 	s.mu.Unlock()
 	if ok {
 		wait := at.Sub(s.limiter.now())
 		if dl, has := ctx.Deadline(); has && wait > 0 && time.Until(dl)-s.cfg.CallReserve < wait {
-			s.limiter.cancel(s.senderKey())
+			s.limiter.cancel(key)
 			return &channels.Error{RetryAfter: wait, Err: fmt.Errorf("%s rate limit: this attempt's slot is %s away, beyond its deadline", s.channel, wait.Round(time.Millisecond))}
 		}
 		if err := s.limiter.sleep(ctx, wait); err != nil {
-			s.limiter.cancel(s.senderKey())
+			s.limiter.cancel(key)
 			return channels.Temporary(fmt.Errorf("wait for the %s rate limit: %w", s.channel, err))
 		}
 		return nil
 	}
-	if ra, err := s.limiter.Wait(ctx, s.senderKey(), s.cfg.CallReserve); err != nil {
+	if ra, err := s.limiter.Wait(ctx, key, s.cfg.CallReserve); err != nil {
 		return channels.Temporary(fmt.Errorf("wait for the %s rate limit: %w", s.channel, err))
 	} else if ra > 0 {
 		return &channels.Error{RetryAfter: ra, Err: fmt.Errorf("%s rate limit: next slot for this sender in %s", s.channel, ra.Round(time.Millisecond))}
@@ -232,7 +270,7 @@ func newSender(channel string, cfg Config, deps Deps) (*sender, error) {
 	if deps.Log == nil {
 		deps.Log = slog.New(slog.DiscardHandler)
 	}
-	return &sender{channel: channel, cfg: cfg, api: deps.Client, store: deps.Store, limiter: deps.Limiter,
+	return &sender{channel: channel, cfg: cfg, api: deps.Client, content: deps.Client, store: deps.Store, limiter: deps.Limiter,
 		render: deps.Render, log: deps.Log, slots: map[string]time.Time{}}, nil
 }
 
@@ -274,6 +312,10 @@ func isE164(s string) bool { return e164.MatchString(s) }
 func optOutKey(channel, number string) string { return "twilio-optout/" + channel + "/" + number }
 func windowKey(number string) string          { return "wa-window/" + number }
 
+// pairWindowKey is the window of person with one number of ours: WhatsApp
+// opens the window per pair. windowKey is the window with any of ours.
+func pairWindowKey(ours, person string) string { return "wa-window/" + ours + "/" + person }
+
 // whatsAppWindow is how long after the user's last message free-form
 // messages are allowed; a margin keeps us off the edge.
 const whatsAppWindow = 24*time.Hour - 5*time.Minute
@@ -287,6 +329,9 @@ func (s *sender) address(n string) string {
 
 func (s *sender) from() string {
 	if s.channel == envelope.ChannelWhatsApp {
+		if s.cfg.WhatsAppFrom == "" {
+			return ""
+		}
 		if strings.HasPrefix(s.cfg.WhatsAppFrom, "whatsapp:") {
 			return s.cfg.WhatsAppFrom
 		}
@@ -295,9 +340,44 @@ func (s *sender) from() string {
 	return s.cfg.SMSFrom
 }
 
-// senderKey names the limiter's bucket: the Messaging Service, or the From
-// number.
-func (s *sender) senderKey() string {
+// fromFor is the From address of delivery d: the number its Extra "from"
+// names, which must be one of the channel's configured numbers, or ""
+// when it names none (then the configured sender: from(), or the
+// Messaging Service).
+func (s *sender) fromFor(d *store.Delivery) (string, error) {
+	want := strings.TrimPrefix(strings.TrimSpace(d.Extra[envelope.ExtraFrom]), "whatsapp:")
+	if want == "" {
+		return "", nil
+	}
+	allowed := s.cfg.SMSNumbers
+	def := s.cfg.SMSFrom
+	if s.channel == envelope.ChannelWhatsApp {
+		allowed, def = s.cfg.WhatsAppNumbers, strings.TrimPrefix(s.cfg.WhatsAppFrom, "whatsapp:")
+	}
+	if isE164(want) && (want == def || slices.ContainsFunc(allowed, func(n string) bool { return strings.TrimPrefix(n, "whatsapp:") == want })) {
+		return s.address(want), nil
+	}
+	return "", fmt.Errorf("%w: %q is not one of the configured %s numbers", ErrUnknownSender, truncate(want, 40), s.channel)
+}
+
+// sendingFrom is the From of d's messages, "" for the Messaging Service.
+func (s *sender) sendingFrom(d *store.Delivery) (string, error) {
+	f, err := s.fromFor(d)
+	if err != nil || f != "" {
+		return f, err
+	}
+	if s.cfg.MessagingServiceSID != "" {
+		return "", nil
+	}
+	return s.from(), nil
+}
+
+// senderKey names the limiter's bucket of d: its From number, or the
+// Messaging Service.
+func (s *sender) senderKey(d *store.Delivery) string {
+	if f, err := s.sendingFrom(d); err == nil && f != "" {
+		return f
+	}
 	if s.cfg.MessagingServiceSID != "" {
 		return s.cfg.MessagingServiceSID
 	}
@@ -310,8 +390,14 @@ func optedOut(ctx context.Context, st Store, channel, number string) (bool, erro
 	return ok, err
 }
 
-func (s *sender) windowOpen(ctx context.Context, number string) (bool, error) {
-	v, ok, err := s.store.GetKV(ctx, windowKey(number))
+// windowOpen reports whether number's window is open: with our number
+// ours when a delivery names it (Extra "from"), else with any of ours.
+func (s *sender) windowOpen(ctx context.Context, ours, number string) (bool, error) {
+	key := windowKey(number)
+	if ours != "" {
+		key = pairWindowKey(ours, number)
+	}
+	v, ok, err := s.store.GetKV(ctx, key)
 	if err != nil || !ok {
 		return false, err
 	}
@@ -350,26 +436,34 @@ func (s *sender) attempt(ctx context.Context, job *channels.Job) (*channels.Resu
 	} else if out {
 		return nil, channels.Permanent(ErrOptedOut)
 	}
-	in := RenderInput{Channel: s.channel, Job: job, Now: s.cfg.Now(), WindowOpen: true}
-	if s.channel == envelope.ChannelWhatsApp {
-		open, err := s.windowOpen(ctx, to)
-		if err != nil {
-			return nil, channels.Temporary(fmt.Errorf("read whatsapp window: %w", err))
-		}
-		in.WindowOpen = open
-		switch {
-		case len(job.Approvals) > 0 && s.cfg.Templates.Approval != nil:
-			in.Template = s.cfg.Templates.Approval
-		case !open && s.cfg.Templates.Result != nil:
-			in.Template = s.cfg.Templates.Result
-		case !open:
-			return nil, channels.Permanent(ErrOutsideWindow)
-		}
-	}
-	msg, err := s.render(in)
+	from, err := s.sendingFrom(d)
 	if err != nil {
-		return nil, channels.Permanent(fmt.Errorf("render %s: %w", s.channel, err))
+		return nil, channels.Permanent(err)
 	}
+	msg, err := s.message(ctx, job)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.send(ctx, job, from, msg)
+	if err != nil && msg.textFallback != nil {
+		// Twilio refused the quick-reply message itself (its variables,
+		// say): the approval goes out as text with a code instead.
+		if e := channels.AsError(err); e.Permanent && !e.MaybeSent && !errors.Is(err, ErrOptedOut) {
+			s.log.Warn("whatsapp quick-reply message refused; approval sent as text", "delivery_id", d.ID, "err", err)
+			text, terr := msg.textFallback()
+			if terr != nil {
+				return nil, terr
+			}
+			return s.send(ctx, job, from, text)
+		}
+	}
+	return res, err
+}
+
+// send sends msg from `from` (the Messaging Service when ""): one message,
+// or an SMS's parts in turn.
+func (s *sender) send(ctx context.Context, job *channels.Job, from string, msg *Message) (*channels.Result, error) {
+	d := job.Delivery
 	if msg.ContentSID == "" && len(msg.Bodies) == 0 && len(msg.MediaURLs) == 0 {
 		return nil, channels.Permanent(ErrEmptyMessage)
 	}
@@ -384,7 +478,7 @@ func (s *sender) attempt(ctx context.Context, job *channels.Job) (*channels.Resu
 	firstRecovered := false
 	maybe := d.MaybeSent || d.ProviderID != ""
 	for i, body := range msg.Bodies {
-		m, recovered, err := s.sendOne(ctx, job, msg, i, body, maybe, sids)
+		m, recovered, err := s.sendOne(ctx, job, from, msg, i, body, maybe, sids)
 		if err != nil {
 			e := channels.AsError(err)
 			if i > 0 {
@@ -419,10 +513,10 @@ func (s *sender) attempt(ctx context.Context, job *channels.Job) (*channels.Resu
 
 // sendOne sends one message of a delivery (the template, or one body),
 // unless lookFirst finds that an earlier attempt already did.
-func (s *sender) sendOne(ctx context.Context, job *channels.Job, msg *Message, part int, body string, lookFirst bool, used []string) (*openapi.ApiV2010Message, bool, error) {
+func (s *sender) sendOne(ctx context.Context, job *channels.Job, from string, msg *Message, part int, body string, lookFirst bool, used []string) (*openapi.ApiV2010Message, bool, error) {
 	d := job.Delivery
 	if lookFirst {
-		m, err := s.recover(ctx, job, part, body, used)
+		m, err := s.recover(ctx, job, from, part, body, used)
 		if err != nil {
 			return nil, false, err
 		}
@@ -431,10 +525,10 @@ func (s *sender) sendOne(ctx context.Context, job *channels.Job, msg *Message, p
 			return m, true, nil
 		}
 	}
-	if err := s.pace(ctx, d.ID); err != nil {
+	if err := s.pace(ctx, d); err != nil {
 		return nil, false, err
 	}
-	m, info, err := s.api.CreateMessage(ctx, s.params(d.To, msg, body))
+	m, info, err := s.api.CreateMessage(ctx, s.params(from, d.To, msg, body))
 	if err != nil {
 		e := classify(ctx, err, info, true)
 		if errors.Is(e.Err, ErrOptedOut) {
@@ -447,12 +541,14 @@ func (s *sender) sendOne(ctx context.Context, job *channels.Job, msg *Message, p
 	return m, false, nil
 }
 
-func (s *sender) params(to string, msg *Message, body string) *openapi.CreateMessageParams {
+// params are the Messages API parameters of one message from `from` (the
+// Messaging Service when "").
+func (s *sender) params(from, to string, msg *Message, body string) *openapi.CreateMessageParams {
 	p := (&openapi.CreateMessageParams{}).SetTo(s.address(to))
-	if s.cfg.MessagingServiceSID != "" {
+	if from == "" {
 		p.SetMessagingServiceSid(s.cfg.MessagingServiceSID)
 	} else {
-		p.SetFrom(s.from())
+		p.SetFrom(from)
 	}
 	if s.cfg.StatusCallback != "" {
 		p.SetStatusCallback(s.cfg.StatusCallback)
@@ -489,7 +585,7 @@ func (s *sender) result(m *openapi.ApiV2010Message, recovered bool) *channels.Re
 // previous, maybe-sent attempt created. It returns the message
 // when Twilio has it, nil when it does not, and an error when it cannot
 // tell (then nothing is sent: the next attempt asks again).
-func (s *sender) recover(ctx context.Context, job *channels.Job, part int, body string, used []string) (*openapi.ApiV2010Message, error) {
+func (s *sender) recover(ctx context.Context, job *channels.Job, from string, part int, body string, used []string) (*openapi.ApiV2010Message, error) {
 	d := job.Delivery
 	if d.ProviderID != "" && part == 0 {
 		m, info, err := s.api.FetchMessage(ctx, d.ProviderID)
@@ -509,10 +605,6 @@ func (s *sender) recover(ctx context.Context, job *channels.Job, part int, body 
 		// cannot match: send again (at-least-once).
 		s.log.Warn("maybe-sent template message cannot be matched; sending again", "delivery_id", d.ID, "channel", s.channel)
 		return nil, nil
-	}
-	from := ""
-	if s.cfg.MessagingServiceSID == "" {
-		from = s.from()
 	}
 	list, info, err := s.api.RecentMessages(ctx, s.address(d.To), from, 50)
 	if err != nil {

@@ -332,11 +332,12 @@ func TestWhatsAppWindowAndTemplates(t *testing.T) {
 			t.Errorf("form = %v vars = %v", form, vars)
 		}
 	})
-	t.Run("approval inside the window without a template falls back to text", func(t *testing.T) {
+	t.Run("approval inside the window without a template or quick replies falls back to text", func(t *testing.T) {
 		f := newFakeTwilio(t)
 		db := openStore(t)
 		cfg := testConfig()
 		cfg.Now = func() time.Time { return now }
+		cfg.NoQuickReplies = true
 		db.PutKV(context.Background(), windowKey(alice), []byte(now.Add(-time.Hour).Format(time.RFC3339Nano)))
 		d := newWA(t, f, cfg, db)
 		if _, err := d.Deliver(context.Background(), approvalJob("dlv_1", "whatsapp", alice)); err != nil {

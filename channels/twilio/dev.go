@@ -1,17 +1,22 @@
 package twilio
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"mime"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cool-ai/beachd/channels"
 	"github.com/cool-ai/beachd/envelope"
@@ -20,10 +25,15 @@ import (
 
 // Recorded is a message the Recorder would have sent.
 type Recorded struct {
-	SID              string            `json:"sid"`
-	DeliveryID       string            `json:"deliveryId"`
-	Channel          string            `json:"channel"`
-	To               string            `json:"to"`
+	SID        string `json:"sid"`
+	DeliveryID string `json:"deliveryId"`
+	Channel    string `json:"channel"`
+	// From is our number it went out from: the number the person wrote to,
+	// for an answer in a conversation; empty for the default.
+	From string `json:"from,omitempty"`
+	To   string `json:"to"`
+	// Conversation is the conversation an answer belongs to.
+	Conversation     string            `json:"conversation,omitempty"`
 	Body             string            `json:"body,omitempty"`
 	Buttons          []render.Button   `json:"buttons,omitempty"`
 	MediaURLs        []string          `json:"mediaUrls,omitempty"`
@@ -99,14 +109,24 @@ func (d *Recorder) Deliver(ctx context.Context, job *channels.Job) (*channels.Re
 	} else if out {
 		return nil, channels.Permanent(ErrOptedOut)
 	}
-	msg, err := d.render(RenderInput{Channel: d.channel, Job: job, Now: d.now(), WindowOpen: true, ShowButtons: true})
-	if err != nil {
-		return nil, channels.Permanent(fmt.Errorf("render %s: %w", d.channel, err))
-	}
 	sum := sha256.Sum256([]byte(job.Delivery.ID))
 	sid := "SM" + hex.EncodeToString(sum[:16])
-	d.log.add(Recorded{SID: sid, DeliveryID: job.Delivery.ID, Channel: d.channel, To: to, Body: strings.Join(msg.Bodies, "\n"),
-		Buttons: msg.Buttons, MediaURLs: msg.MediaURLs, ContentSID: msg.ContentSID, ContentVariables: msg.ContentVariables, At: d.now()})
+	extra := job.Delivery.Extra
+	rec := Recorded{SID: sid, DeliveryID: job.Delivery.ID, Channel: d.channel, From: extra[envelope.ExtraFrom], To: to,
+		Conversation: extra[envelope.ExtraConversation], At: d.now()}
+	if extra[envelope.ExtraTemplate] == "window" {
+		// What goes out instead of an answer when WhatsApp's 24-hour
+		// window is closed: the configured window template.
+		rec.ContentSID, rec.Body = "window", "(the WhatsApp window template: the answer is held until the person writes again)"
+	} else {
+		msg, err := d.render(RenderInput{Channel: d.channel, Job: job, Now: d.now(), WindowOpen: true, ShowButtons: true})
+		if err != nil {
+			return nil, channels.Permanent(fmt.Errorf("render %s: %w", d.channel, err))
+		}
+		rec.Body, rec.Buttons, rec.MediaURLs = strings.Join(msg.Bodies, "\n"), msg.Buttons, msg.MediaURLs
+		rec.ContentSID, rec.ContentVariables = msg.ContentSID, msg.ContentVariables
+	}
+	d.log.add(rec)
 	return &channels.Result{ProviderID: sid, Receipt: channels.Receipt{
 		Data: map[string]any{"recorded": true},
 		Meta: map[string]any{"source": "twilio", "sid": sid, "status": "recorded"},
@@ -114,18 +134,109 @@ func (d *Recorder) Deliver(ctx context.Context, job *channels.Job) (*channels.Re
 }
 
 // DevHandler serves GET /dev/messages (what was recorded, as JSON) and POST
-// /dev/reply (form: channel sms|whatsapp, from, body or button_payload):
-// the reply goes through the same path as a signed Twilio webhook, without
-// the signature. Mount it only in `beachd dev`, on loopback.
+// /dev/reply: a message a person sends to our number, either a form
+// (channel sms|whatsapp, from, body or button_payload) or a JSON DevMessage
+// (Content-Type application/json: text, attachments). It goes through the
+// same path as a signed Twilio webhook, without the signature, to the same
+// decider: an approval answer decides, any other message starts or
+// continues a conversation with the agent whose number it was sent to.
+// Mount it only in `beachd dev`, on loopback.
 type DevHandler struct {
 	Log     *RecorderLog
 	Inbound *Handler
-	// OurNumber is the To of simulated replies.
+	// OurNumber is the To of simulated replies (a DevMessage may name
+	// another).
 	OurNumber string
 	Now       func() time.Time
 
 	mu  sync.Mutex
 	seq int
+}
+
+// Bounds of a DevMessage.
+const (
+	DevMaxBody       = 16 << 20 // the JSON body
+	DevMaxMedia      = 10       // attachments, as Twilio allows
+	DevMaxMediaBytes = 5 << 20  // the bytes of one attachment, as Twilio's MMS
+	devMaxText       = 1600     // characters of the text, as Twilio's
+)
+
+// DevMessage is POST /dev/reply's JSON body.
+type DevMessage struct {
+	Channel string `json:"channel"` // sms or whatsapp
+	From    string `json:"from"`    // the person's number, E.164
+	// To is our number written to; default the handler's OurNumber.
+	To   string `json:"to,omitempty"`
+	Text string `json:"text,omitempty"`
+	// ButtonPayload and ButtonText: a WhatsApp quick-reply button pressed.
+	ButtonPayload string     `json:"buttonPayload,omitempty"`
+	ButtonText    string     `json:"buttonText,omitempty"`
+	Media         []DevMedia `json:"media,omitempty"`
+}
+
+// DevMedia is one attachment of a DevMessage: its bytes (base64 in JSON)
+// or a URL where they are, with a media type and an optional file name.
+type DevMedia struct {
+	MediaType string `json:"mediaType"`
+	Filename  string `json:"filename,omitempty"`
+	Data      []byte `json:"data,omitempty"`
+	URL       string `json:"url,omitempty"`
+}
+
+// ParseDevMessage decodes and checks a DevMessage: no unknown member, a
+// known channel, E.164 numbers, at most DevMaxMedia attachments of at most
+// DevMaxMediaBytes, each with exactly one of data or an http(s) url.
+func ParseDevMessage(b []byte) (DevMessage, error) {
+	var m DevMessage
+	if len(b) > DevMaxBody {
+		return m, fmt.Errorf("body larger than %d bytes", DevMaxBody)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		return m, fmt.Errorf("malformed JSON message: %w", err)
+	}
+	if dec.More() {
+		return m, errors.New("malformed JSON message: more than one value")
+	}
+	if m.Channel != envelope.ChannelSMS && m.Channel != envelope.ChannelWhatsApp {
+		return m, errors.New("channel must be sms or whatsapp")
+	}
+	if !isE164(m.From) {
+		return m, errors.New("from must be an E.164 number")
+	}
+	if m.To != "" && !isE164(m.To) {
+		return m, errors.New("to must be an E.164 number")
+	}
+	if !utf8.ValidString(m.Text) || utf8.RuneCountInString(m.Text) > devMaxText {
+		return m, fmt.Errorf("text must be valid UTF-8 of at most %d characters", devMaxText)
+	}
+	if len(m.Media) > DevMaxMedia {
+		return m, fmt.Errorf("at most %d media, got %d", DevMaxMedia, len(m.Media))
+	}
+	for i, md := range m.Media {
+		switch {
+		case (md.Data == nil) == (md.URL == ""):
+			return m, fmt.Errorf("media[%d]: needs exactly one of data, url", i)
+		case len(md.Data) > DevMaxMediaBytes:
+			return m, fmt.Errorf("media[%d]: larger than %d bytes", i, DevMaxMediaBytes)
+		case md.URL != "" && !devHTTPURL(md.URL):
+			return m, fmt.Errorf("media[%d].url: not an absolute http(s) URL", i)
+		case md.MediaType == "":
+			return m, fmt.Errorf("media[%d].mediaType: missing", i)
+		case len(md.MediaType) > 255 || len(md.Filename) > 255 || len(md.URL) > 2048:
+			return m, fmt.Errorf("media[%d]: mediaType, filename or url too long", i)
+		}
+	}
+	if m.Text == "" && m.ButtonPayload == "" && len(m.Media) == 0 {
+		return m, errors.New("a message needs text, a button payload or media")
+	}
+	return m, nil
+}
+
+func devHTTPURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 }
 
 // Messages serves GET /dev/messages.
@@ -140,21 +251,39 @@ func (h *DevHandler) Messages(w http.ResponseWriter, r *http.Request) {
 
 // Reply serves POST /dev/reply.
 func (h *DevHandler) Reply(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
-	if err := r.ParseForm(); err != nil {
-		http.Error(w, "malformed form", http.StatusBadRequest)
-		return
+	var m DevMessage
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt == "application/json" {
+		b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, DevMaxBody))
+		if err != nil {
+			http.Error(w, fmt.Sprintf("body larger than %d bytes", DevMaxBody), http.StatusRequestEntityTooLarge)
+			return
+		}
+		if m, err = ParseDevMessage(b); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+	} else {
+		r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+		if err := r.ParseForm(); err != nil {
+			http.Error(w, "malformed form", http.StatusBadRequest)
+			return
+		}
+		m = DevMessage{Channel: r.PostForm.Get("channel"), From: r.PostForm.Get("from"), Text: r.PostForm.Get("body"),
+			ButtonPayload: r.PostForm.Get("button_payload"), ButtonText: r.PostForm.Get("button_text")}
+		if m.Channel != envelope.ChannelSMS && m.Channel != envelope.ChannelWhatsApp {
+			http.Error(w, "channel must be sms or whatsapp", http.StatusBadRequest)
+			return
+		}
+		if !isE164(m.From) {
+			http.Error(w, "from must be an E.164 number", http.StatusBadRequest)
+			return
+		}
 	}
-	channel := r.PostForm.Get("channel")
-	from := r.PostForm.Get("from")
-	if channel != envelope.ChannelSMS && channel != envelope.ChannelWhatsApp {
-		http.Error(w, "channel must be sms or whatsapp", http.StatusBadRequest)
-		return
-	}
-	if !isE164(from) {
-		http.Error(w, "from must be an E.164 number", http.StatusBadRequest)
-		return
-	}
+	h.reply(w, r, m)
+}
+
+// reply hands m to the webhook's processing, as Twilio would post it.
+func (h *DevHandler) reply(w http.ResponseWriter, r *http.Request, m DevMessage) {
 	now := time.Now
 	if h.Now != nil {
 		now = h.Now
@@ -164,32 +293,48 @@ func (h *DevHandler) Reply(w http.ResponseWriter, r *http.Request) {
 	seq := h.seq
 	h.mu.Unlock()
 	sum := sha256.Sum256(fmt.Appendf(nil, "%d/%d", now().UnixNano(), seq))
+	to := cmp.Or(m.To, h.OurNumber)
 	form := url.Values{
 		"MessageSid": {"SM" + hex.EncodeToString(sum[:16])},
-		"From":       {from},
-		"To":         {h.OurNumber},
-		"Body":       {r.PostForm.Get("body")},
+		"From":       {m.From},
+		"To":         {to},
+		"Body":       {m.Text},
 	}
-	if channel == envelope.ChannelWhatsApp {
-		form.Set("From", "whatsapp:"+from)
-		form.Set("To", "whatsapp:"+h.OurNumber)
-		form.Set("WaId", from[1:])
-		if p := r.PostForm.Get("button_payload"); p != "" {
-			form.Set("ButtonPayload", p)
-			form.Set("ButtonText", r.PostForm.Get("button_text"))
+	if m.Channel == envelope.ChannelWhatsApp {
+		form.Set("From", "whatsapp:"+m.From)
+		form.Set("To", "whatsapp:"+to)
+		form.Set("WaId", m.From[1:])
+		if m.ButtonPayload != "" {
+			form.Set("ButtonPayload", m.ButtonPayload)
+			form.Set("ButtonText", m.ButtonText)
 		}
 	}
 	in := inboundFromForm(form, now())
+	// Twilio would name its media by URL only; a dev message may carry the
+	// bytes themselves, so the attachments are set here, whole.
+	in.Attachments = nil
+	for _, md := range m.Media {
+		a := envelope.InboundAttachment{Filename: md.Filename, MediaType: md.MediaType, URL: md.URL}
+		if md.Data != nil {
+			a.Data, a.Size = md.Data, int64(len(md.Data))
+		}
+		in.Attachments = append(in.Attachments, a)
+	}
+	if len(in.Recipients) == 0 {
+		in.Recipients = []string{in.To}
+	}
+	if in.FullText == "" {
+		in.FullText = m.Text
+	}
 	code, reason, res := h.Inbound.handleInbound(r.Context(), in)
 	if code != http.StatusOK {
 		http.Error(w, reason, code)
 		return
 	}
-	out := DevReplyResult{MessageSID: in.MessageID, Channel: channel, From: from, Text: in.Text,
-		ButtonPayload: in.ButtonPayload, Outcome: res.Outcome, ApprovalID: res.ApprovalID, Decision: res.Decision, Reason: res.Reason}
-	if res.Outcome != "decided" {
-		out.Why = devOutcomeWhy[res.Outcome]
-	}
+	out := DevReplyResult{MessageSID: in.MessageID, Channel: m.Channel, From: m.From, To: to, Text: in.Text,
+		Media: len(in.Attachments), ButtonPayload: in.ButtonPayload, Outcome: res.Outcome, ApprovalID: res.ApprovalID,
+		Decision: res.Decision, Reason: res.Reason, Conversation: res.Conversation}
+	out.Why = devOutcomeWhy[res.Outcome]
 	w.Header().Set("Content-Type", "application/json")
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -202,31 +347,96 @@ type DevReplyResult struct {
 	MessageSID    string `json:"messageSid"`
 	Channel       string `json:"channel"`
 	From          string `json:"from"`
+	To            string `json:"to"`
 	Text          string `json:"text"`
+	Media         int    `json:"media,omitempty"`
 	ButtonPayload string `json:"buttonPayload,omitempty"`
 	// Outcome: decided, duplicate, no-token, unknown-token, wrong-sender,
 	// quarantined, not-understood, already-decided, expired, ignored,
-	// opt-out, opt-in or rate-limited.
+	// opt-out, opt-in or rate-limited (approvals); turn, rejected, held or
+	// unrouted (conversations).
 	Outcome    string `json:"outcome"`
 	ApprovalID string `json:"approvalId,omitempty"`
 	Decision   string `json:"decision,omitempty"`
 	Reason     string `json:"reason,omitempty"`
-	// Why no approval was decided, in words.
+	// Conversation is the conversation the message went to (outcome turn).
+	Conversation string `json:"conversation,omitempty"`
+	// Why the message decided nothing and started no turn, in words.
 	Why string `json:"why,omitempty"`
 }
 
 // devOutcomeWhy says, for /dev/reply, why a reply decided nothing.
 var devOutcomeWhy = map[string]string{
-	"duplicate":       "this message was handled before",
-	"no-token":        "the reply carries no approval code",
-	"unknown-token":   "no pending approval sent to this number has this code",
-	"wrong-sender":    "the approval was sent to another number",
-	"quarantined":     "the reply was held for an operator to look at",
-	"not-understood":  "the approval matched, but the reply is neither a yes nor a no",
-	"already-decided": "the approval was decided before",
-	"expired":         "the approval has expired",
-	"ignored":         "the message is not an answer (a carrier keyword, or not from a phone number)",
-	"opt-out":         "a carrier opt-out keyword: nothing more is sent to this number until it opts in",
-	"opt-in":          "a carrier opt-in keyword",
-	"rate-limited":    "too many wrong codes from this number: it is locked for a while",
+	"duplicate":                  "this message was handled before",
+	"no-token":                   "the reply carries no approval code",
+	"unknown-token":              "no pending approval sent to this number has this code",
+	"wrong-sender":               "the approval was sent to another number",
+	"quarantined":                "the reply was held for an operator to look at",
+	"not-understood":             "the approval matched, but the reply is neither a yes nor a no",
+	"already-decided":            "the approval was decided before",
+	"expired":                    "the approval has expired",
+	"ignored":                    "the message is not an answer (a carrier keyword, or not from a phone number)",
+	"opt-out":                    "a carrier opt-out keyword: nothing more is sent to this number until it opts in",
+	"opt-in":                     "a carrier opt-in keyword",
+	"rate-limited":               "too many wrong codes from this number: it is locked for a while",
+	envelope.DispositionRejected: "the sender may not write to this agent (agents.<name>.inbound.allow), or wrote too often",
+	envelope.DispositionHeld:     "the message was held for an operator to look at",
+	envelope.DispositionUnrouted: "no agent has this number among its inbound numbers, and the message answers no approval or conversation",
+}
+
+// DevMediaFetcher reads the media a /dev/reply message names by URL, for
+// `beachd dev` without Twilio credentials (the real fetcher reads only
+// Twilio's API host, with the account's credentials). It reads any http(s)
+// URL, at most max bytes; use it only in `beachd dev`.
+type DevMediaFetcher struct {
+	// Client makes the requests; nil means a client with a 30s timeout.
+	Client *http.Client
+}
+
+// FetchMedia returns the bytes at u and their media type.
+func (f DevMediaFetcher) FetchMedia(ctx context.Context, u string, max int64) ([]byte, string, error) {
+	if !devHTTPURL(u) {
+		return nil, "", fmt.Errorf("dev media: %q is not an absolute http(s) URL", devURLForError(u))
+	}
+	hc := f.Client
+	if hc == nil {
+		hc = &http.Client{Timeout: 30 * time.Second}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, "", fmt.Errorf("dev media: %w", err)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, "", fmt.Errorf("dev media: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, "", fmt.Errorf("dev media %s: status %d", devURLForError(u), resp.StatusCode)
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
+	if err != nil {
+		return nil, "", fmt.Errorf("dev media %s: %w", devURLForError(u), err)
+	}
+	if int64(len(b)) > max {
+		return nil, "", fmt.Errorf("dev media %s: larger than %d bytes", devURLForError(u), max)
+	}
+	return b, cmp.Or(resp.Header.Get("Content-Type"), "application/octet-stream"), nil
+}
+
+// devURLForError keeps a URL's scheme, host and path for an error (never its
+// query, which may carry a signature).
+func devURLForError(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return devClipURL(u.Scheme + "://" + u.Host + u.Path)
+}
+
+func devClipURL(s string) string {
+	if len(s) > 200 {
+		return s[:200] + "…"
+	}
+	return s
 }

@@ -16,8 +16,25 @@
 // A message sent from a content template cannot be matched by body, so a
 // maybe-sent template message whose SID was never recorded is sent again
 // (at-least-once). WhatsApp quick-reply buttons go out only inside a
-// content template (Twilio's Messages API has no other way); without an
-// approval template, the renderer prints the text answer instead.
+// content (Twilio's Messages API has no other way): the approval template
+// when one is configured, else the quick-reply content described below.
+//
+// Conversations. A delivery's Extra "from" (envelope.ExtraFrom) picks the
+// sending number: it must be the channel's configured sender or one of
+// Config.SMSNumbers / Config.WhatsAppNumbers (the agents' inbound numbers),
+// else the delivery fails permanently naming it. Extra "template":
+// "window" sends Config.WindowTemplate (a content SID) instead of the
+// envelope, for a WhatsApp answer held while the person's 24-hour window
+// is closed. Twilio's 63016 (outside the window) is permanent.
+//
+// Quick replies. A WhatsApp approval inside the window, with no approval
+// template configured, goes out with quick-reply buttons: the deliverer
+// creates a twilio/quick-reply content once through the Content API (body
+// variable 1, each button's id a variable carrying the approvalId:nonce
+// payload the webhook reads back as ButtonPayload), keeps its SID in the
+// Store under a key derived from the definition, and reuses it. When the
+// creation fails (tried again after five minutes) or Twilio refuses the
+// message, the approval goes out as text with a code.
 //
 // Errors are classified from Twilio's error codes and HTTP statuses:
 // invalid, unreachable, landline and opted-out recipients are permanent;
@@ -28,7 +45,14 @@
 // verifies X-Twilio-Signature against the configured public URL before it
 // acts on anything, answers with empty TwiML, and then either records a
 // status callback on the delivery it belongs to or hands an inbound message
-// to the approvals decider. A MessageSid seen before has no second effect.
+// to the decider (approvals first, then conversations): the To number as
+// its recipient, the body untrimmed as its full text, and at most ten media
+// (MediaUrlN, MediaContentTypeN) as attachments, URL and media type only;
+// a media URL not on https://api.twilio.com is dropped and logged.
+// Client.FetchMedia downloads such media later: only from Twilio's API
+// host, with the account's credentials, following Twilio's redirect to its
+// media store through the guarded fetch client without them, bounded in
+// size and time. A MessageSid seen before has no second effect.
 // STOP-family words opt the number out of further sends on that channel;
 // START and UNSTOP opt it back in. Neither is ever a decision.
 //

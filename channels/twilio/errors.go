@@ -26,6 +26,15 @@ var (
 	ErrBadNumber = errors.New("recipient is not an E.164 phone number")
 	// ErrEmptyMessage: nothing in the envelope is meant for this channel.
 	ErrEmptyMessage = errors.New("nothing to send on this channel")
+	// ErrUnknownSender: a delivery names a sending number (Extra "from")
+	// that is not one of the channel's configured numbers.
+	ErrUnknownSender = errors.New("the sending number the delivery names (extra \"from\") is not ours: add it to the channel's numbers")
+	// ErrNoWindowTemplate: a delivery asks for WhatsApp's window template
+	// and none is configured.
+	ErrNoWindowTemplate = errors.New("whatsapp: the delivery asks for the window template and none is configured: set twilio.whatsapp.window_template to a content SID (HX…)")
+	// ErrUnknownTemplate: a delivery asks for a template (Extra
+	// "template") this channel does not have.
+	ErrUnknownTemplate = errors.New("the delivery asks for a template this channel does not have")
 )
 
 // permanentCodes are Twilio error codes that no retry will fix: the number

@@ -36,6 +36,10 @@ type Message struct {
 	// instead of a body.
 	ContentSID       string
 	ContentVariables map[string]string
+
+	// textFallback renders the text the message replaces (quick-reply
+	// content whose message Twilio refuses).
+	textFallback func() (*Message, error)
 }
 
 // RenderFunc renders a job for a channel. Renderer adapts the render

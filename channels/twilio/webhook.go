@@ -152,7 +152,11 @@ func (h *Handler) process(ctx context.Context, form url.Values) (int, string) {
 	if status != "" && status != "received" {
 		return h.statusCallback(ctx, sid, status, form.Get("ErrorCode"), form)
 	}
-	return h.inbound(ctx, inboundFromForm(form, h.cfg.Now()))
+	in, notes := parseInbound(form, h.cfg.Now())
+	for _, n := range notes {
+		h.log.Warn("twilio inbound media: "+n, "channel", in.Channel, "from", redact(in.From))
+	}
+	return h.inbound(ctx, in)
 }
 
 // failedStatus are the statuses of a message that did not reach the
@@ -259,6 +263,17 @@ func nextStatus(cur *store.Delivery, sid, status, detail string) (string, string
 // inboundFromForm turns Twilio's inbound message parameters into the
 // normalised inbound message (opt-out handling comes later).
 func inboundFromForm(form url.Values, now time.Time) envelope.Inbound {
+	in, _ := parseInbound(form, now)
+	return in
+}
+
+// maxInboundMedia bounds the media of one inbound message (Twilio sends at
+// most 10).
+const maxInboundMedia = 10
+
+// parseInbound is inboundFromForm, with notes on what it left out (media
+// over the bound, or not on Twilio's API host) for the log.
+func parseInbound(form url.Values, now time.Time) (envelope.Inbound, []string) {
 	from, to := form.Get("From"), form.Get("To")
 	channel := envelope.ChannelSMS
 	if strings.HasPrefix(from, "whatsapp:") {
@@ -268,25 +283,66 @@ func inboundFromForm(form url.Values, now time.Time) envelope.Inbound {
 	if sid == "" {
 		sid = form.Get("SmsSid")
 	}
+	body := form.Get("Body")
 	in := envelope.Inbound{
 		Channel:       channel,
 		From:          strings.TrimPrefix(from, "whatsapp:"),
 		To:            strings.TrimPrefix(to, "whatsapp:"),
 		MessageID:     sid,
 		ButtonPayload: form.Get("ButtonPayload"),
-		Text:          strings.TrimSpace(form.Get("Body")),
+		Text:          strings.TrimSpace(body),
+		FullText:      body,
 		// The SID of our message a WhatsApp reply quotes (or whose button
 		// was pressed): the delivery it answers.
 		InReplyTo:  form.Get("OriginalRepliedMessageSid"),
 		ReceivedAt: now,
 	}
+	if isE164(in.To) {
+		in.Recipients = []string{in.To}
+	}
+	var notes []string
+	in.Attachments, notes = mediaFromForm(form)
 	if in.Text == "" && in.ButtonPayload != "" {
 		in.Text = strings.TrimSpace(form.Get("ButtonText"))
 	}
 	if wa := form.Get("WaId"); channel == envelope.ChannelWhatsApp && in.From == "" && wa != "" {
 		in.From = "+" + strings.TrimPrefix(wa, "+")
 	}
-	return in
+	return in, notes
+}
+
+// mediaFromForm reads NumMedia, MediaUrlN and MediaContentTypeN: at most
+// maxInboundMedia attachments, each a URL on Twilio's API host and the
+// media type Twilio declared (lower case, without parameters; "" when it
+// does not parse). A URL anywhere else is dropped, with a note.
+func mediaFromForm(form url.Values) ([]envelope.InboundAttachment, []string) {
+	raw := strings.TrimSpace(form.Get("NumMedia"))
+	if raw == "" || raw == "0" {
+		return nil, nil
+	}
+	n, err := strconv.Atoi(raw)
+	if err != nil || n < 0 {
+		return nil, []string{fmt.Sprintf("NumMedia %q is not a count; media ignored", truncate(raw, 20))}
+	}
+	var notes []string
+	if n > maxInboundMedia {
+		notes = append(notes, fmt.Sprintf("NumMedia %d; only the first %d read", n, maxInboundMedia))
+		n = maxInboundMedia
+	}
+	var out []envelope.InboundAttachment
+	for i := range n {
+		u := form.Get("MediaUrl" + strconv.Itoa(i))
+		if !MediaURLOnTwilio(u) {
+			notes = append(notes, fmt.Sprintf("MediaUrl%d dropped: not a media URL on https://%s (%q)", i, TwilioMediaHost, truncate(u, 100)))
+			continue
+		}
+		mt, _, err := mime.ParseMediaType(form.Get("MediaContentType" + strconv.Itoa(i)))
+		if err != nil || !validMediaType(mt) {
+			mt = ""
+		}
+		out = append(out, envelope.InboundAttachment{URL: u, MediaType: mt})
+	}
+	return out, notes
 }
 
 // Carrier keywords. Twilio matches the whole message body, case-insensitive.
@@ -339,6 +395,11 @@ func (h *Handler) handleInbound(ctx context.Context, in envelope.Inbound) (int, 
 	if in.Channel == envelope.ChannelWhatsApp {
 		if err := h.store.PutKV(ctx, windowKey(in.From), stamp); err != nil {
 			return fail("record whatsapp window: " + err.Error())
+		}
+		if isE164(in.To) {
+			if err := h.store.PutKV(ctx, pairWindowKey(in.To, in.From), stamp); err != nil {
+				return fail("record whatsapp window: " + err.Error())
+			}
 		}
 	}
 	if in.ButtonPayload == "" {

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -464,5 +465,77 @@ func TestConcurrentPartCallbacksKeepTheFailure(t *testing.T) {
 	}
 	if d.ProviderStatus != "undelivered" || !strings.Contains(d.LastError, "30006") {
 		t.Fatalf("status %q (%q); want the second part's failure kept", d.ProviderStatus, d.LastError)
+	}
+}
+
+func TestInboundRecipientsFullTextAndMedia(t *testing.T) {
+	e := newHook(t)
+	if w := e.post(readTestdata(t, "whatsapp_media.form"), ""); w.Code != 200 {
+		t.Fatalf("status %d", w.Code)
+	}
+	got := e.dec.all()
+	if len(got) != 1 {
+		t.Fatalf("decider got %d", len(got))
+	}
+	in := got[0]
+	if in.Channel != "whatsapp" || len(in.Recipients) != 1 || in.Recipients[0] != "+15550002222" {
+		t.Errorf("recipients = %q (channel %s)", in.Recipients, in.Channel)
+	}
+	if in.FullText != "Here are the passports  " || in.Text != "Here are the passports" {
+		t.Errorf("full text %q, text %q", in.FullText, in.Text)
+	}
+	base := "https://api.twilio.com/2010-04-01/Accounts/" + testAccount + "/Messages/MM7d9b3c2a1e0f4a5b8c6d7e8f9a0b1c2d/Media/"
+	want := []envelope.InboundAttachment{
+		{URL: base + "ME0a1b2c3d4e5f60718293a4b5c6d7e8f9", MediaType: "image/jpeg"},
+		{URL: base + "ME1a1b2c3d4e5f60718293a4b5c6d7e8f9", MediaType: "application/pdf"},
+	}
+	if len(in.Attachments) != len(want) {
+		t.Fatalf("attachments = %+v (the off-host one must be dropped)", in.Attachments)
+	}
+	for i, a := range in.Attachments {
+		if a.URL != want[i].URL || a.MediaType != want[i].MediaType || a.Data != nil || a.Size != 0 {
+			t.Errorf("attachment %d = %+v, want %+v", i, a, want[i])
+		}
+	}
+	// An SMS: the To number, no media.
+	e2 := newHook(t)
+	e2.post(readTestdata(t, "sms_inbound.form"), "")
+	if in := e2.dec.all()[0]; len(in.Recipients) != 1 || in.Recipients[0] != "+15550001111" || in.Attachments != nil || in.FullText != "YES 4821 looks good" {
+		t.Errorf("sms inbound = %+v", in)
+	}
+}
+
+func TestInboundMediaBounds(t *testing.T) {
+	media := func(i int) string {
+		return "https://api.twilio.com/2010-04-01/Accounts/" + testAccount + "/Messages/MM1/Media/ME" + strconv.Itoa(i)
+	}
+	form := url.Values{"NumMedia": {"25"}}
+	for i := range 25 {
+		form.Set("MediaUrl"+strconv.Itoa(i), media(i))
+		form.Set("MediaContentType"+strconv.Itoa(i), "Image/JPEG; q=1")
+	}
+	atts, notes := mediaFromForm(form)
+	if len(atts) != maxInboundMedia || len(notes) != 1 || !strings.Contains(notes[0], "only the first 10") {
+		t.Fatalf("%d attachments, notes %q", len(atts), notes)
+	}
+	if atts[9].URL != media(9) || atts[0].MediaType != "image/jpeg" {
+		t.Errorf("attachments = %+v", atts)
+	}
+	for _, tc := range []struct {
+		form  url.Values
+		atts  int
+		notes int
+	}{
+		{url.Values{"NumMedia": {"-1"}}, 0, 1},
+		{url.Values{"NumMedia": {"two"}}, 0, 1},
+		{url.Values{"NumMedia": {"0"}}, 0, 0},
+		{url.Values{"NumMedia": {"2"}, "MediaUrl0": {media(0)}}, 1, 1},                               // MediaUrl1 missing
+		{url.Values{"NumMedia": {"1"}, "MediaUrl0": {"http://api.twilio.com/x/Media/y"}}, 0, 1},      // not https
+		{url.Values{"NumMedia": {"1"}, "MediaUrl0": {media(0)}, "MediaContentType0": {"%%%"}}, 1, 0}, // type unreadable: ""
+	} {
+		atts, notes := mediaFromForm(tc.form)
+		if len(atts) != tc.atts || len(notes) != tc.notes {
+			t.Errorf("%v: %d attachments %+v, notes %q", tc.form, len(atts), atts, notes)
+		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/cool-ai/beachd/agent"
 	"github.com/cool-ai/beachd/api"
 	"github.com/cool-ai/beachd/channels"
+	"github.com/cool-ai/beachd/conversations"
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/render"
 	"github.com/cool-ai/beachd/store"
@@ -74,6 +75,10 @@ type app struct {
 	linkSecret []byte
 	preparer   api.ApprovalPreparer
 	agents     *agent.Client
+	// conversations is the conversations router (nil when no agent has
+	// inbound addresses); media fetches Twilio media for it.
+	conversations *conversations.Router
+	media         conversations.MediaFetcher
 
 	dispatcher *channels.Dispatcher
 	server     *api.Server
@@ -128,6 +133,7 @@ func buildApp(ctx context.Context, cfg *Config, reg *envelope.Registry, log *slo
 		{"dev", a.wireDev},
 		{"render", a.wireRender},
 		{"approvals", a.wireApprovals},
+		{"conversations", a.wireConversations},
 		{"webhook", a.wireWebhook},
 		{"email", a.wireEmail},
 		{"twilio", a.wireTwilio},
@@ -160,7 +166,7 @@ func buildApp(ctx context.Context, cfg *Config, reg *envelope.Registry, log *slo
 	a.enqueuer = api.NewIngester(api.IngestConfig{Registry: reg,
 		Limits:        envelope.Limits{MaxBytes: cfg.Limits.MaxEnvelopeBytes, MaxParts: cfg.Limits.MaxParts},
 		MaxRecipients: cfg.Limits.MaxRecipients, Channels: configured, Endpoints: endpoints, Agents: agents,
-		Remember: envelopes.Put, Approvers: cfg.approverSets()},
+		Remember: envelopes.Put, Approvers: cfg.approverSets(), Conversations: a.conversationsAPI()},
 		a.db, a.preparer, a.dispatcher.Notify, a.apiMetrics.Ingested)
 	if err := a.wireSchedules(); err != nil {
 		return nil, fmt.Errorf("set up schedules: %w", err)
@@ -212,6 +218,13 @@ func (a *app) prune(ctx context.Context) error {
 			if n == 0 {
 				break
 			}
+		}
+		if a.conversations != nil && ctx.Err() == nil {
+			n, err := a.conversations.Prune(ctx, a.now().Add(-keep))
+			if err != nil {
+				a.log.Error("prune old inbound messages", "err", err)
+			}
+			records += n
 		}
 		if total > 0 || records > 0 {
 			a.log.Info("pruned finished envelopes and old records", "envelopes", total, "records", records, "older_than", keep)

@@ -143,5 +143,6 @@ func (a AgentConfig) validate(v *validator, key string) {
 // devAgentConfig points `beachd dev`'s agent at the agent beachd
 // serves itself under /dev/agent/.
 func devAgentConfig(addr string) AgentConfig {
-	return AgentConfig{A2AURL: "http://" + addr + "/dev/agent/", Timeout: 10 * time.Second}
+	return AgentConfig{A2AURL: "http://" + addr + "/dev/agent/", Timeout: 10 * time.Second,
+		Inbound: devInbound(devAgentEmail, devAgentNumber)}
 }

@@ -2,10 +2,12 @@ package main
 
 import (
 	"fmt"
+	"github.com/cool-ai/beachd/envelope"
 	"maps"
 	"net/mail"
 	"regexp"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -420,4 +422,31 @@ func devInbound(email, number string) *InboundConfig {
 		WhatsApp: []string{number},
 		Allow:    []string{"*"},
 	}
+}
+
+// inboundEmails are every agent's inbound email addresses: a conversation
+// answer goes out from the one the person wrote to.
+func (c *Config) inboundEmails() []string {
+	var out []string
+	for _, in := range c.inboundAgents() {
+		out = append(out, in.Email...)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// inboundNumbers are every agent's inbound numbers on channel (sms or
+// whatsapp): a conversation answer goes out from the one the person wrote
+// to, so the channel may send from each.
+func (c *Config) inboundNumbers(channel string) []string {
+	var out []string
+	for _, in := range c.inboundAgents() {
+		if channel == envelope.ChannelSMS {
+			out = append(out, in.SMS...)
+		} else {
+			out = append(out, in.WhatsApp...)
+		}
+	}
+	sort.Strings(out)
+	return out
 }

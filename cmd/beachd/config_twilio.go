@@ -55,6 +55,11 @@ type TwilioWhatsAppConfig struct {
 	// hours old (WhatsApp's window is closed); the answer waits until they
 	// write again.
 	WindowTemplate string `yaml:"window_template"`
+	// QuickReplies: a WhatsApp approval without an approval template goes
+	// out with Approve/Deny buttons, from quick-reply content beachd
+	// creates once through Twilio's Content API (default true); false
+	// sends the text with a code instead.
+	QuickReplies *bool `yaml:"quick_replies"`
 }
 
 // TwilioTemplatesConfig names the WhatsApp content templates.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/cool-ai/beachd/agent"
 	"github.com/cool-ai/beachd/api"
+	"github.com/cool-ai/beachd/channels/email"
 	"github.com/cool-ai/beachd/channels/webhook"
 )
 
@@ -31,6 +32,15 @@ type DevCmd struct {
 	// AgentA2A is the A2A generation the dev agent speaks.
 	AgentA2A string `name:"agent-a2a" default:"1.0" enum:"1.0,0.3" help:"A2A generation of the dev agent: 1.0 or 0.3 (beachd picks it from the agent's card either way)."`
 }
+
+// The dev agent's inbound address and number: mail to devAgentEmail (the
+// dev mail server's agent mailbox, which the intake reads) and SMS or
+// WhatsApp to devAgentNumber (what POST /dev/reply writes to by default)
+// start and continue conversations with the dev agent.
+const (
+	devAgentEmail  = "agent@" + email.DevDomain
+	devAgentNumber = "+15550001111"
+)
 
 // devSinkEndpoint is the webhook endpoint `beachd dev` delivers to: its own
 // sink at /dev/sink.
@@ -134,7 +144,27 @@ then see where it went:
   curl -sS %[1]s/dev/sink
   BEACHD_API_KEY=%[2]s go run ./cmd/beachd deliveries list --url %[1]s
 
-`, base, key)
+Talk to the dev agent (it quotes your text, names your attachments and counts the turns):
+
+  by mail  write from %[4]s to %[3]s with any mail client (the mail server above), or with curl:
+%[5]s
+           the answer comes back to %[4]s (the console's Mail screen shows it)
+  by SMS   curl -sS -H 'Content-Type: application/json' %[1]s/dev/reply \
+                -d '{"channel":"sms","from":"+447700900123","text":"Flights to Lisbon?"}'
+           then: curl -sS %[1]s/dev/messages   (whatsapp works alike; "media":[{"mediaType","filename","data"(base64)}] attaches files)
+
+`, base, key, devAgentEmail, "you@"+email.DevDomain, devMailCommand(a.console.mail))
+}
+
+// devMailCommand is a curl command that writes to the dev agent through the
+// dev mail server, ready to paste.
+func devMailCommand(d *email.DevServer) string {
+	if d == nil {
+		return "           (no local mail server: the email channel is configured)"
+	}
+	return fmt.Sprintf(`           printf 'From: %[1]s\r\nTo: %[2]s\r\nSubject: Flights to Lisbon\r\n\r\nAny flights on Friday?\r\n' |
+             curl -sS smtp://%[3]s --mail-from %[1]s --mail-rcpt %[2]s --user '%[1]s:%[4]s' -T -`,
+		d.You.Address, devAgentEmail, d.SMTPAddr(), d.You.Password)
 }
 
 // devGeneration is the A2A generation the dev agent speaks for the
@@ -165,7 +195,7 @@ func (a *app) wireDev() error {
 	a.routes = append(a.routes,
 		api.Route{Method: "POST", Pattern: "/dev/sink", Handler: sink},
 		api.Route{Method: "GET", Pattern: "/dev/sink", Handler: devSinkView(sink)})
-	a.devAgent = &devAgent{now: time.Now, generation: devGeneration(a.cfg.devAgentA2A)}
+	a.devAgent = &devAgent{now: time.Now, generation: devGeneration(a.cfg.devAgentA2A), fetch: &http.Client{Timeout: 10 * time.Second}, fetchBase: a.cfg.PublicURL}
 	a.routes = append(a.routes, a.devAgent.routes(a.cfg.PublicURL, a.log.With("component", "dev-agent"))...)
 	return nil
 }

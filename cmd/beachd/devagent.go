@@ -1,7 +1,9 @@
 package main
 
 import (
+	"cmp"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/a2aproject/a2a-go/a2a"
 	"github.com/a2aproject/a2a-go/a2asrv"
@@ -31,8 +34,9 @@ import (
 const devAgentName = "dev"
 
 // devAgent is a tiny A2A agent: it records every approval-response injected
-// into a task, and answers a new message with a short response (a
-// scheduled turn's result).
+// into a task, answers a message in a conversation by saying what it
+// received (see converse), and answers any other new message with a short
+// response (a scheduled turn's result).
 type devAgent struct {
 	// generation is agent.V10 or agent.V03.
 	generation string
@@ -42,6 +46,13 @@ type devAgent struct {
 	tasks10    map[string]*agent.Task
 	// now stamps receipts; tests measuring latency read the stamps.
 	now func() time.Time
+	// conversations counts the turns of each conversation (by contextId).
+	conversations map[string]*devConversation
+	// fetch reads attachments given by a URL under fetchBase (beachd's
+	// public URL: signed attachment links), to tell their size; nil: it
+	// does not.
+	fetch     *http.Client
+	fetchBase string
 }
 
 // devTasks is the dev agent's task store. A decision for a turn the agent
@@ -130,6 +141,10 @@ func (d *devAgent) Execute(ctx context.Context, rc *a2asrv.RequestContext, q eve
 		}
 	}
 	if rc.StoredTask == nil {
+		if in := input03(msg); in.conversational() {
+			return q.Write(ctx, &a2a.Message{ID: "dev-" + randomToken(10), Role: a2a.MessageRoleAgent, ContextID: rc.ContextID,
+				Parts: a2a.ContentParts{a2a.TextPart{Text: d.converse(ctx, in), Metadata: map[string]any{"partType": envelope.PartResponse}}}})
+		}
 		if err := q.Write(ctx, a2a.NewSubmittedTask(rc, msg)); err != nil {
 			return err
 		}
@@ -178,7 +193,7 @@ func (d *devAgent) routes(base string, log *slog.Logger) []api.Route {
 		card = map[string]any{"supportedInterfaces": []map[string]any{
 			{"url": endpoint, "protocolBinding": agent.BindingJSONRPC, "protocolVersion": agent.V10}}}
 	}
-	card["name"], card["description"], card["version"] = "beachd dev agent", "Records injected approval decisions; answers every message.", "1.0.0"
+	card["name"], card["description"], card["version"] = "beachd dev agent", "Records injected approval decisions; converses (quotes your text, names your attachments, counts the turns); answers every message.", "1.0.0"
 	cardHandler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { api.WriteJSON(w, http.StatusOK, card) })
 	list := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		d.mu.Lock()
@@ -227,7 +242,7 @@ func (d *devAgent) serve10(w http.ResponseWriter, r *http.Request) {
 		}
 		api.WriteJSON(w, http.StatusOK, rpcAnswer{JSONRPC: "2.0", ID: req.ID, Result: result, Error: f})
 	}
-	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req); err != nil || req.JSONRPC != "2.0" {
+	if err := json.NewDecoder(io.LimitReader(r.Body, devMaxRequest)).Decode(&req); err != nil || req.JSONRPC != "2.0" {
 		answer(nil, &rpcFault{Code: -32700, Message: "not a JSON-RPC 2.0 request"})
 		return
 	}
@@ -242,6 +257,12 @@ func (d *devAgent) serve10(w http.ResponseWriter, r *http.Request) {
 		}
 		if err := jsonv2.Unmarshal(req.Params, &p); err != nil || p.Message == nil || p.Message.MessageID == "" {
 			answer(nil, fault(-32602, "INVALID_PARAMS", fmt.Sprintf("params: want {message}: %v", err)))
+			return
+		}
+		if in := input10(p.Message); p.Message.TaskID == "" && in.conversational() {
+			answer(map[string]any{"message": &agent.Message{MessageID: "dev-" + randomToken(10), Role: agent.RoleAgent,
+				ContextID: p.Message.ContextID, Parts: agent.Parts{agent.TextPart(d.converse(r.Context(), in),
+					map[string]any{"partType": envelope.PartResponse})}}}, nil)
 			return
 		}
 		answer(map[string]any{"task": d.handle10(p.Message)}, nil)
@@ -296,4 +317,199 @@ func (d *devAgent) handle10(m *agent.Message) *agent.Task {
 	}
 	d.tasks10[id] = task
 	return task
+}
+
+// A conversation with the dev agent. A new message in a conversation (its
+// contextId is a conversation id, cnv_…, or it carries a file) is answered
+// at once with a Message in the same context that shows what arrived: the
+// text quoted, each attachment by name, type and size, and which turn of
+// the conversation this is. A repeated message id is the same turn again.
+// Other new messages (cron prompts, `beachd` CLI turns) keep their task
+// answer.
+
+// devMaxRequest bounds a JSON-RPC request to the 1.0 dev agent: room for
+// a message with several attachments inline.
+const devMaxRequest = 48 << 20
+
+// devMaxConversations bounds what the dev agent remembers of conversations.
+const devMaxConversations = 10000
+
+// devMaxFetch bounds the bytes read of an attachment given by URL (to learn
+// its size).
+const devMaxFetch = 32 << 20
+
+type devConversation struct {
+	turns int
+	// byMessage is the turn each message id started (the last few).
+	byMessage map[string]int
+}
+
+// devFile is one attachment as the dev agent describes it.
+type devFile struct {
+	name, mediaType, url string
+	size                 int64 // -1: unknown
+}
+
+// devInput is a new message, whichever generation carried it.
+type devInput struct {
+	contextID, messageID, text string
+	files                      []devFile
+	// channel and from: where the person wrote from, when beachd's
+	// message metadata ("beach": {channel, from, …}) says.
+	channel, from string
+}
+
+// beachMeta reads channel and from of a message's "beach" metadata.
+func (in *devInput) beachMeta(meta map[string]any) {
+	b, _ := meta["beach"].(map[string]any)
+	in.channel, _ = b["channel"].(string)
+	in.from, _ = b["from"].(string)
+}
+
+// conversational reports whether a new message is one to converse on.
+func (in devInput) conversational() bool {
+	return strings.HasPrefix(in.contextID, "cnv_") || len(in.files) > 0
+}
+
+// turnOf counts the turns of a conversation: the turn the message starts,
+// or started when its id was seen before.
+func (d *devAgent) turnOf(contextID, messageID string) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.conversations == nil || len(d.conversations) > devMaxConversations {
+		d.conversations = map[string]*devConversation{} // a dev agent forgets rather than grows
+	}
+	c := d.conversations[contextID]
+	if c == nil {
+		c = &devConversation{byMessage: map[string]int{}}
+		d.conversations[contextID] = c
+	}
+	if n, ok := c.byMessage[messageID]; ok && messageID != "" {
+		return n
+	}
+	c.turns++
+	if len(c.byMessage) >= 100 {
+		clear(c.byMessage)
+	}
+	c.byMessage[messageID] = c.turns
+	return c.turns
+}
+
+// converse writes the answer to a conversational message.
+func (d *devAgent) converse(ctx context.Context, in devInput) string {
+	n := d.turnOf(in.contextID, in.messageID)
+	var b strings.Builder
+	fmt.Fprintf(&b, "The dev agent, turn %d of conversation %s.", n, in.contextID)
+	if in.channel != "" && in.from != "" {
+		fmt.Fprintf(&b, " (%s from %s)", clipText(in.channel, 40), clipText(in.from, 200))
+	}
+	b.WriteString("\n")
+	if t := strings.TrimSpace(in.text); t != "" {
+		fmt.Fprintf(&b, "You wrote: %q\n", clipText(t, 2000))
+	} else {
+		b.WriteString("You wrote no text.\n")
+	}
+	switch len(in.files) {
+	case 0:
+		b.WriteString("No attachments.")
+	case 1:
+		b.WriteString("1 attachment:")
+	default:
+		fmt.Fprintf(&b, "%d attachments:", len(in.files))
+	}
+	for _, f := range in.files {
+		if f.size < 0 && f.url != "" {
+			f.size = d.fetchSize(ctx, f.url)
+		}
+		name, mt := cmp.Or(f.name, "(no name)"), cmp.Or(f.mediaType, "application/octet-stream")
+		size := "size unknown"
+		if f.size >= 0 {
+			size = fmt.Sprintf("%d bytes", f.size)
+		}
+		fmt.Fprintf(&b, "\n- %s (%s, %s)", name, mt, size)
+	}
+	return b.String()
+}
+
+// fetchSize reads an attachment given by URL to count its bytes; -1 when
+// it cannot (no client, a URL not under fetchBase, an error, or over
+// devMaxFetch). Only beachd's own links are read: the dev agent fetches
+// nothing else on anyone's behalf.
+func (d *devAgent) fetchSize(ctx context.Context, u string) int64 {
+	if d.fetch == nil || d.fetchBase == "" || !strings.HasPrefix(u, strings.TrimSuffix(d.fetchBase, "/")+"/") {
+		return -1
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return -1
+	}
+	resp, err := d.fetch.Do(req)
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return -1
+	}
+	n, err := io.Copy(io.Discard, io.LimitReader(resp.Body, devMaxFetch+1))
+	if err != nil || n > devMaxFetch {
+		return -1
+	}
+	return n
+}
+
+func clipText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// input10 reads a new A2A 1.0 message.
+func input10(m *agent.Message) devInput {
+	in := devInput{contextID: m.ContextID, messageID: m.MessageID}
+	in.beachMeta(m.Metadata)
+	var text strings.Builder
+	for _, p := range m.Parts {
+		switch {
+		case p.Text != nil:
+			text.WriteString(*p.Text)
+		case p.Data != nil:
+		case p.URL != "":
+			in.files = append(in.files, devFile{name: p.Filename, mediaType: p.MediaType, url: p.URL, size: -1})
+		default:
+			in.files = append(in.files, devFile{name: p.Filename, mediaType: p.MediaType, size: int64(len(p.Raw))})
+		}
+	}
+	in.text = text.String()
+	return in
+}
+
+// input03 reads a new A2A 0.3 message.
+func input03(m *a2a.Message) devInput {
+	in := devInput{contextID: m.ContextID, messageID: m.ID}
+	in.beachMeta(m.Metadata)
+	var text strings.Builder
+	for _, p := range m.Parts {
+		switch p := p.(type) {
+		case a2a.TextPart:
+			text.WriteString(p.Text)
+		case a2a.FilePart:
+			switch f := p.File.(type) {
+			case a2a.FileBytes:
+				size := int64(-1)
+				if b, err := base64.StdEncoding.DecodeString(f.Bytes); err == nil {
+					size = int64(len(b))
+				}
+				in.files = append(in.files, devFile{name: f.Name, mediaType: f.MimeType, size: size})
+			case a2a.FileURI:
+				in.files = append(in.files, devFile{name: f.Name, mediaType: f.MimeType, url: f.URI, size: -1})
+			}
+		}
+	}
+	in.text = text.String()
+	return in
 }

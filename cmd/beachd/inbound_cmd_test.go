@@ -6,7 +6,11 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
+
+	"github.com/cool-ai/beachd/channels/email"
 )
 
 func TestInboundParseCommand(t *testing.T) {
@@ -91,5 +95,65 @@ func TestInboundParseUsesConfiguredWords(t *testing.T) {
 	}
 	if !got.AuthFailed || got.Decision != "" {
 		t.Fatalf("unverified sender decided: %s", stdout.String())
+	}
+}
+
+// TestInboundParseConversationFields: the parse shows what conversations
+// read — every recipient, the conversation of a signed reply address
+// (with the configured approvals secret), the untrimmed text and the
+// attachments without their bytes.
+func TestInboundParseConversationFields(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "beachd.yaml")
+	if err := os.WriteFile(conf, []byte("api_keys: [\"0123456789abcdef\"]\napprovals: {secret: s3cret-s3cret-s3cret-s3cret}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cnv := "cnv_06h0r1b6vhpe0dkv4c4mvs23bg"
+	reply, err := email.ReplyAddress(deriveConversationKey([]byte("s3cret-s3cret-s3cret-s3cret"), "reply addresses"), "travel@example.org", cnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := "From: Bob <bob@example.org>\r\nTo: " + reply + "\r\nCc: Carol <carol@example.org>\r\nDelivered-To: " + reply + "\r\n" +
+		"Subject: Re: Lisbon\r\nMessage-ID: <b2@example.org>\r\nMIME-Version: 1.0\r\n" +
+		"Content-Type: multipart/mixed; boundary=XX\r\n\r\n--XX\r\nContent-Type: text/plain\r\n\r\nThe 9:40 please.\r\n\r\n> earlier text\r\n" +
+		"--XX\r\nContent-Type: application/pdf\r\nContent-Disposition: attachment; filename=\"passport.pdf\"\r\nContent-Transfer-Encoding: base64\r\n\r\nJVBERi0xLjQK\r\n--XX--\r\n"
+	msg := filepath.Join(dir, "mail.eml")
+	if err := os.WriteFile(msg, []byte(raw), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"--config", conf, "inbound", "parse", "--trust-unauthenticated", msg}, func(string) string { return "" }, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	var got inboundJSON
+	if err := json.Unmarshal(stdout.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Conversation != cnv {
+		t.Errorf("conversation %q, want %q\n%s", got.Conversation, cnv, stdout.String())
+	}
+	if !slices.Contains(got.Recipients, "carol@example.org") || !slices.Contains(got.Recipients, strings.ToLower(reply)) {
+		t.Errorf("recipients %v", got.Recipients)
+	}
+	if len(got.Attachments) != 1 || got.Attachments[0].Filename != "passport.pdf" || got.Attachments[0].MediaType != "application/pdf" || !got.Attachments[0].Kept {
+		t.Errorf("attachments %+v", got.Attachments)
+	}
+	if !strings.Contains(got.FullText, "earlier text") || strings.Contains(got.ReplyText, "earlier text") {
+		t.Errorf("full text %q, reply text %q", got.FullText, got.ReplyText)
+	}
+	// Another secret: the address is not ours, no conversation.
+	if err := os.WriteFile(conf, []byte("api_keys: [\"0123456789abcdef\"]\napprovals: {secret: other-other-other-other-other}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stdout.Reset()
+	if code := run(context.Background(), []string{"--config", conf, "inbound", "parse", "--trust-unauthenticated", msg}, func(string) string { return "" }, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	got = inboundJSON{}
+	if err := json.Unmarshal(stdout.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Conversation != "" {
+		t.Errorf("a reply address signed with another key gave conversation %q", got.Conversation)
 	}
 }

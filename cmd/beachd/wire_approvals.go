@@ -35,6 +35,14 @@ func (l lateEnqueuer) EnqueueReply(ctx context.Context, env *envelope.Envelope, 
 	return l.a.enqueuer.EnqueueReply(ctx, env, to, extra, agent, source)
 }
 
+// EnqueueKeyed stores a conversation's answer (conversations.Enqueuer).
+func (l lateEnqueuer) EnqueueKeyed(ctx context.Context, env *envelope.Envelope, to []envelope.Recipient, agent, source, key string) (string, error) {
+	if l.a.enqueuer == nil {
+		return "", errors.New("ingester not ready")
+	}
+	return l.a.enqueuer.EnqueueKeyed(ctx, env, to, agent, source, key)
+}
+
 // approvalKey reads the approval key file, creating it (mode 0600) with a
 // fresh key when it does not exist. Every approval token, code and link is
 // derived from this key, so a file that other users can read is refused:

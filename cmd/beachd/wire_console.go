@@ -61,6 +61,9 @@ func (a *app) wireConsole() error {
 	if d, ok := a.deliverers[envelope.ChannelWebhook].(*webhook.Deliverer); ok {
 		deps.Webhooks = &webhookEndpoints{d: d, names: sortedNames(a.cfg.Webhooks.Endpoints)}
 	}
+	if c := a.conversationsAPI(); c != nil {
+		deps.Conversations = c
+	}
 	if a.dev {
 		deps.Dev = &devInbox{a: a}
 	}

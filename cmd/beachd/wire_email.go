@@ -35,6 +35,10 @@ func (a *app) wireEmail() error {
 		Host: c.SMTP.Host, Port: c.SMTP.Port, Username: c.SMTP.Username, Password: c.SMTP.Password,
 		TLS: c.SMTP.TLS, HELO: c.SMTP.HELO, Timeout: c.SMTP.Timeout, PoolSize: c.SMTP.PoolSize, Now: a.now,
 	}
+	if a.conversations != nil {
+		sc.ConversationKey = a.conversationKey("reply addresses")
+		sc.ConversationFrom = a.cfg.inboundEmails()
+	}
 	if d := c.SMTP.DKIM; d != nil {
 		sc.DKIM = email.DKIMConfig{Domain: d.Domain, Selector: d.Selector, PrivateKeyFile: d.PrivateKeyFile}
 	}
@@ -69,6 +73,9 @@ func (a *app) wireEmail() error {
 		Parse: email.ParseOptions{ReplyDomain: c.ReplyDomain, ReplyLocal: c.replyLocal(),
 			MessageIDDomain: c.MessageIDDomain, OwnAddresses: own, AuthServID: c.AuthServID,
 			TrustUnauthenticated: c.TrustUnauthenticated},
+	}
+	if a.conversations != nil {
+		ic.ConversationKey = a.conversationKey("reply addresses")
 	}
 	intake, err := email.NewIntake(ic, a.db, a.emailDecider(), a.log.With("component", "email-intake"))
 	if err != nil {

@@ -61,9 +61,14 @@ func (a *app) wireTwilio() error {
 		StatusCallback: hookURL,
 		Templates:      twilio.Templates{Approval: c.WhatsAppTemplates.Approval.render(), Result: c.WhatsAppTemplates.Result.render()},
 		// The limiter may wait as long as the attempt leaves after one call.
-		CallReserve: timeout,
-		Now:         a.now,
+		CallReserve:     timeout,
+		Now:             a.now,
+		WindowTemplate:  c.WhatsApp.WindowTemplate,
+		NoQuickReplies:  c.WhatsApp.QuickReplies != nil && !*c.WhatsApp.QuickReplies,
+		SMSNumbers:      a.cfg.inboundNumbers(envelope.ChannelSMS),
+		WhatsAppNumbers: a.cfg.inboundNumbers(envelope.ChannelWhatsApp),
 	}
+	a.media = client
 	deps := twilio.Deps{Client: client, Store: a.db, Limiter: limiter, Render: renderFn, Log: log}
 	policy := channels.MessagingPolicy
 	policy.Lifetime = durationOr(c.Lifetime, policy.Lifetime)
@@ -106,7 +111,7 @@ func (a *app) wireTwilioRecorder(c *TwilioConfig, renderFn twilio.RenderFunc) er
 		}
 		a.deliverers[ch] = d
 	}
-	ours := "+15550001111"
+	ours := devAgentNumber
 	if c != nil && c.SMSFrom != "" {
 		ours = c.SMSFrom
 	}
@@ -118,6 +123,10 @@ func (a *app) wireTwilioRecorder(c *TwilioConfig, renderFn twilio.RenderFunc) er
 		return err
 	}
 	dev := &twilio.DevHandler{Log: rec, Inbound: h, OurNumber: ours, Now: a.now}
+	if a.media == nil {
+		// No Twilio account: the media a /dev/reply message names by URL.
+		a.media = twilio.DevMediaFetcher{}
+	}
 	a.console.texts, a.console.devReply = rec, dev.Reply
 	open := a.listener != nil && isLoopback(a.listener.Addr())
 	a.routes = append(a.routes,

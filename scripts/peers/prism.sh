@@ -1,18 +1,22 @@
 #!/usr/bin/env bash
 # Installs the Twilio contract-test peer into a project-local directory
-# (.peers/node_modules, gitignored): Stoplight Prism, which serves Twilio's own
-# OpenAPI description of the 2010 API as a validating mock, and the npm
-# package @twilio-alpha/mcp, which ships that description
-# (twilio-oai/spec/json/twilio_api_v2010.json). channels/twilio's contract
-# tests find both there. Idempotent: does nothing when both are installed.
+# (.peers/node_modules, gitignored; $BEACHD_PEERS/node_modules when that is
+# set): Stoplight Prism, which serves Twilio's own OpenAPI descriptions as a
+# validating mock, and the npm package @twilio-alpha/mcp, which ships them
+# (twilio-oai/spec/json/twilio_api_v2010.json, the Messages API, and
+# twilio_content_v1.json, the Content API). channels/twilio's contract tests
+# find them there. Idempotent: does nothing when all are installed.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-dir="$root/.peers"
+dir="${BEACHD_PEERS:-$root/.peers}"
 prism="$dir/node_modules/.bin/prism"
 
 have_spec() {
-	[ -n "$(find "$dir/node_modules/@twilio-alpha/mcp" -path '*twilio-oai/spec/json/twilio_api_v2010.json' -print -quit 2>/dev/null)" ]
+	local spec
+	for spec in twilio_api_v2010.json twilio_content_v1.json; do
+		[ -n "$(find "$dir/node_modules/@twilio-alpha/mcp" -path "*twilio-oai/spec/json/$spec" -print -quit 2>/dev/null)" ] || return 1
+	done
 }
 
 if [ -x "$prism" ] && have_spec; then

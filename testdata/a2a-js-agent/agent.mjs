@@ -13,6 +13,12 @@
 //                      recorded and completes the task;
 //   "reply:<text>"  -> answers at once with a Message;
 //   "slow:<text>"   -> a task that completes after 400ms (callers poll it);
+//   "echo:<text>"   -> answers at once with a Message in the same context: a
+//                      text part and a data part (partType "echo") that
+//                      describes what arrived: contextId, messageId, the
+//                      message metadata, and each part's kind (text, raw,
+//                      url, data), filename, mediaType, size (raw bytes),
+//                      url and text;
 //   anything else   -> a completed task with a text and a data part.
 // GET /received lists what it received: every request's A2A-Version header
 // and method, every message, and every approval-response.
@@ -44,6 +50,16 @@ const data = (value, partType) => ({
   filename: '',
   mediaType: '',
 });
+// describe says what arrived in one part, without its bytes.
+const describe = (p) => {
+  const kind = p.content?.$case;
+  const out = { kind, filename: p.filename ?? '', mediaType: p.mediaType ?? '', metadata: p.metadata ?? null };
+  if (kind === 'text') out.text = p.content.value;
+  if (kind === 'raw') out.size = p.content.value.length;
+  if (kind === 'url') out.url = p.content.value;
+  if (kind === 'data') out.data = p.content.value;
+  return out;
+};
 const agentMessage = (taskId, contextId, parts) => ({
   messageId: randomUUID(),
   role: Role.ROLE_AGENT,
@@ -67,7 +83,7 @@ class BeachLikeExecutor {
     const msg = rc.userMessage;
     const { taskId, contextId } = rc;
     received.messages.push({ messageId: msg.messageId, taskId: msg.taskId, contextId: msg.contextId,
-      role: msg.role, parts: msg.parts.map((p) => ({ kind: p.content?.$case, value: p.content?.value, metadata: p.metadata })) });
+      role: msg.role, metadata: msg.metadata ?? null, parts: msg.parts.map(describe) });
     if (rc.task) {
       for (const p of msg.parts) {
         if (p.content?.$case === 'data' && p.metadata?.partType === 'approval-response') {
@@ -81,6 +97,13 @@ class BeachLikeExecutor {
       return;
     }
     const said = msg.parts.filter((p) => p.content?.$case === 'text').map((p) => p.content.value).join('');
+    if (said.startsWith('echo:')) {
+      const echo = { contextId: msg.contextId, messageId: msg.messageId, metadata: msg.metadata ?? null,
+        parts: msg.parts.map(describe) };
+      bus.publish(AgentEvent.message({ ...agentMessage(undefined, contextId,
+        [text('Received ' + msg.parts.length + ' parts.', 'response'), data(echo, 'echo')]), taskId: '' }));
+      return;
+    }
     if (said.startsWith('reply:')) {
       bus.publish(AgentEvent.message({ ...agentMessage(undefined, contextId, [text(said.slice(6))]), taskId: '' }));
       return;

@@ -1,6 +1,6 @@
 // Package twiliotest is the fake Twilio the tests share: an http.Handler
 // that answers the Messages API (create, fetch by SID, list by To/From)
-// the way Twilio does — JSON message resources, Twilio's error JSON, HTTP
+// and the Content API's create (POST /v1/Content) the way Twilio does — JSON message resources, Twilio's error JSON, HTTP
 // basic auth with the account SID and auth token — keeps what was created,
 // and can be told to fail, hang or answer any POST or GET. No real peer can
 // stand in for Twilio, so this fake is the peer. Production code never
@@ -12,6 +12,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -60,6 +61,8 @@ type Server struct {
 	URL string
 
 	mu       sync.Mutex
+	contents []Content
+	cqueue   []Reply // answers the next Content API POSTs
 	posts    int
 	authBad  int
 	skip     int
@@ -67,6 +70,27 @@ type Server struct {
 	getQueue []Reply // answers the next GETs
 	forms    []url.Values
 	created  []*Message
+}
+
+// Content is one content created through the Content API: its SID and
+// the JSON request body.
+type Content struct {
+	SID  string
+	Body []byte
+}
+
+// FailContent answers the next Content API POSTs with r, one each.
+func (f *Server) FailContent(r ...Reply) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.cqueue = append(f.cqueue, r...)
+}
+
+// Contents returns every content created, oldest first.
+func (f *Server) Contents() []Content {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]Content(nil), f.contents...)
 }
 
 // New returns a fake that accepts account and token; serve it with
@@ -177,6 +201,8 @@ func (f *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	switch {
+	case r.Method == http.MethodPost && r.URL.Path == "/v1/Content":
+		f.postContent(w, r)
 	case r.Method == http.MethodPost && r.URL.Path == prefix+".json":
 		f.post(w, r)
 	case r.Method == http.MethodGet && r.URL.Path == prefix+".json":
@@ -255,6 +281,45 @@ func (f *Server) post(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusCreated)
 	json.NewEncoder(w).Encode(res)
+}
+
+func (f *Server) postContent(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	if err != nil {
+		return
+	}
+	var req struct {
+		FriendlyName string                     `json:"friendly_name"`
+		Language     string                     `json:"language"`
+		Variables    map[string]string          `json:"variables"`
+		Types        map[string]json.RawMessage `json:"types"`
+	}
+	if r.Header.Get("Content-Type") != "application/json" || json.Unmarshal(body, &req) != nil || req.Language == "" || len(req.Types) == 0 {
+		write(w, Error(400, 20001, "Invalid content request"))
+		return
+	}
+	f.mu.Lock()
+	var rep *Reply
+	if len(f.cqueue) > 0 {
+		rep = &f.cqueue[0]
+		f.cqueue = f.cqueue[1:]
+	}
+	f.mu.Unlock()
+	if rep != nil {
+		write(w, *rep)
+		return
+	}
+	var b [16]byte
+	rand.Read(b[:])
+	sid := "HX" + hex.EncodeToString(b[:])
+	f.mu.Lock()
+	f.contents = append(f.contents, Content{SID: sid, Body: body})
+	f.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusCreated)
+	json.NewEncoder(w).Encode(map[string]any{"sid": sid, "account_sid": f.Account, "friendly_name": req.FriendlyName,
+		"language": req.Language, "variables": req.Variables, "types": req.Types,
+		"url": "https://content.twilio.com/v1/Content/" + sid})
 }
 
 func (f *Server) create(form url.Values) *Message {

@@ -1,0 +1,217 @@
+package main
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/cool-ai/beachd/api"
+	"github.com/cool-ai/beachd/channels/twilio"
+	"github.com/cool-ai/beachd/conversations"
+	"github.com/cool-ai/beachd/envelope"
+	"github.com/cool-ai/beachd/store"
+)
+
+// wireConversations builds the conversations router when an agent has
+// inbound addresses (agents.NAME.inbound): it takes every inbound message
+// before approvals do (and offers it to them first), so it becomes the
+// decider of the IMAP intake and the Twilio webhook, which are wired after
+// it.
+func (a *app) wireConversations() error {
+	inbound := a.cfg.inboundAgents()
+	if len(inbound) == 0 {
+		return nil
+	}
+	if a.inbound == nil || a.agents == nil {
+		return errors.New("conversations need approvals and the agent client")
+	}
+	agents := make(map[string]conversations.AgentConfig, len(inbound))
+	for name, in := range inbound {
+		agents[name] = conversations.AgentConfig(in)
+	}
+	metrics, err := conversations.NewMetrics(a.metrics)
+	if err != nil {
+		return err
+	}
+	r, err := conversations.New(conversations.Config{
+		Agents:            agents,
+		OwnAddresses:      a.cfg.inboundOwnAddresses(),
+		Now:               a.now,
+		AttachmentURLBase: a.cfg.PublicURL,
+		URLKey:            a.conversationKey("attachment links"),
+		Metrics:           metrics,
+		Enqueue:           lateEnqueuer{a},
+		Media:             lateMedia{a},
+	}, a.db, a.inbound, a.agents, lateNotifier{a}, a.log.With("component", "conversations"))
+	if err != nil {
+		return err
+	}
+	a.conversations = r
+	a.inbound = r
+	names := make(map[string]bool, len(a.cfg.Agents))
+	for n := range a.cfg.Agents {
+		names[n] = true
+	}
+	a.routes = append(a.routes, api.ConversationRoutes(routerViews{r}, names, a.log.With("component", "api"))...)
+	a.workers = append(a.workers, worker{name: "conversations", run: r.Run})
+	if a.dev {
+		var addrs []string
+		for _, in := range inbound {
+			addrs = append(addrs, in.Email...)
+			addrs = append(addrs, in.SMS...)
+		}
+		sort.Strings(addrs)
+		for _, ad := range addrs {
+			a.banner = append(a.banner, fmt.Sprintf("write to     %s   (the dev agent answers)", ad))
+		}
+	}
+	return nil
+}
+
+// conversationKey derives a key of its own for one use of the approvals
+// secret (the signed reply addresses of email answers, the signed links
+// of attachments).
+func (a *app) conversationKey(use string) []byte { return deriveConversationKey(a.linkSecret, use) }
+
+func deriveConversationKey(secret []byte, use string) []byte {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte("beachd conversations: " + use))
+	return m.Sum(nil)
+}
+
+var _ conversations.MediaFetcher = (*twilio.Client)(nil)
+
+// conversationsAPI returns the router as the API reads it, or nil when
+// conversations are not configured.
+func (a *app) conversationsAPI() api.Conversations {
+	if a.conversations == nil {
+		return nil
+	}
+	return routerViews{a.conversations}
+}
+
+// lateNotifier wakes the dispatcher, which is built after the router.
+type lateNotifier struct{ a *app }
+
+var _ conversations.Sender = lateNotifier{}
+
+func (l lateNotifier) Notify() {
+	if l.a.dispatcher != nil {
+		l.a.dispatcher.Notify()
+	}
+}
+
+// lateMedia fetches Twilio media through the Twilio client, which is built
+// after the router (and only when Twilio is configured).
+type lateMedia struct{ a *app }
+
+var _ conversations.MediaFetcher = lateMedia{}
+
+func (l lateMedia) FetchMedia(ctx context.Context, url string, max int64) ([]byte, string, error) {
+	if l.a.media == nil {
+		return nil, "", errors.New("twilio is not configured: its media cannot be fetched")
+	}
+	return l.a.media.FetchMedia(ctx, url, max)
+}
+
+// routerViews is the conversations router as the API and the console
+// read it: the API has views of its own.
+type routerViews struct{ r *conversations.Router }
+
+var _ api.Conversations = routerViews{}
+
+func (c routerViews) ListInbound(ctx context.Context, q api.InboundQuery) ([]api.InboundItem, string, error) {
+	recs, next, err := c.r.ListInbound(ctx, conversations.InboundFilter{Disposition: q.Disposition, Channel: q.Channel,
+		Agent: q.Agent, Limit: q.Limit, After: q.After})
+	if err != nil {
+		return nil, "", err
+	}
+	out := make([]api.InboundItem, 0, len(recs))
+	for _, r := range recs {
+		it := api.InboundItem{ID: r.ID, Channel: r.Channel, From: r.From, To: r.To, MessageID: r.MessageID, Subject: r.Subject,
+			Text: r.Text, ReceivedAt: r.ReceivedAt, Disposition: r.Disposition, Reason: r.Reason, Agent: r.Agent,
+			ConversationID: r.ConversationID, ApprovalID: r.ApprovalID, TurnID: r.TurnID}
+		for _, at := range r.Attachments {
+			it.Attachments = append(it.Attachments, api.AttachmentItem{Filename: at.Filename, MediaType: at.MediaType, Size: at.Size, URL: at.URL})
+		}
+		out = append(out, it)
+	}
+	return out, next, nil
+}
+
+func conversationItem(c *store.Conversation) api.ConversationItem {
+	return api.ConversationItem{ID: c.ID, Agent: c.Agent, Channel: c.Channel, OurAddress: c.OurAddress, Participants: c.Participants,
+		Subject: c.Subject, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt, LastInboundAt: c.LastInboundAt, Turns: c.Turns}
+}
+
+func (c routerViews) ListConversations(ctx context.Context, q api.ConversationQuery) ([]api.ConversationItem, string, error) {
+	cs, next, err := c.r.ListConversations(ctx, conversations.ConversationFilter{Agent: q.Agent, Channel: q.Channel, Limit: q.Limit, After: q.After})
+	if err != nil {
+		return nil, "", err
+	}
+	out := make([]api.ConversationItem, 0, len(cs))
+	for _, cv := range cs {
+		out = append(out, conversationItem(cv))
+	}
+	return out, next, nil
+}
+
+func (c routerViews) Conversation(ctx context.Context, id string) (*api.ConversationDetail, error) {
+	d, err := c.r.Conversation(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	out := &api.ConversationDetail{Conversation: conversationItem(d.Conversation)}
+	for _, m := range d.Messages {
+		out.Messages = append(out.Messages, api.Message{At: m.At, Direction: m.Direction, InboundID: m.InboundID,
+			DeliveryID: m.DeliveryID, Text: m.Text, State: m.State})
+	}
+	if d.Conversation.Channel == envelope.ChannelWhatsApp { // the window exists on WhatsApp only
+		out.Window = &api.Window{Open: d.WindowOpen, ClosesAt: d.WindowClosesAt}
+	}
+	return out, nil
+}
+
+func (c routerViews) Resolve(ctx context.Context, id string) (store.NewDelivery, error) {
+	return c.r.Resolve(ctx, id)
+}
+
+func (c routerViews) Transports(agent string) []api.Transport {
+	var out []api.Transport
+	for _, t := range c.r.Transports(agent) {
+		out = append(out, api.Transport{Protocol: t.Protocol, URL: t.URL})
+	}
+	return out
+}
+
+func (c routerViews) OpenAttachment(ctx context.Context, id string, n int, expires, sig string) (string, string, []byte, error) {
+	name, mt, data, err := c.r.OpenAttachment(ctx, id, n, expires, sig)
+	if errors.Is(err, conversations.ErrBadSignature) {
+		return "", "", nil, api.ErrBadSignature
+	}
+	return name, mt, data, err
+}
+
+// conversationKeyIfKnown is the conversation key of this configuration
+// when its approvals secret can be read without creating one (approvals.secret,
+// or data_dir/approval.key when it exists); nil otherwise.
+func (c *Config) conversationKeyIfKnown(use string) []byte {
+	secret := c.Approvals.Secret
+	if secret == "" {
+		b, err := os.ReadFile(filepath.Join(c.DataDir, "approval.key"))
+		if err != nil {
+			return nil
+		}
+		secret = strings.TrimSpace(string(b))
+	}
+	if secret == "" {
+		return nil
+	}
+	return deriveConversationKey([]byte(secret), use)
+}
