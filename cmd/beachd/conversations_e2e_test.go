@@ -1,5 +1,3 @@
-//go:build conversations_wip
-
 package main
 
 import (
@@ -781,6 +779,21 @@ twilio:
 	return cd
 }
 
+// diagnose describes what the daemon and the agent hold, for a failure.
+func (cd *convDaemon) diagnose(rec *agentRecorder) string {
+	var b strings.Builder
+	for _, path := range []string{"/v1/conversations", "/v1/inbound?limit=50", "/v1/deliveries?limit=50"} {
+		var v json.RawMessage
+		code, err := getJSON(cd.base, path, &v)
+		fmt.Fprintf(&b, "GET %s: %d %v\n%s\n", path, code, err, v)
+	}
+	for _, m := range rec.All() {
+		at, ok := rec.Answered(m.MessageID)
+		fmt.Fprintf(&b, "agent got %s context %s task %q text %q; answered %v %s\n", m.MessageID, m.ContextID, m.TaskID, m.Text, ok, at.Format(time.StampMilli))
+	}
+	return b.String()
+}
+
 // sms posts a signed inbound SMS and returns the webhook's status.
 func (cd *convDaemon) sms(hc *http.Client, sid, from, body string) (int, string) {
 	return postTwilio(hc, cd.base, cd.publicURL, fakeTwilioToken, smsForm(sid, from, convAgentSMS, body))
@@ -879,7 +892,7 @@ func TestConversationsEndToEnd(t *testing.T) {
 func conversationsEndToEnd(t *testing.T, gen, agentURL, prism string) {
 	rec := startAgentRecorder(t, agentURL)
 	mp := startMailPeer(t)
-	sink := &smtptest.Server{}
+	sink := &smtptest.Server{Keep: true}
 	smtpPort, _ := smtptest.Start(t, sink, smtptest.Plain)
 	tw := startTwilioRecorder(t, prism)
 	cd := startConvDaemon(t, rec.URL, mp, smtpPort, tw.URL, "")
@@ -895,7 +908,7 @@ func conversationsEndToEnd(t *testing.T, gen, agentURL, prism string) {
 		deadline := time.Now().Add(d)
 		for !cond() {
 			if time.Now().After(deadline) {
-				t.Fatalf("timed out after %s waiting for %s\n%s", d, what, cd.stderr)
+				t.Fatalf("timed out after %s waiting for %s\n%s\n%s", d, what, cd.diagnose(rec), cd.stderr)
 			}
 			time.Sleep(25 * time.Millisecond)
 		}

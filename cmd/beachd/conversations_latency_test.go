@@ -38,7 +38,7 @@ func TestConversationLatency(t *testing.T) {
 	t.Cleanup(ag.Close)
 	rec := startAgentRecorder(t, ag.URL)
 	mp := startMailPeer(t)
-	sink := &smtptest.Server{}
+	sink := &smtptest.Server{Keep: true}
 	smtpPort, _ := smtptest.Start(t, sink, smtptest.Plain)
 	tw := twiliotest.Start(t, fakeTwilioAccount, fakeTwilioToken)
 	cd := startConvDaemon(t, rec.URL, mp, smtpPort, tw.URL, "")
