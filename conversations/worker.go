@@ -25,7 +25,8 @@ const WhatsAppWindow = 24 * time.Hour
 // flight per conversation), sends each to its agent, waits for the answer
 // (TurnTimeout) and ingests it as a delivery to the conversation. A failed
 // attempt is retried with exponential backoff and jitter; a turn is
-// dead-lettered after MaxAttempts attempts or at once on a permanent agent
+// dead-lettered when its next attempt would come after Lifetime (or after
+// MaxAttempts attempts, when set) or at once on a permanent agent
 // error (RetryTurn brings it back). At start it makes due every turn a
 // previous process held. It returns when ctx ends.
 func (r *Router) Run(ctx context.Context) error {
@@ -151,10 +152,14 @@ func (r *Router) attempt(ctx context.Context, t *store.Turn) {
 		switch {
 		case agent.IsPermanent(err) || errors.As(err, &perm):
 			o.State, o.Error = store.TurnDead, "permanent: "+o.Error
-		case t.Attempts >= r.cfg.MaxAttempts:
+		case r.cfg.MaxAttempts > 0 && t.Attempts >= r.cfg.MaxAttempts:
 			o.State, o.Error = store.TurnDead, fmt.Sprintf("gave up after %d attempts: %s", t.Attempts, o.Error)
 		default:
 			o.State, o.NextAt = store.TurnQueued, now.Add(r.backoff(t.Attempts))
+			if o.NextAt.After(t.CreatedAt.Add(r.cfg.Lifetime)) {
+				o.State, o.NextAt = store.TurnDead, time.Time{}
+				o.Error = fmt.Sprintf("gave up after %d attempts in %s: %s", t.Attempts, now.Sub(t.CreatedAt).Round(time.Second), o.Error)
+			}
 		}
 	}
 	if _, rerr := r.db.RecordTurn(context.WithoutCancel(ctx), t, o); rerr != nil {
