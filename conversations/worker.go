@@ -9,11 +9,11 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/cool-ai/beachd/agent"
 	"github.com/cool-ai/beachd/envelope"
+	"github.com/cool-ai/beachd/internal/outbox"
 	"github.com/cool-ai/beachd/store"
 )
 
@@ -35,50 +35,18 @@ func (r *Router) Run(ctx context.Context) error {
 	} else if n > 0 {
 		r.log.Info("conversation turns requeued after restart", "count", n)
 	}
-	sem := make(chan struct{}, r.cfg.Workers)
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	for {
-		free := r.cfg.Workers - len(sem)
-		var turns []*store.Turn
-		if free > 0 {
-			var err error
-			turns, err = r.db.ClaimTurns(ctx, r.cfg.Now(), free, r.cfg.Lease)
-			if err != nil {
-				if ctx.Err() != nil {
-					return nil
-				}
-				r.log.Error("claim conversation turns", "err", err)
-			}
-		}
-		for _, t := range turns {
-			sem <- struct{}{}
-			wg.Add(1)
-			go func() {
-				defer func() { <-sem; wg.Done() }()
-				r.attempt(ctx, t)
-				r.Wake()
-			}()
-		}
-		if len(turns) > 0 && len(turns) == free {
-			continue
-		}
-		wait := time.Second
-		if next, ok := r.db.NextTurn(); ok {
-			if d := next.Sub(r.cfg.Now()); d < wait {
-				wait = max(d, time.Millisecond)
-			}
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil
-		case <-r.wake:
-			t.Stop()
-		case <-t.C:
-		}
-	}
+	return outbox.Loop[*store.Turn]{
+		Workers: r.cfg.Workers,
+		Claim: func(ctx context.Context, n int) ([]*store.Turn, error) {
+			return r.db.ClaimTurns(ctx, r.cfg.Now(), n, r.cfg.Lease)
+		},
+		Attempt:     r.attempt,
+		Next:        r.db.NextTurn,
+		Now:         r.cfg.Now,
+		Wake:        r.wake,
+		Poke:        r.Wake,
+		ClaimFailed: func(err error) { r.log.Error("claim conversation turns", "err", err) },
+	}.Run(ctx)
 }
 
 // RetryTurn makes a dead turn due again now (operator action).

@@ -205,9 +205,6 @@ func TestDeadLetterAndRetry(t *testing.T) {
 	if t3.State != store.TurnDead || t3.Attempts < 3 || !strings.Contains(t3.LastError, "gave up after") {
 		t.Fatalf("turn past its lifetime %+v", t3)
 	}
-	if age := t3.UpdatedAt.Sub(t3.CreatedAt); age > 150*time.Millisecond {
-		t.Fatalf("dead-lettered after %s, past its lifetime", age)
-	}
 }
 
 // An answer without text, or of a failed task, is recorded (the turn is
