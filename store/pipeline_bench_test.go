@@ -19,6 +19,10 @@ func BenchmarkPipeline(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer db.Close()
+	runPipeline(b, db)
+}
+
+func runPipeline(b *testing.B, db *DB) {
 	env := []byte(`{"role":"agent","parts":[{"text":"Two direct flights found, 15 August 2026 LGW to CFU. Cheapest is easyJet EJ4521 at 94 GBP per person.","metadata":{"partType":"response"}}]}`)
 	const clients, workers = 64, 64
 	jobs := make(chan *Delivery, workers)
