@@ -11,12 +11,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/textproto"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/emersion/go-imap/v2"
 	"github.com/emersion/go-imap/v2/imapclient"
+	"github.com/emersion/go-message"
 
 	"github.com/cool-ai/beachd/envelope"
 )
@@ -563,44 +565,62 @@ func (in *Intake) processOne(ctx context.Context, ic *imapConn, validity uint32,
 const maxUnreadableReason = 300
 
 // unreadableInbound is what is known of a message ParseMessage refused:
-// the channel, the Message-ID when a header field of that name can be
-// found (else the caller puts the dedup key there), and why. Its sender is
-// unknown, so it is never authenticated.
+// the channel, and From, Subject and Message-ID when header fields so
+// named can be found (the caller puts the dedup key in place of a missing
+// Message-ID), and why. Its sender is not verified (AuthFailed).
 func unreadableInbound(raw []byte, parseErr error, receivedAt time.Time) envelope.Inbound {
-	reason := parseErr.Error()
+	reason := strings.Join(strings.Fields(strings.ToValidUTF8(parseErr.Error(), "?")), " ")
 	if len(reason) > maxUnreadableReason {
 		reason = capText(reason, maxUnreadableReason) + "…"
 	}
-	return envelope.Inbound{Channel: envelope.ChannelEmail, MessageID: headerMessageID(raw), ReceivedAt: receivedAt,
-		AuthFailed: true, AuthDetail: "message unreadable", IgnoredBecause: "unreadable: " + strings.ToValidUTF8(reason, "?")}
+	h := salvageHeader(raw)
+	in := envelope.Inbound{Channel: envelope.ChannelEmail, MessageID: firstMsgID(h.Get("Message-Id")), ReceivedAt: receivedAt,
+		Subject: decodeHeader(h.Get("Subject")), AuthFailed: true, AuthDetail: "message unreadable", IgnoredBecause: "unreadable: " + reason}
+	if froms := addresses(h, "From"); len(froms) > 0 {
+		in.From = froms[0]
+	}
+	return in
 }
 
-// headerMessageID finds the Message-ID field among the lines before the
-// first empty line of raw, a header the parser refused (a line too long,
-// no end): the first field so named, with its folded lines. raw is
-// bounded by the caller (MaxMessageBytes); the id by msgIDs.
-func headerMessageID(raw []byte) string {
+// salvageMaxField bounds one salvaged header field.
+const salvageMaxField = 4 << 10
+
+// salvageHeader reads From, Subject and Message-ID from the lines before
+// the first empty line of raw, a header the parser refused (a line
+// without a colon, too long, no end): the first field of each name, with
+// its folded lines, at most salvageMaxField bytes each. Other lines are
+// skipped.
+func salvageHeader(raw []byte) message.Header {
+	var h message.Header
 	rest := raw
 	for len(rest) > 0 {
 		var line []byte
 		line, rest, _ = bytes.Cut(rest, []byte("\n"))
 		line = bytes.TrimRight(line, "\r")
 		if len(line) == 0 {
-			return ""
+			break
 		}
 		name, val, ok := bytes.Cut(line, []byte(":"))
-		if !ok || !strings.EqualFold(string(bytes.TrimSpace(name)), "Message-ID") {
+		if !ok {
+			continue
+		}
+		key := textproto.CanonicalMIMEHeaderKey(string(bytes.TrimSpace(name)))
+		if key != "From" && key != "Subject" && key != "Message-Id" {
 			continue
 		}
 		v := string(val)
 		for len(rest) > 0 && (rest[0] == ' ' || rest[0] == '\t') {
 			var cont []byte
 			cont, rest, _ = bytes.Cut(rest, []byte("\n"))
-			v += " " + string(bytes.TrimRight(cont, "\r"))
+			if len(v) < salvageMaxField {
+				v += " " + string(bytes.TrimRight(cont, "\r"))
+			}
 		}
-		return firstMsgID(v)
+		if !h.Has(key) {
+			h.Set(key, strings.TrimSpace(capText(strings.ToValidUTF8(v, "?"), salvageMaxField)))
+		}
 	}
-	return ""
+	return h
 }
 
 // tooLargeReason says why an oversize message was not read.
