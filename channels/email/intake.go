@@ -613,7 +613,7 @@ func salvageHeader(raw []byte) message.Header {
 			var cont []byte
 			cont, rest, _ = bytes.Cut(rest, []byte("\n"))
 			if len(v) < salvageMaxField {
-				v += " " + string(bytes.TrimRight(cont, "\r"))
+				v += string(bytes.TrimRight(cont, "\r")) // unfolded: the line break goes, the space stays
 			}
 		}
 		if !h.Has(key) {
