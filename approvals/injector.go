@@ -16,6 +16,7 @@ import (
 	"crypto/rand"
 
 	"github.com/cool-ai/beachd/envelope"
+	"github.com/cool-ai/beachd/internal/outbox"
 	"github.com/cool-ai/beachd/store"
 )
 
@@ -170,63 +171,19 @@ func (j *Injector) Run(ctx context.Context) error {
 	} else if n > 0 {
 		j.log.Info("approval injections requeued after restart", "count", n)
 	}
-	sem := make(chan struct{}, j.cfg.Workers)
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	for {
-		free := j.cfg.Workers - len(sem)
-		var jobs []*store.Injection
-		if free > 0 {
-			var err error
-			jobs, err = j.db.ClaimInjections(ctx, j.cfg.Now(), free, j.cfg.Lease)
-			if err != nil {
-				if ctx.Err() != nil {
-					return nil
-				}
-				j.log.Error("claim injections", "err", err)
-			}
-		}
-		for _, inj := range jobs {
-			sem <- struct{}{}
-			wg.Add(1)
-			go func() {
-				defer func() { <-sem; wg.Done() }()
-				j.attempt(ctx, inj)
-				j.Wake() // a slot is free: look again
-			}()
-		}
-		if len(jobs) > 0 && len(jobs) == free {
-			continue
-		}
-		wait := time.Second
-		if next, ok := j.db.NextInjection(); ok {
-			if d := next.Sub(j.cfg.Now()); d < wait {
-				wait = max(d, time.Millisecond)
-			}
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil
-		case inj := <-j.handoff:
-			t.Stop()
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-				return nil // the job stays claimed; its lease ends and it is due again
-			}
-			wg.Add(1)
-			go func() {
-				defer func() { <-sem; wg.Done() }()
-				j.attempt(ctx, inj)
-				j.Wake() // a slot is free: look again
-			}()
-		case <-j.wake:
-			t.Stop()
-		case <-t.C:
-		}
-	}
+	return outbox.Loop[*store.Injection]{
+		Workers: j.cfg.Workers,
+		Claim: func(ctx context.Context, n int) ([]*store.Injection, error) {
+			return j.db.ClaimInjections(ctx, j.cfg.Now(), n, j.cfg.Lease)
+		},
+		Attempt:     j.attempt,
+		Next:        j.db.NextInjection,
+		Now:         j.cfg.Now,
+		Wake:        j.wake,
+		Poke:        j.Wake,
+		Handoff:     j.handoff,
+		ClaimFailed: func(err error) { j.log.Error("claim injections", "err", err) },
+	}.Run(ctx)
 }
 
 func (j *Injector) attempt(ctx context.Context, inj *store.Injection) {

@@ -83,12 +83,16 @@ type Config struct {
 	Media MediaFetcher
 
 	// The turn outbox worker. Zero values mean the defaults.
-	// Workers: concurrent turns (default 4). MaxAttempts: attempts before a
-	// turn is dead-lettered (default 8). MinBackoff and MaxBackoff bound
+	// Workers: concurrent turns (default 4). Lifetime: how long a turn is
+	// retried while the agent is down or failing (default 24h: an agent
+	// down for hours loses nothing; after a day the answer would come too
+	// late to help). MaxAttempts, when set, also bounds the attempts.
+	// MinBackoff and MaxBackoff bound
 	// the exponential backoff with ±20% jitter (defaults 2s and 5m). Lease:
 	// how long a claimed turn is held (default TurnTimeout + 2m). Poll: how
 	// often a task is polled (default 500ms).
 	Workers                int
+	Lifetime               time.Duration
 	MaxAttempts            int
 	MinBackoff, MaxBackoff time.Duration
 	Lease                  time.Duration
@@ -171,8 +175,8 @@ func New(cfg Config, st *store.DB, dec Decider, ag Agent, send Sender, log *slog
 	if cfg.Workers <= 0 {
 		cfg.Workers = 4
 	}
-	if cfg.MaxAttempts <= 0 {
-		cfg.MaxAttempts = 8
+	if cfg.Lifetime <= 0 {
+		cfg.Lifetime = 24 * time.Hour
 	}
 	if cfg.MinBackoff <= 0 {
 		cfg.MinBackoff = 2 * time.Second

@@ -1,6 +1,7 @@
 package conversations
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -100,7 +101,7 @@ func (r *Router) HandleInbound(ctx context.Context, in envelope.Inbound) (envelo
 			return r.recordApproval(ctx, in, rec, ares)
 		}
 	case approvals.OutcomeIgnored:
-		rec.Disposition, rec.Reason = envelope.DispositionIgnored, "approvals ignored it (automatic mail, bounce or the channel's reason)"
+		rec.Disposition, rec.Reason = envelope.DispositionIgnored, cmp.Or(in.IgnoredBecause, "approvals ignored it (automatic mail, bounce or the channel's reason)")
 		return r.finish(ctx, in, store.InboundWrite{Record: *rec}, rt, false)
 	default:
 		return r.recordApproval(ctx, in, rec, ares)

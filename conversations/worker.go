@@ -9,11 +9,11 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/cool-ai/beachd/agent"
 	"github.com/cool-ai/beachd/envelope"
+	"github.com/cool-ai/beachd/internal/outbox"
 	"github.com/cool-ai/beachd/store"
 )
 
@@ -25,7 +25,8 @@ const WhatsAppWindow = 24 * time.Hour
 // flight per conversation), sends each to its agent, waits for the answer
 // (TurnTimeout) and ingests it as a delivery to the conversation. A failed
 // attempt is retried with exponential backoff and jitter; a turn is
-// dead-lettered after MaxAttempts attempts or at once on a permanent agent
+// dead-lettered when its next attempt would come after Lifetime (or after
+// MaxAttempts attempts, when set) or at once on a permanent agent
 // error (RetryTurn brings it back). At start it makes due every turn a
 // previous process held. It returns when ctx ends.
 func (r *Router) Run(ctx context.Context) error {
@@ -34,50 +35,18 @@ func (r *Router) Run(ctx context.Context) error {
 	} else if n > 0 {
 		r.log.Info("conversation turns requeued after restart", "count", n)
 	}
-	sem := make(chan struct{}, r.cfg.Workers)
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	for {
-		free := r.cfg.Workers - len(sem)
-		var turns []*store.Turn
-		if free > 0 {
-			var err error
-			turns, err = r.db.ClaimTurns(ctx, r.cfg.Now(), free, r.cfg.Lease)
-			if err != nil {
-				if ctx.Err() != nil {
-					return nil
-				}
-				r.log.Error("claim conversation turns", "err", err)
-			}
-		}
-		for _, t := range turns {
-			sem <- struct{}{}
-			wg.Add(1)
-			go func() {
-				defer func() { <-sem; wg.Done() }()
-				r.attempt(ctx, t)
-				r.Wake()
-			}()
-		}
-		if len(turns) > 0 && len(turns) == free {
-			continue
-		}
-		wait := time.Second
-		if next, ok := r.db.NextTurn(); ok {
-			if d := next.Sub(r.cfg.Now()); d < wait {
-				wait = max(d, time.Millisecond)
-			}
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil
-		case <-r.wake:
-			t.Stop()
-		case <-t.C:
-		}
-	}
+	return outbox.Loop[*store.Turn]{
+		Workers: r.cfg.Workers,
+		Claim: func(ctx context.Context, n int) ([]*store.Turn, error) {
+			return r.db.ClaimTurns(ctx, r.cfg.Now(), n, r.cfg.Lease)
+		},
+		Attempt:     r.attempt,
+		Next:        r.db.NextTurn,
+		Now:         r.cfg.Now,
+		Wake:        r.wake,
+		Poke:        r.Wake,
+		ClaimFailed: func(err error) { r.log.Error("claim conversation turns", "err", err) },
+	}.Run(ctx)
 }
 
 // RetryTurn makes a dead turn due again now (operator action).
@@ -151,10 +120,14 @@ func (r *Router) attempt(ctx context.Context, t *store.Turn) {
 		switch {
 		case agent.IsPermanent(err) || errors.As(err, &perm):
 			o.State, o.Error = store.TurnDead, "permanent: "+o.Error
-		case t.Attempts >= r.cfg.MaxAttempts:
+		case r.cfg.MaxAttempts > 0 && t.Attempts >= r.cfg.MaxAttempts:
 			o.State, o.Error = store.TurnDead, fmt.Sprintf("gave up after %d attempts: %s", t.Attempts, o.Error)
 		default:
 			o.State, o.NextAt = store.TurnQueued, now.Add(r.backoff(t.Attempts))
+			if o.NextAt.After(t.CreatedAt.Add(r.cfg.Lifetime)) {
+				o.State, o.NextAt = store.TurnDead, time.Time{}
+				o.Error = fmt.Sprintf("gave up after %d attempts in %s: %s", t.Attempts, now.Sub(t.CreatedAt).Round(time.Second), o.Error)
+			}
 		}
 	}
 	if _, rerr := r.db.RecordTurn(context.WithoutCancel(ctx), t, o); rerr != nil {

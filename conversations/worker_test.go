@@ -156,7 +156,8 @@ func TestAnswerIngestIsIdempotent(t *testing.T) {
 
 // A permanent agent error dead-letters the turn at once (counted); an
 // operator's retry runs it again. A transient error is retried with
-// backoff, and dead-lettered after MaxAttempts.
+// backoff, and dead-lettered after MaxAttempts, or at the end of its
+// lifetime.
 func TestDeadLetterAndRetry(t *testing.T) {
 	fa := &fakeAgent{sendErr: fmt.Errorf("agent said no: %w", agent.ErrPermanent)}
 	h := newHarness(t, opts{agent: fa})
@@ -193,6 +194,16 @@ func TestDeadLetterAndRetry(t *testing.T) {
 	}
 	if s, _ := fb.counts(); s != 3 {
 		t.Fatalf("%d sends", s)
+	}
+
+	// Without MaxAttempts a failing agent is retried until the turn's
+	// lifetime is over, then dead-lettered.
+	fc := &fakeAgent{sendErr: errors.New("connection refused")}
+	h3 := newHarness(t, opts{agent: fc, cfg: func(c *Config) { c.Lifetime = 150 * time.Millisecond }})
+	res3 := h3.in(mail("ann@example.org", "<d3@x>", "Trip", "book it"))
+	t3 := h3.waitTurn(res3, "<d3@x>", "email")
+	if t3.State != store.TurnDead || t3.Attempts < 3 || !strings.Contains(t3.LastError, "gave up after") {
+		t.Fatalf("turn past its lifetime %+v", t3)
 	}
 }
 

@@ -333,3 +333,83 @@ func TestDovecotConversationMail(t *testing.T) {
 	}
 	poll.Eventually(t, 5*time.Second, "moved to Processed", func() bool { n, _ := mta.count("Processed"); return n == 1 })
 }
+
+// oversizeMail is a mail with an attachment of attBytes (base64 in the
+// message), CRLF line ends.
+func oversizeMail(attBytes int) string {
+	var b strings.Builder
+	b.WriteString("From: Alice <alice@example.com>\r\nTo: travel@agents.example.org\r\nSubject: The scans, all of them\r\n" +
+		"Message-ID: <big1@mail.example.com>\r\nDate: Mon, 2 Mar 2026 09:30:00 +0000\r\nMIME-Version: 1.0\r\n" +
+		"Content-Type: multipart/mixed; boundary=b1\r\n\r\n--b1\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nHere they are.\r\n" +
+		"--b1\r\nContent-Type: application/pdf; name=scans.pdf\r\nContent-Disposition: attachment; filename=scans.pdf\r\n" +
+		"Content-Transfer-Encoding: base64\r\n\r\n")
+	line := strings.Repeat("QUJD", 19) + "\r\n" // 57 bytes of data a line
+	for n := 0; n < attBytes; n += 57 {
+		b.WriteString(line)
+	}
+	b.WriteString("--b1--\r\n")
+	return b.String()
+}
+
+// TestDovecotOversizeAndUnreadableMail: a mail over MaxMessageBytes (a
+// 200 KiB attachment, a 64 KiB limit) and a mail the parser refuses (a
+// header line without a colon) both reach the decider as ignored, with
+// what could be read of them and the reason, are recorded as processed
+// and land, \Seen, in Processed; the oversize mail by its header alone.
+func TestDovecotOversizeAndUnreadableMail(t *testing.T) {
+	d := startDovecot(t)
+	db := storetest.Open(t, store.Options{})
+	dec := &recDecider{}
+	mta := openMailbox(t, d.addr(), dovecotUser, dovecotPass)
+	big := oversizeMail(200 << 10)
+	mta.appendMsg("INBOX", big)
+	bad := "From: Bob <bob@example.com>\r\nMessage-ID: <bad1@mail.example.com>\r\nthis line has no colon\r\nSubject: hello\r\n\r\nbody\r\n"
+	mta.appendMsg("INBOX", bad)
+	mta.appendMsg("INBOX", replyMsg(3, "after@example.com", "Approve"))
+	cfg := dovecotIntakeConfig(d, "INBOX")
+	cfg.MaxMessageBytes = 64 << 10
+	runIntake(t, cfg, db, dec)
+
+	poll.Eventually(t, 10*time.Second, "three mails handed to the decider", func() bool { return len(dec.inbound()) == 3 })
+	got := dec.inbound()
+	o := got[0]
+	wantReason := "message of " + humanBytes(int64(len(big))) + " is over the limit of 64 KiB (email.imap.max_message_bytes)"
+	if !strings.HasPrefix(o.IgnoredBecause, "message of 27") || o.IgnoredBecause != wantReason { // base64: 200 KiB is ~270 KiB
+		t.Errorf("oversize reason %q, want %q", o.IgnoredBecause, wantReason)
+	}
+	if o.Channel != "email" || o.From != "alice@example.com" || o.Subject != "The scans, all of them" || o.MessageID != "big1@mail.example.com" ||
+		o.To != "travel@agents.example.org" {
+		t.Errorf("oversize header: %+v", o)
+	}
+	if o.Text != "" || o.FullText != "" || len(o.Attachments) != 0 {
+		t.Errorf("oversize mail read past its header: text %q, %d attachments", o.Text, len(o.Attachments))
+	}
+	u := got[1]
+	if u.Channel != "email" || u.MessageID != "bad1@mail.example.com" || u.From != "bob@example.com" || u.Subject != "hello" || !u.AuthFailed ||
+		u.IgnoredBecause != "unreadable: unreadable message header: message: malformed MIME header line: this line has no colon" {
+		t.Errorf("unreadable: %+v", u)
+	}
+	if got[2].MessageID != "after@example.com" || got[2].Text != "Approve" || got[2].IgnoredBecause != "" {
+		t.Errorf("the mail behind them: %+v", got[2])
+	}
+	poll.Eventually(t, 5*time.Second, "all three in Processed, seen", func() bool {
+		n, seen := mta.count("Processed")
+		return n == 3 && seen == 3
+	})
+	if n, _ := mta.count("INBOX"); n != 0 {
+		t.Fatalf("INBOX still has %d", n)
+	}
+	// Moved whole: the oversize mail is in Processed as it came.
+	var whole bool
+	for _, m := range mta.fetchAll("Processed") {
+		whole = whole || m == big
+	}
+	if !whole {
+		t.Error("the oversize mail is not in Processed whole")
+	}
+	for _, id := range []string{"big1@mail.example.com", "bad1@mail.example.com", "after@example.com"} {
+		if _, ok, _ := db.GetKV(context.Background(), "imap-msgid/"+dedupKey(id, nil)); !ok {
+			t.Errorf("%s not recorded as processed", id)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package email
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
@@ -10,12 +11,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/textproto"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/emersion/go-imap/v2"
 	"github.com/emersion/go-imap/v2/imapclient"
+	"github.com/emersion/go-message"
 
 	"github.com/cool-ai/beachd/envelope"
 )
@@ -54,7 +57,9 @@ type IntakeConfig struct {
 	// CommandTimeout bounds one IMAP command (a dead connection is found
 	// when a command does not complete); default 1 min.
 	CommandTimeout time.Duration
-	// MaxMessageBytes: bigger messages are skipped (logged); default 10 MiB.
+	// MaxMessageBytes: of a bigger message only the header is read; it
+	// is handed to the decider as ignored (IgnoredBecause says the sizes)
+	// and moved to Processed. Default 10 MiB.
 	MaxMessageBytes int64
 	// MinBackoff and MaxBackoff bound the reconnect delay (1 s, 5 min).
 	MinBackoff, MaxBackoff time.Duration
@@ -453,8 +458,11 @@ func (in *Intake) processNew(ctx context.Context, ic *imapConn, cur *cursor) err
 }
 
 // processOne handles one message. It returns an error only for failures
-// that should end the session (connection, store); a message that cannot
-// be handled is logged and moved aside.
+// that should end the session (connection, store). Every message reaches
+// the decider and is recorded there: a message over MaxMessageBytes with
+// its header alone, and a message the parser refuses with what could be
+// found of it, both with IgnoredBecause set (so neither starts a turn nor
+// decides an approval); then it is moved to the processed mailbox.
 func (in *Intake) processOne(ctx context.Context, ic *imapConn, validity uint32, uid imap.UID) error {
 	c := ic.c
 	log := in.log.With("mailbox", in.cfg.Mailbox, "uid", uint32(uid))
@@ -469,11 +477,26 @@ func (in *Intake) processOne(ctx context.Context, ic *imapConn, validity uint32,
 	}); err != nil {
 		return err
 	}
-	if size > in.cfg.MaxMessageBytes {
-		log.Warn("inbound mail skipped: too large", "bytes", size, "limit", in.cfg.MaxMessageBytes)
-		return nil
+	opts := in.cfg.Parse
+	opts.MaxBytes = int(in.cfg.MaxMessageBytes)
+	opts.ReceivedAt = in.cfg.Now()
+	if len(opts.ConversationKey) == 0 {
+		opts.ConversationKey = in.cfg.ConversationKey
 	}
+	oversize := size > in.cfg.MaxMessageBytes
 	section := &imap.FetchItemBodySection{Peek: true}
+	if oversize {
+		// The header alone, bounded: a header past the parser's limit is
+		// cut and then refused by it (the mail is recorded as unreadable
+		// and over the limit).
+		limit := opts.MaxHeaderBytes
+		if limit <= 0 {
+			limit = DefaultMaxHeaderBytes
+		}
+		opts.MaxBytes = limit + 2 // the empty line ending the header
+		section = &imap.FetchItemBodySection{Specifier: imap.PartSpecifierHeader, Peek: true,
+			Partial: &imap.SectionPartial{Size: int64(opts.MaxBytes)}}
+	}
 	var raw []byte
 	if err := ic.do("fetch body", func() error {
 		msgs, err := c.Fetch(uidSet, &imap.FetchOptions{UID: true, BodySection: []*imap.FetchItemBodySection{section}}).Collect()
@@ -487,23 +510,29 @@ func (in *Intake) processOne(ctx context.Context, ic *imapConn, validity uint32,
 	if raw == nil { // expunged meanwhile
 		return nil
 	}
-	opts := in.cfg.Parse
-	opts.MaxBytes = int(in.cfg.MaxMessageBytes)
-	opts.ReceivedAt = in.cfg.Now()
-	if len(opts.ConversationKey) == 0 {
-		opts.ConversationKey = in.cfg.ConversationKey
-	}
+	var msg envelope.Inbound
 	p, err := ParseMessage(raw, opts)
 	if err != nil {
-		log.Warn("inbound mail unreadable; moved aside", "error", err)
-		return in.moveProcessed(ic, uidSet)
+		msg = unreadableInbound(raw, err, opts.ReceivedAt)
+		log.Warn("inbound mail unreadable; recorded as ignored and moved aside", "error", err, "oversize", oversize)
+	} else {
+		msg = p.Inbound
+		if len(p.Warnings) > 0 && !oversize { // a header alone has no body to read
+			// What could not be read: the message goes on with the rest.
+			log.Warn("inbound mail partly unreadable", "warnings", p.Warnings)
+		}
 	}
-	msg := p.Inbound
-	if len(p.Warnings) > 0 {
-		// What could not be read: the message goes on with the rest.
-		log.Warn("inbound mail partly unreadable", "warnings", p.Warnings)
-	}
+	// The dedup key of a message without a Message-ID hashes the bytes
+	// fetched (the header alone of an oversize message).
 	seenKey := "imap-msgid/" + dedupKey(msg.MessageID, raw)
+	if err != nil && msg.MessageID == "" {
+		msg.MessageID = dedupKey("", raw)
+	}
+	if oversize {
+		msg.IgnoredBecause = tooLargeReason(size, in.cfg.MaxMessageBytes)
+		log.Warn("inbound mail too large: its header alone is handed on, as ignored", "bytes", size,
+			"limit", in.cfg.MaxMessageBytes, "from", msg.From, "message_id", msg.MessageID)
+	}
 	if _, seen, err := in.kv.GetKV(ctx, seenKey); err != nil {
 		return fmt.Errorf("check message id: %w", err)
 	} else if seen {
@@ -529,6 +558,90 @@ func (in *Intake) processOne(ctx context.Context, ic *imapConn, validity uint32,
 		return fmt.Errorf("record message id: %w", err)
 	}
 	return in.moveProcessed(ic, uidSet)
+}
+
+// maxUnreadableReason bounds the parse error quoted in IgnoredBecause
+// (it may quote the message).
+const maxUnreadableReason = 300
+
+// unreadableInbound is what is known of a message ParseMessage refused:
+// the channel, and From, Subject and Message-ID when header fields so
+// named can be found (the caller puts the dedup key in place of a missing
+// Message-ID), and why. Its sender is not verified (AuthFailed).
+func unreadableInbound(raw []byte, parseErr error, receivedAt time.Time) envelope.Inbound {
+	reason := strings.Join(strings.Fields(strings.ToValidUTF8(parseErr.Error(), "?")), " ")
+	if len(reason) > maxUnreadableReason {
+		reason = capText(reason, maxUnreadableReason) + "…"
+	}
+	h := salvageHeader(raw)
+	in := envelope.Inbound{Channel: envelope.ChannelEmail, MessageID: firstMsgID(h.Get("Message-Id")), ReceivedAt: receivedAt,
+		Subject: decodeHeader(h.Get("Subject")), AuthFailed: true, AuthDetail: "message unreadable", IgnoredBecause: "unreadable: " + reason}
+	if froms := addresses(h, "From"); len(froms) > 0 {
+		in.From = froms[0]
+	}
+	return in
+}
+
+// salvageMaxField bounds one salvaged header field.
+const salvageMaxField = 4 << 10
+
+// salvageHeader reads From, Subject and Message-ID from the lines before
+// the first empty line of raw, a header the parser refused (a line
+// without a colon, too long, no end): the first field of each name, with
+// its folded lines, at most salvageMaxField bytes each. Other lines are
+// skipped.
+func salvageHeader(raw []byte) message.Header {
+	var h message.Header
+	rest := raw
+	for len(rest) > 0 {
+		var line []byte
+		line, rest, _ = bytes.Cut(rest, []byte("\n"))
+		line = bytes.TrimRight(line, "\r")
+		if len(line) == 0 {
+			break
+		}
+		name, val, ok := bytes.Cut(line, []byte(":"))
+		if !ok {
+			continue
+		}
+		key := textproto.CanonicalMIMEHeaderKey(string(bytes.TrimSpace(name)))
+		if key != "From" && key != "Subject" && key != "Message-Id" {
+			continue
+		}
+		v := string(val)
+		for len(rest) > 0 && (rest[0] == ' ' || rest[0] == '\t') {
+			var cont []byte
+			cont, rest, _ = bytes.Cut(rest, []byte("\n"))
+			if len(v) < salvageMaxField {
+				v += string(bytes.TrimRight(cont, "\r")) // unfolded: the line break goes, the space stays
+			}
+		}
+		if !h.Has(key) {
+			h.Set(key, strings.TrimSpace(capText(strings.ToValidUTF8(v, "?"), salvageMaxField)))
+		}
+	}
+	return h
+}
+
+// tooLargeReason says why an oversize message was not read.
+func tooLargeReason(size, limit int64) string {
+	return fmt.Sprintf("message of %s is over the limit of %s (email.imap.max_message_bytes)", humanBytes(size), humanBytes(limit))
+}
+
+// humanBytes writes n in MiB, or KiB below 1 MiB, or bytes below 1 KiB,
+// with at most one decimal.
+func humanBytes(n int64) string {
+	f := func(v float64, unit string) string {
+		s := strconv.FormatFloat(v, 'f', 1, 64)
+		return strings.TrimSuffix(s, ".0") + " " + unit
+	}
+	switch {
+	case n < 1<<10:
+		return strconv.FormatInt(n, 10) + " bytes"
+	case n < 1<<20:
+		return f(float64(n)/(1<<10), "KiB")
+	}
+	return f(float64(n)/(1<<20), "MiB")
 }
 
 // moveProcessed marks a message \Seen and moves it to the processed

@@ -212,28 +212,47 @@ func TestIntakeMailboxRules(t *testing.T) {
 	cfg.Parse.MaxHeaderBytes = 8 << 10
 	runIntake(t, cfg, db, dec)
 
-	poll.Eventually(t, 10*time.Second, "two replies handled", func() bool { return len(dec.inbound()) == 2 })
+	poll.Eventually(t, 10*time.Second, "four mails handled", func() bool { return len(dec.inbound()) == 4 })
 	got := dec.inbound()
-	if got[0].MessageID != "m1@example.com" || got[0].Text != "Approve" || got[0].Token != tokA || got[0].TokenSource != SourceReplyTo {
+	if got[0].MessageID != "m1@example.com" || got[0].Text != "Approve" || got[0].Token != tokA || got[0].TokenSource != SourceReplyTo ||
+		got[0].IgnoredBecause != "" {
 		t.Errorf("first: %+v", got[0])
 	}
-	if got[1].MessageID != "m4@example.com" || got[1].Text != "Deny" {
-		t.Errorf("second: %+v", got[1])
+	// The oversize reply: its header alone, ignored, with the sizes.
+	big := got[1]
+	if big.MessageID != "big@example.com" || big.From != "alice@example.com" || big.Subject != "Re: Approval needed" ||
+		big.Text != "" || big.FullText != "" || !strings.HasPrefix(big.IgnoredBecause, "message of 39.") ||
+		!strings.HasSuffix(big.IgnoredBecause, " KiB is over the limit of 31.2 KiB (email.imap.max_message_bytes)") {
+		t.Errorf("oversize: %+v", big)
 	}
-	if n := dec.callCount(); n != 4 { // 2 failures, then m1, m4
+	// The unreadable mail has no Message-ID: the dedup key names it.
+	junk := "X-Junk: " + strings.Repeat("y", 20_000) + "\r\n\r\nno header end"
+	if u := got[2]; u.Channel != envelope.ChannelEmail || u.MessageID != dedupKey("", []byte(junk)) || u.From != "" || !u.AuthFailed ||
+		!strings.HasPrefix(u.IgnoredBecause, "unreadable: unreadable message header") || len(u.IgnoredBecause) > 20+maxUnreadableReason {
+		t.Errorf("unreadable: %+v", u)
+	}
+	if got[3].MessageID != "m4@example.com" || got[3].Text != "Deny" || got[3].IgnoredBecause != "" {
+		t.Errorf("last: %+v", got[3])
+	}
+	if n := dec.callCount(); n != 6 { // 2 failures, then m1, big, junk, m4
 		t.Errorf("decider called %d times", n)
 	}
-	// Handled, duplicate and unreadable mail is moved (and \Seen); the
-	// oversize message stays, unread, for a person to look at.
+	// Every mail is moved (and \Seen): handled, oversize, unreadable and
+	// the duplicate.
 	poll.Eventually(t, 5*time.Second, "mail moved", func() bool {
 		n, _ := person.count("INBOX")
-		return n == 1
+		return n == 0
 	})
-	if n, seen := person.count("Processed"); n != 4 || seen != 4 {
+	if n, seen := person.count("Processed"); n != 5 || seen != 5 {
 		t.Errorf("Processed: %d messages, %d seen", n, seen)
 	}
-	if n, seen := person.count("INBOX"); n != 1 || seen != 0 {
-		t.Errorf("INBOX: %d messages, %d seen", n, seen)
+	for _, id := range []string{"m1@example.com", "big@example.com", "m4@example.com"} {
+		if _, ok, _ := db.GetKV(context.Background(), "imap-msgid/"+dedupKey(id, nil)); !ok {
+			t.Errorf("%s not recorded as processed", id)
+		}
+	}
+	if _, ok, _ := db.GetKV(context.Background(), "imap-msgid/"+dedupKey("", []byte(junk))); !ok {
+		t.Error("the unreadable mail is not recorded as processed")
 	}
 	poll.Eventually(t, 5*time.Second, "cursor past the last message", func() bool {
 		cur, _, _ := db.GetKV(context.Background(), "imap/INBOX")

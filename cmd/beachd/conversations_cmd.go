@@ -15,8 +15,63 @@ import (
 // ConversationsCmd groups the conversation commands; they talk to a running
 // beachd.
 type ConversationsCmd struct {
-	List ConversationsListCmd `cmd:"" help:"List conversations, most recently active first: agent, channel, our address, the people in it, turns."`
-	Show ConversationsShowCmd `cmd:"" help:"Show a conversation (cnv_…): its binding and its messages both ways, with the state of each answer."`
+	List  ConversationsListCmd  `cmd:"" help:"List conversations, most recently active first: agent, channel, our address, the people in it, turns."`
+	Show  ConversationsShowCmd  `cmd:"" help:"Show a conversation (cnv_…): its binding and its messages both ways, with the state of each answer."`
+	Turns ConversationsTurnsCmd `cmd:"" help:"List the turn outbox: each message sent (or to send) to an agent, its state, attempts and last error."`
+	Retry ConversationsRetryCmd `cmd:"" help:"Send a dead turn (trn_…) to the agent again."`
+}
+
+// ConversationsTurnsCmd lists turns.
+type ConversationsTurnsCmd struct {
+	apiFlags
+	State string `help:"queued, sending, answered or dead." enum:",queued,sending,answered,dead" default:""`
+	Limit int    `default:"100" help:"At most this many."`
+	JSON  bool   `name:"json" help:"Print JSON."`
+}
+
+// Run lists the turns.
+func (c *ConversationsTurnsCmd) Run(g *globals) error {
+	q := url.Values{}
+	setParam(q, "state", c.State)
+	q.Set("limit", fmt.Sprint(c.Limit))
+	var raw json.RawMessage
+	if err := c.call("GET", "/v1/turns?"+q.Encode(), nil, &raw); err != nil {
+		return err
+	}
+	if c.JSON {
+		return printJSON(g.stdout, raw)
+	}
+	var out struct {
+		Turns []api.TurnItem `json:"turns"`
+	}
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return fmt.Errorf("decode turns: %w", err)
+	}
+	tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TURN\tCREATED\tAGENT\tCONVERSATION\tSTATE\tATTEMPTS\tLAST ERROR")
+	for _, t := range out.Turns {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", t.ID, stamp(t.CreatedAt), t.Agent, t.ConversationID, t.State, t.Attempts,
+			dash(clip(t.LastError, 60)))
+	}
+	return tw.Flush()
+}
+
+// ConversationsRetryCmd retries a dead turn.
+type ConversationsRetryCmd struct {
+	apiFlags
+	ID string `arg:"" help:"The turn (trn_…)."`
+}
+
+// Run retries the turn.
+func (c *ConversationsRetryCmd) Run(g *globals) error {
+	var out struct {
+		Turn api.TurnItem `json:"turn"`
+	}
+	if err := c.call("POST", "/v1/turns/"+url.PathEscape(c.ID)+"/retry", nil, &out); err != nil {
+		return err
+	}
+	fmt.Fprintf(g.stdout, "%s is %s again: it goes to %s now\n", out.Turn.ID, out.Turn.State, out.Turn.Agent)
+	return nil
 }
 
 // ConversationsListCmd lists conversations.

@@ -59,6 +59,7 @@ func (a *app) wireConversations() error {
 		names[n] = true
 	}
 	a.routes = append(a.routes, api.ConversationRoutes(routerViews{r}, names, a.log.With("component", "api"))...)
+	a.routes = append(a.routes, api.TurnRoutes(routerViews{r}, a.log.With("component", "api"))...)
 	a.workers = append(a.workers, worker{name: "conversations", run: r.Run})
 	if a.dev {
 		var addrs []string
@@ -214,4 +215,33 @@ func (c *Config) conversationKeyIfKnown(use string) []byte {
 		return nil
 	}
 	return deriveConversationKey([]byte(secret), use)
+}
+
+var _ api.Turns = routerViews{}
+
+func turnItem(t *store.Turn) api.TurnItem {
+	return api.TurnItem{ID: t.ID, ConversationID: t.ConversationID, Agent: t.Agent, InboundID: t.InboundID, MessageID: t.MessageID,
+		State: t.State, Attempts: t.Attempts, NextAttemptAt: t.NextAttemptAt, LastError: t.LastError, TaskID: t.TaskID,
+		AnswerEnvelopeID: t.AnswerEnvelopeID, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
+}
+
+func (c routerViews) ListTurns(ctx context.Context, state string, limit int) ([]api.TurnItem, error) {
+	ts, err := c.r.Turns(ctx, state, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]api.TurnItem, 0, len(ts))
+	for _, t := range ts {
+		out = append(out, turnItem(t))
+	}
+	return out, nil
+}
+
+func (c routerViews) RetryTurn(ctx context.Context, id string) (*api.TurnItem, error) {
+	t, err := c.r.RetryTurn(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	it := turnItem(t)
+	return &it, nil
 }

@@ -1,0 +1,74 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/cool-ai/beachd/store"
+)
+
+type fakeTurns struct{ turns map[string]*TurnItem }
+
+func (f *fakeTurns) ListTurns(_ context.Context, state string, limit int) ([]TurnItem, error) {
+	var out []TurnItem
+	for _, t := range f.turns {
+		if (state == "" || t.State == state) && len(out) < limit {
+			out = append(out, *t)
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeTurns) RetryTurn(_ context.Context, id string) (*TurnItem, error) {
+	t, ok := f.turns[id]
+	if !ok {
+		return nil, fmt.Errorf("turn %s: %w", id, store.ErrNotFound)
+	}
+	if t.State != "dead" {
+		return nil, fmt.Errorf("turn is %s: %w", t.State, store.ErrBadState)
+	}
+	t.State = "queued"
+	return t, nil
+}
+
+func TestTurnRoutes(t *testing.T) {
+	f := &fakeTurns{turns: map[string]*TurnItem{
+		"trn_dead": {ID: "trn_dead", State: "dead", Agent: "travel"},
+		"trn_done": {ID: "trn_done", State: "answered", Agent: "travel"},
+	}}
+	mux := http.NewServeMux()
+	for _, r := range TurnRoutes(f, nil) {
+		mux.Handle(r.Method+" "+r.Pattern, r.Handler)
+	}
+	do := func(method, target string) (int, map[string]any) {
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, httptest.NewRequest(method, target, nil))
+		var body map[string]any
+		_ = json.Unmarshal(rec.Body.Bytes(), &body)
+		return rec.Code, body
+	}
+	if code, body := do("GET", "/v1/turns?state=dead"); code != 200 || len(body["turns"].([]any)) != 1 {
+		t.Errorf("dead turns: %d %v", code, body)
+	}
+	for _, q := range []string{"state=gone", "limit=0", "limit=x", "color=red", "state=dead&state=queued"} {
+		if code, body := do("GET", "/v1/turns?"+q); code != 400 || body["problems"] == nil {
+			t.Errorf("?%s: %d %v, want 400 naming the problem", q, code, body)
+		}
+	}
+	if code, _ := do("POST", "/v1/turns/trn_done/retry"); code != 409 {
+		t.Errorf("retry of an answered turn: %d, want 409", code)
+	}
+	if code, _ := do("POST", "/v1/turns/trn_nope/retry"); code != 404 {
+		t.Errorf("retry of an unknown turn: %d, want 404", code)
+	}
+	if code, _ := do("POST", "/v1/turns/dlv_x/retry"); code != 400 {
+		t.Errorf("retry of a delivery id: %d, want 400", code)
+	}
+	if code, body := do("POST", "/v1/turns/trn_dead/retry"); code != 200 || body["turn"].(map[string]any)["state"] != "queued" {
+		t.Errorf("retry of a dead turn: %d %v", code, body)
+	}
+}
