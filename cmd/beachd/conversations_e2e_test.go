@@ -794,6 +794,40 @@ func (cd *convDaemon) diagnose(rec *agentRecorder) string {
 	return b.String()
 }
 
+// inboundFor lists the inbound records whose text holds one of markers
+// ("channel marker" as the crash loop names them).
+func (cd *convDaemon) inboundFor(markers []string) string {
+	var b strings.Builder
+	after := ""
+	for page := 0; page < 100; page++ {
+		var v struct {
+			Inbound []map[string]any `json:"inbound"`
+			Next    string           `json:"next"`
+		}
+		path := "/v1/inbound?limit=1000"
+		if after != "" {
+			path += "&after=" + url.QueryEscape(after)
+		}
+		if code, err := getJSON(cd.base, path, &v); code != 200 || err != nil {
+			fmt.Fprintf(&b, "GET %s: %d %v\n", path, code, err)
+			return b.String()
+		}
+		for _, rec := range v.Inbound {
+			text, _ := rec["text"].(string)
+			for _, m := range markers {
+				if f := strings.Fields(m); len(f) > 1 && strings.Contains(text, f[1]) {
+					line, _ := json.Marshal(rec)
+					fmt.Fprintf(&b, "%s\n", line)
+				}
+			}
+		}
+		if after = v.Next; after == "" {
+			break
+		}
+	}
+	return b.String()
+}
+
 // sms posts a signed inbound SMS and returns the webhook's status.
 func (cd *convDaemon) sms(hc *http.Client, sid, from, body string) (int, string) {
 	return postTwilio(hc, cd.base, cd.publicURL, fakeTwilioToken, smsForm(sid, from, convAgentSMS, body))

@@ -1,5 +1,3 @@
-//go:build conversations_wip
-
 package main
 
 import (
@@ -11,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -22,12 +21,24 @@ import (
 	"github.com/cool-ai/beachd/channels/twilio/twiliotest"
 )
 
+// uniq drops repeats from s, keeping the first of each.
+func uniq(s []string) []string {
+	var out []string
+	for _, x := range s {
+		if !slices.Contains(out, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
 var crashMarker = regexp.MustCompile(`cv\d{5}`)
 
 // convInbound is one inbound message of the crash loop.
 type convInbound struct {
 	channel, from, marker, sid string
 	accepted                   bool // SMS: the webhook answered 2xx (mail: always, once processed)
+	posts                      int  // SMS: webhook posts (a repeat is Twilio's retry)
 }
 
 // TestCrashLoopConversations: people write to the agent by mail (filed
@@ -80,11 +91,10 @@ func TestCrashLoopConversations(t *testing.T) {
 	hc := &http.Client{Timeout: 5 * time.Second}
 	postSMS := func(in *convInbound) {
 		code, _ := cd.sms(hc, in.sid, in.from, "Crash text "+in.marker)
-		if code/100 == 2 {
-			mu.Lock()
-			in.accepted = true
-			mu.Unlock()
-		}
+		mu.Lock()
+		in.posts++
+		in.accepted = in.accepted || code/100 == 2
+		mu.Unlock()
 	}
 	unaccepted := func() []*convInbound {
 		mu.Lock()
@@ -169,23 +179,26 @@ func TestCrashLoopConversations(t *testing.T) {
 	}
 
 	// Every message makes one turn, and its answer reaches the person.
-	var answers map[string]int // channel|person|marker → answers sent
+	var answers map[string]int        // channel|person|marker → answers sent
+	var answerIDs map[string][]string // the same → Message-ID or Twilio SID of each
 	countAnswers := func() {
-		answers = map[string]int{}
+		answers, answerIDs = map[string]int{}, map[string][]string{}
 		for _, m := range sink.Messages() {
 			text := string(m.Raw)
 			if pm, err := mail.ReadMessage(bytes.NewReader(m.Raw)); err == nil {
 				text = mailText(pm)
 			}
-			for _, mk := range crashMarker.FindAllString(text, -1) {
+			for _, mk := range uniq(crashMarker.FindAllString(text, -1)) {
 				for _, to := range m.To {
 					answers["email|"+to+"|"+mk]++
+					answerIDs["email|"+to+"|"+mk] = append(answerIDs["email|"+to+"|"+mk], m.MessageID)
 				}
 			}
 		}
 		for _, m := range tw.Created() {
-			for _, mk := range crashMarker.FindAllString(m.Body, -1) {
+			for _, mk := range uniq(crashMarker.FindAllString(m.Body, -1)) {
 				answers["sms|"+m.To+"|"+mk]++
+				answerIDs["sms|"+m.To+"|"+mk] = append(answerIDs["sms|"+m.To+"|"+mk], m.SID+" "+m.Body)
 			}
 		}
 	}
@@ -200,7 +213,7 @@ func TestCrashLoopConversations(t *testing.T) {
 			case n > 1:
 				t.Fatalf("%s %s made %d turns (distinct messageIds) at the agent: %+v", in.channel, in.marker, n, turns)
 			case n == 0:
-				missingTurn = append(missingTurn, in.channel+" "+in.marker)
+				missingTurn = append(missingTurn, fmt.Sprintf("%s %s (%d posts)", in.channel, in.marker, in.posts))
 			default:
 				if answered(in) == 0 {
 					missingAnswer = append(missingAnswer, in.channel+" "+in.marker)
@@ -211,6 +224,7 @@ func TestCrashLoopConversations(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
+			t.Logf("the inbound records of the messages without a turn:\n%s", cd.inboundFor(missingTurn))
 			t.Fatalf("after %d kills: %d of %d messages made no turn %v, %d turns unanswered %v, %d mails left in the inbox\n%s",
 				kills, len(missingTurn), len(all), missingTurn, len(missingAnswer), missingAnswer, mp.count(imapc, "INBOX"), cd.stderr)
 		}
@@ -219,6 +233,7 @@ func TestCrashLoopConversations(t *testing.T) {
 	time.Sleep(time.Second) // a late second turn would show now
 	countAnswers()
 	mails, sms, requests, dupAnswers := 0, 0, 0, 0
+	dupByChannel, dupSample := map[string]int{}, []string(nil)
 	for _, in := range all {
 		turns := rec.Turns(in.marker)
 		if n := distinctMessages(turns); n != 1 {
@@ -226,6 +241,16 @@ func TestCrashLoopConversations(t *testing.T) {
 		}
 		requests += len(turns)
 		dupAnswers += answered(in) - 1
+		if answered(in) > 1 {
+			ids := answerIDs[in.channel+"|"+in.from+"|"+in.marker]
+			if in.channel == "email" && len(uniq(ids)) > 1 {
+				t.Errorf("mail %s was answered by %d different messages %v: one turn, one answer delivery", in.marker, len(uniq(ids)), ids)
+			}
+			dupByChannel[in.channel]++
+			if len(dupSample) < 3 {
+				dupSample = append(dupSample, fmt.Sprintf("%s %s: %q", in.channel, in.marker, answerIDs[in.channel+"|"+in.from+"|"+in.marker]))
+			}
+		}
 		if in.channel == "email" {
 			mails++
 		} else {
@@ -233,6 +258,10 @@ func TestCrashLoopConversations(t *testing.T) {
 		}
 	}
 	cd.stop()
+	// A kill interrupts at most the sends in flight (dispatch.workers, 8).
+	if bound := kills * 8; dupAnswers > bound {
+		t.Errorf("%d duplicate answers for %d kills of 8 workers (bound %d)", dupAnswers, kills, bound)
+	}
 
 	boltCheck := "ok"
 	db, err := bolt.Open(filepath.Join(cd.dataDir, "beachd.db"), 0o600, &bolt.Options{ReadOnly: true, Timeout: 5 * time.Second})
@@ -249,6 +278,6 @@ func TestCrashLoopConversations(t *testing.T) {
 		t.Errorf("bbolt check: %v", err)
 	}
 	db.Close()
-	t.Logf("kills %d: mails %d, SMS %d, one turn each (%d send requests for %d turns), answers delivered to every person (%d duplicate answers), bbolt check %s; %s",
-		kills, mails, sms, requests, len(all), dupAnswers, boltCheck, time.Since(start).Round(time.Second))
+	t.Logf("kills %d: mails %d, SMS %d, one turn each (%d send requests for %d turns), answers delivered to every person (%d duplicate answers; messages answered more than once by channel %v, e.g. %v), bbolt check %s; %s",
+		kills, mails, sms, requests, len(all), dupAnswers, dupByChannel, dupSample, boltCheck, time.Since(start).Round(time.Second))
 }
