@@ -222,6 +222,9 @@ func deadline(t *testing.T, s Subject) {
 	if slack := s.Deadline + 1500*time.Millisecond; took > slack {
 		t.Errorf("Deliver took %v against a %v deadline", took, s.Deadline)
 	}
+	if took < s.Deadline/2 {
+		t.Errorf("Deliver returned after %v, before the %v deadline: the provider did not hang (or the deliverer's own timeout is shorter), so nothing was checked", took, s.Deadline)
+	}
 	if err == nil {
 		t.Fatalf("a hung provider returned no error (result %+v)", res)
 	}
