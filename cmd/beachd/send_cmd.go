@@ -127,7 +127,7 @@ func parseRecipients(specs []string) ([]envelope.Recipient, error) {
 			return nil, fmt.Errorf("--to %q: expected channel:address", s)
 		}
 		r := envelope.Recipient{Channel: ch, Address: addr}
-		if ch == envelope.ChannelWebhook {
+		if spec, _ := envelope.Channel(ch); spec.Address == envelope.AddressEndpoint {
 			r = envelope.Recipient{Channel: ch, Endpoint: addr}
 		}
 		out = append(out, r)
