@@ -382,8 +382,21 @@ func (h *Handler) handleInbound(ctx context.Context, in envelope.Inbound) (int, 
 		return http.StatusInternalServerError, err.Error(), none
 	}
 	if !first {
-		h.log.Info("duplicate twilio inbound message; no effect", "channel", in.Channel, "from", redact(in.From))
-		return http.StatusOK, "", envelope.InboundResult{Outcome: "duplicate"}
+		// The seen mark is written before the decider records the message,
+		// the handled mark after: a stop between the two leaves a message
+		// seen but not handled, and its retry must still reach the decider
+		// (which knows a message it has recorded).
+		_, handled, err := h.store.GetKV(ctx, handledKey(in.MessageID))
+		if err != nil {
+			return http.StatusInternalServerError, err.Error(), none
+		}
+		if handled {
+			h.log.Info("duplicate twilio inbound message; no effect", "channel", in.Channel, "from", redact(in.From))
+			return http.StatusOK, "", envelope.InboundResult{Outcome: "duplicate"}
+		}
+		return h.decide(ctx, in, func(reason string) (int, string, envelope.InboundResult) {
+			return http.StatusInternalServerError, reason, none
+		})
 	}
 	fail := func(reason string) (int, string, envelope.InboundResult) {
 		if err := h.store.ForgetSeen(context.WithoutCancel(ctx), key); err != nil {
@@ -418,10 +431,22 @@ func (h *Handler) handleInbound(ctx context.Context, in envelope.Inbound) (int, 
 			h.log.Info("recipient opted back in", "channel", in.Channel, "from", redact(in.From))
 		}
 	}
+	return h.decide(ctx, in, fail)
+}
+
+// decide hands the message to the decider, then marks it handled.
+func (h *Handler) decide(ctx context.Context, in envelope.Inbound, fail func(string) (int, string, envelope.InboundResult)) (int, string, envelope.InboundResult) {
 	res, err := h.dec.HandleInbound(ctx, in)
 	if err != nil {
 		return fail("hand inbound message to approvals: " + err.Error())
 	}
+	if err := h.store.PutKV(ctx, handledKey(in.MessageID), []byte(h.cfg.Now().UTC().Format(time.RFC3339Nano))); err != nil {
+		// A retry asks the decider again, which knows the message.
+		h.log.Warn("mark twilio inbound message handled", "err", err)
+	}
 	h.log.Info("twilio inbound message handled", "channel", in.Channel, "from", redact(in.From), "outcome", res.Outcome)
 	return http.StatusOK, "", res
 }
+
+// handledKey marks an inbound message the decider has handled.
+func handledKey(messageSID string) string { return "twilio-handled/" + messageSID }

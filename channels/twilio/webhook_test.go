@@ -171,6 +171,25 @@ func TestDuplicateWebhookHasNoSecondEffect(t *testing.T) {
 	}
 }
 
+// TestRetryAfterStopBeforeDecisionIsDecided: beachd stopped after marking
+// the message seen and before the decider recorded it (no answer reached
+// Twilio); Twilio's retry is handed to the decider, once.
+func TestRetryAfterStopBeforeDecisionIsDecided(t *testing.T) {
+	e := newHook(t)
+	if _, err := e.db.MarkSeen(context.Background(), "msg/SM1f0e8ae6ade43cb3c0ce4525424e404f"); err != nil {
+		t.Fatal(err)
+	}
+	body := readTestdata(t, "sms_inbound.form")
+	for i := 0; i < 2; i++ {
+		if w := e.post(body, ""); w.Code != 200 {
+			t.Fatalf("try %d: status %d", i, w.Code)
+		}
+	}
+	if n := len(e.dec.all()); n != 1 {
+		t.Errorf("decider called %d times, want 1", n)
+	}
+}
+
 func TestDeciderFailureLetsTwilioRetry(t *testing.T) {
 	e := newHook(t)
 	body := readTestdata(t, "sms_inbound.form")
