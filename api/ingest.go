@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/mail"
-	"regexp"
 	"strings"
 	"time"
 
@@ -266,9 +264,9 @@ func (in *Ingester) ingestExtra(ctx context.Context, env *envelope.Envelope, raw
 			nd.ApprovalIDs = per[i]
 		}
 		ing.Deliveries = append(ing.Deliveries, nd)
-		if nd.Held && nd.Channel == envelope.ChannelWhatsApp {
-			// The answer waits for the person to write again; WhatsApp's
-			// window template, sent now, asks them to.
+		if spec, _ := envelope.Channel(nd.Channel); nd.Held && spec.Inbound.Window > 0 {
+			// The answer waits for the person to write again; the
+			// channel's window template, sent now, asks them to.
 			ing.Deliveries = append(ing.Deliveries, windowTemplate(nd))
 		}
 	}
@@ -368,13 +366,8 @@ func (in *Ingester) resolveConversations(ctx context.Context, to []envelope.Reci
 // ApproverKey is the key of a recipient in IngestConfig.Approvers: a
 // number stands for its SMS and WhatsApp recipients alike.
 func ApproverKey(r envelope.Recipient) string {
-	switch r.Channel {
-	case envelope.ChannelEmail:
-		return "email:" + strings.ToLower(r.Address)
-	case envelope.ChannelSMS, envelope.ChannelWhatsApp:
-		return "number:" + strings.TrimPrefix(r.Address, "whatsapp:")
-	case envelope.ChannelWebhook:
-		return "webhook:" + r.Endpoint
+	if spec, ok := envelope.Channel(r.Channel); ok {
+		return spec.RecipientKey(r)
 	}
 	return r.Channel + ":" + r.Target()
 }
@@ -424,20 +417,10 @@ func (in *Ingester) approvalConflict(ctx context.Context, env *envelope.Envelope
 	return &ConflictError{Problems: probs, Err: err}
 }
 
-var e164 = regexp.MustCompile(`^\+[1-9][0-9]{6,14}$`)
-
 // NormalizeEmail checks an RFC 5322 address and returns its addr-spec with
 // the domain lower-cased.
 func NormalizeEmail(s string) (string, error) {
-	a, err := mail.ParseAddress(s)
-	if err != nil {
-		return "", fmt.Errorf("not an RFC 5322 address: %v", err)
-	}
-	at := strings.LastIndexByte(a.Address, '@')
-	if at <= 0 || at == len(a.Address)-1 {
-		return "", fmt.Errorf("not an address with a domain")
-	}
-	return a.Address[:at] + "@" + strings.ToLower(a.Address[at+1:]), nil
+	return envelope.MustChannel(envelope.ChannelEmail).Normalize(s)
 }
 
 // checkRecipients checks to; refused is how many recipients were already
@@ -461,34 +444,36 @@ func (in *Ingester) checkRecipients(to []envelope.Recipient, refused int) ([]env
 		path := fmt.Sprintf("to[%d]", i)
 		before := len(probs)
 		key := ""
-		switch r.Channel {
-		case envelope.ChannelEmail:
-			a, err := NormalizeEmail(r.Address)
-			if err != nil {
-				add(path+".address", "%v", err)
-			}
+		if r.Channel == "" {
+			add(path+".channel", "required: one of %s", strings.Join(envelope.ChannelNames(), ", "))
+			continue
+		}
+		spec, err := envelope.LookupChannel(r.Channel)
+		if err != nil {
+			add(path+".channel", "%v", err)
+			continue
+		}
+		field := "address"
+		if spec.Address == envelope.AddressEndpoint {
+			field = "endpoint"
+		}
+		a, err := spec.Normalize(spec.Target(r))
+		switch {
+		case err != nil:
+			add(path+"."+field, "%v", err)
+		case spec.Address == envelope.AddressEndpoint && !in.cfg.Endpoints[a]:
+			add(path+"."+field, "unknown webhook endpoint %q (configure it under webhooks.endpoints)", a)
+		}
+		if spec.Address == envelope.AddressEndpoint {
+			r.Endpoint = a
+		} else {
 			r.Address = a
+		}
+		if spec.Address == envelope.AddressEmail {
 			// Two spellings of one mailbox are one recipient: approvals
 			// bind a mailbox case-insensitively, and two handles for it
 			// would leave neither answer valid.
-			key = strings.ToLower(a)
-		case envelope.ChannelSMS, envelope.ChannelWhatsApp:
-			r.Address = strings.TrimPrefix(r.Address, "whatsapp:")
-			if !e164.MatchString(r.Address) {
-				add(path+".address", "must be an E.164 number like +447700900123, got %q", r.Address)
-			}
-		case envelope.ChannelWebhook:
-			if r.Endpoint == "" {
-				add(path+".endpoint", "required for the webhook channel")
-			} else if !in.cfg.Endpoints[r.Endpoint] {
-				add(path+".endpoint", "unknown webhook endpoint %q (configure it under webhooks.endpoints)", r.Endpoint)
-			}
-		case "":
-			add(path+".channel", "required: one of %s", strings.Join(envelope.Channels, ", "))
-			continue
-		default:
-			add(path+".channel", "unknown channel %q: one of %s", r.Channel, strings.Join(envelope.Channels, ", "))
-			continue
+			key = spec.Fold(a)
 		}
 		if envelope.KnownChannel(r.Channel) && !in.cfg.Channels[r.Channel] {
 			add(path+".channel", "channel %q is not configured on this beachd", r.Channel)

@@ -63,11 +63,9 @@ func (s *Service) HandleInbound(ctx context.Context, in envelope.Inbound) (envel
 func (s *Service) handleInbound(ctx context.Context, in envelope.Inbound) (envelope.InboundResult, error) {
 	now := s.cfg.Now()
 	in.Channel = strings.ToLower(strings.TrimSpace(in.Channel))
-	switch in.Channel {
-	case envelope.ChannelEmail:
-		in.From = normaliseEmail(in.From)
-	case envelope.ChannelSMS, envelope.ChannelWhatsApp:
-		in.From = normaliseNumber(in.From)
+	spec, known := envelope.Channel(in.Channel)
+	if known {
+		in.From = spec.Fold(in.From)
 	}
 	if seen, err := s.db.InboundSeen(ctx, in.Channel, in.MessageID); err != nil {
 		return envelope.InboundResult{}, err
@@ -105,7 +103,7 @@ func (s *Service) handleInbound(ctx context.Context, in envelope.Inbound) (envel
 	case in.TokenConflict:
 		return note(OutcomeIgnored, nil, "two different approval tokens in one message")
 	}
-	if in.Channel == envelope.ChannelSMS || (in.Channel == envelope.ChannelWhatsApp && in.ButtonPayload == "") {
+	if spec.Inbound.CarrierKeywords && in.ButtonPayload == "" {
 		if IsOptOut(in.Text) {
 			return note(OutcomeOptOut, nil, "carrier opt-out keyword")
 		}
@@ -142,21 +140,25 @@ func (s *Service) handleInbound(ctx context.Context, in envelope.Inbound) (envel
 	}
 
 	// Sender binding: only the recipient the token was issued to decides.
-	switch in.Channel {
-	case envelope.ChannelEmail:
-		if in.AuthFailed {
-			return note(OutcomeQuarantined, bd, "Authentication-Results: "+in.AuthDetail)
-		}
-		if !sameAddress(in.Channel, in.From, bd.b.Recipient) {
-			return note(OutcomeWrongSender, bd, "From is not the recipient the token was issued to")
-		}
-	case envelope.ChannelSMS, envelope.ChannelWhatsApp:
-		if !sameAddress(in.Channel, in.From, bd.b.Recipient) {
-			return note(OutcomeWrongSender, bd, "From is not the number the approval was sent to")
-		}
-	case envelope.ChannelWebhook:
-		if in.From != "" && in.From != bd.b.Recipient {
-			return note(OutcomeWrongSender, bd, "endpoint is not the one the token was issued to")
+	if in.AuthFailed {
+		return note(OutcomeQuarantined, bd, "Authentication-Results: "+in.AuthDetail)
+	}
+	if known {
+		switch spec.Address {
+		case envelope.AddressEmail:
+			if !sameAddress(in.Channel, in.From, bd.b.Recipient) {
+				return note(OutcomeWrongSender, bd, "From is not the recipient the token was issued to")
+			}
+		case envelope.AddressNumber:
+			if !sameAddress(in.Channel, in.From, bd.b.Recipient) {
+				return note(OutcomeWrongSender, bd, "From is not the number the approval was sent to")
+			}
+		case envelope.AddressEndpoint:
+			if in.From != "" && in.From != bd.b.Recipient {
+				return note(OutcomeWrongSender, bd, "endpoint is not the one the token was issued to")
+			}
+		default:
+			return envelope.InboundResult{}, fmt.Errorf("channel %q: address kind %q has no sender check", in.Channel, spec.Address)
 		}
 	}
 
@@ -165,7 +167,7 @@ func (s *Service) handleInbound(ctx context.Context, in envelope.Inbound) (envel
 	switch {
 	case bd.b.Kind == KindButton:
 		decision = bd.b.Decision
-	case in.Decision != "" && (in.Channel == ChannelLink || in.Channel == envelope.ChannelWebhook):
+	case in.Decision != "" && (in.Channel == ChannelLink || spec.Supports(envelope.HandleSigned)):
 		decision, reason = in.Decision, strings.TrimSpace(in.Reason)
 		if decision != envelope.DecisionGranted && decision != envelope.DecisionDenied {
 			return note(OutcomeNotUnderstood, bd, "decision "+fmt.Sprintf("%q", decision))
@@ -194,8 +196,21 @@ func (s *Service) handleInbound(ctx context.Context, in envelope.Inbound) (envel
 // message carries. outcome is "" when found, else no-token/unknown-token.
 func (s *Service) resolve(ctx context.Context, in envelope.Inbound) (*bound, string) {
 	var key, presented, code string
-	switch in.Channel {
-	case envelope.ChannelEmail, envelope.ChannelWebhook, ChannelLink:
+	spec, _ := envelope.Channel(in.Channel)
+	switch {
+	case spec.Supports(envelope.HandleButton) && in.ButtonPayload != "":
+		if _, _, ok := ParseButtonPayload(in.ButtonPayload); !ok {
+			return nil, OutcomeUnknownToken
+		}
+		presented, key = in.ButtonPayload, buttonKey(in.ButtonPayload)
+	case spec.Supports(envelope.HandleCode):
+		c, ok := s.presentedCode(in)
+		if !ok {
+			return nil, OutcomeNoToken
+		}
+		code = c
+		presented, key = code, codeKey(in.Channel, in.From, code)
+	case in.Channel == ChannelLink || spec.Supports(envelope.HandleToken):
 		if in.Token == "" {
 			return nil, OutcomeNoToken
 		}
@@ -209,20 +224,6 @@ func (s *Service) resolve(ctx context.Context, in envelope.Inbound) (*bound, str
 		} else {
 			key = tokenKey(tok)
 		}
-	case envelope.ChannelSMS, envelope.ChannelWhatsApp:
-		if in.Channel == envelope.ChannelWhatsApp && in.ButtonPayload != "" {
-			if _, _, ok := ParseButtonPayload(in.ButtonPayload); !ok {
-				return nil, OutcomeUnknownToken
-			}
-			presented, key = in.ButtonPayload, buttonKey(in.ButtonPayload)
-			break
-		}
-		c, ok := s.presentedCode(in)
-		if !ok {
-			return nil, OutcomeNoToken
-		}
-		code = c
-		presented, key = code, codeKey(in.Channel, in.From, code)
 	default:
 		return nil, OutcomeNoToken
 	}
@@ -236,10 +237,16 @@ func (s *Service) resolve(ctx context.Context, in envelope.Inbound) (*bound, str
 // verify checks a binding found for the presented token against the
 // message's channel and the key, and loads its approval.
 func (s *Service) verify(ctx context.Context, in envelope.Inbound, b *store.TokenBinding, presented, code string) (*bound, string) {
-	wantKind := map[string]string{envelope.ChannelEmail: KindToken, envelope.ChannelWebhook: KindToken, ChannelLink: KindLink,
-		envelope.ChannelSMS: KindCode, envelope.ChannelWhatsApp: KindCode}[in.Channel]
-	if in.ButtonPayload != "" && in.Channel == envelope.ChannelWhatsApp {
+	wantKind := ""
+	switch spec, _ := envelope.Channel(in.Channel); {
+	case in.Channel == ChannelLink:
+		wantKind = KindLink
+	case spec.Supports(envelope.HandleButton) && in.ButtonPayload != "":
 		wantKind = KindButton
+	case spec.Supports(envelope.HandleCode):
+		wantKind = KindCode
+	case spec.Supports(envelope.HandleToken):
+		wantKind = KindToken
 	}
 	if b.Kind != wantKind || (in.Channel != ChannelLink && b.Channel != in.Channel) ||
 		(in.Channel == ChannelLink && !s.linksFor(b.Channel)) {
@@ -260,7 +267,8 @@ func (s *Service) verify(ctx context.Context, in envelope.Inbound, b *store.Toke
 // isCodeMessage: an SMS, or a WhatsApp text (not a button), answers with
 // a short code.
 func isCodeMessage(in envelope.Inbound) bool {
-	return in.Channel == envelope.ChannelSMS || (in.Channel == envelope.ChannelWhatsApp && in.ButtonPayload == "")
+	spec, _ := envelope.Channel(in.Channel)
+	return spec.Supports(envelope.HandleCode) && in.ButtonPayload == ""
 }
 
 // presentedCode is the short code a message carries: the channel's parsed
@@ -316,7 +324,8 @@ func (s *Service) apply(ctx context.Context, bd *bound, in envelope.Inbound, dec
 	}
 	// Wait (briefly) for the agent to take the decision where someone will
 	// be told about it: the confirmation says only what is true.
-	told := in.Channel != envelope.ChannelWebhook
+	spec, _ := envelope.Channel(in.Channel)
+	told := in.Channel == ChannelLink || spec.Human()
 	got, outcome, stop, err := s.decideWatched(ctx, store.Decision{ApprovalID: a.ID, State: state, Reason: reason, DecidedBy: bd.b.Recipient,
 		Channel: in.Channel, MessageID: in.MessageID, At: now}, told)
 	defer stop()
@@ -422,7 +431,7 @@ const (
 // the confirmation then threads under the reply, which threads under the
 // request.
 func requestMessageID(in envelope.Inbound) string {
-	if in.Channel != envelope.ChannelEmail {
+	if spec, _ := envelope.Channel(in.Channel); spec.Class != envelope.ClassEmail {
 		return ""
 	}
 	if in.Token != "" {
@@ -439,10 +448,8 @@ func requestMessageID(in envelope.Inbound) string {
 // channel can carry it (not the link page, which shows it itself). A mail
 // is threaded under the request it answers (In-Reply-To and References).
 func (s *Service) confirm(ctx context.Context, in envelope.Inbound, to, text string) {
-	switch in.Channel {
-	case envelope.ChannelEmail, envelope.ChannelSMS, envelope.ChannelWhatsApp:
-	default:
-		return
+	if spec, ok := envelope.Channel(in.Channel); !ok || !spec.Inbound.Accepts {
+		return // the link page shows it itself; a webhook peer has its answer
 	}
 	if s.enq == nil || to == "" {
 		return
@@ -452,7 +459,7 @@ func (s *Service) confirm(ctx context.Context, in envelope.Inbound, to, text str
 		Meta:  envelope.Meta{SessionID: "beachd-approvals", TurnID: "confirm-" + s.db.NewID(""), ProducedAt: s.cfg.Now().UTC(), FinalizedBy: "complete"}}
 	rcpt := []envelope.Recipient{{Channel: in.Channel, Address: to}}
 	var err error
-	if re, ok := s.enq.(ReplyEnqueuer); ok && in.Channel == envelope.ChannelEmail && requestMessageID(in) != "" {
+	if re, ok := s.enq.(ReplyEnqueuer); ok && requestMessageID(in) != "" {
 		id := requestMessageID(in)
 		_, err = re.EnqueueReply(ctx, env, rcpt, map[string]string{extraInReplyTo: id, extraReferences: "<" + id + ">"}, "", "approvals")
 	} else {

@@ -224,7 +224,7 @@ func (s *Service) Prepare(ctx context.Context, env *envelope.Envelope, to []enve
 		// only their links.
 		var probs []envelope.Problem
 		for i, r := range to {
-			if r.Channel == envelope.ChannelEmail {
+			if spec, _ := envelope.Channel(r.Channel); spec.Class == envelope.ClassEmail {
 				probs = append(probs, envelope.Problem{Path: fmt.Sprintf("to[%d]", i),
 					Reason: fmt.Sprintf("the envelope asks %d approvals, and with approvals.email_links off a mail can ask one (it is answered by reply): send one envelope per approval", len(reqs))})
 			}
@@ -251,10 +251,7 @@ func (s *Service) Prepare(ctx context.Context, env *envelope.Envelope, to []enve
 			Tokens: map[string]store.TokenBinding{},
 		}
 		for i, r := range to {
-			addr := r.Target()
-			if r.Channel == envelope.ChannelEmail {
-				addr = normaliseEmail(addr)
-			}
+			addr := foldAddress(r.Channel, r.Target())
 			rc, err := s.mintRecipient(ctx, req.ApprovalID, r.Channel, addr, na.Tokens)
 			if err != nil {
 				return nil, nil, err
@@ -303,14 +300,15 @@ func (s *Service) tokenKeys(id, channel, addr, nonce string) map[string]store.To
 		return store.TokenBinding{ApprovalID: id, Channel: channel, Recipient: addr, Kind: kind, Decision: decision}
 	}
 	out := map[string]store.TokenBinding{}
-	switch channel {
-	case envelope.ChannelEmail, envelope.ChannelWebhook:
+	spec, _ := envelope.Channel(channel)
+	if spec.Supports(envelope.HandleToken) {
 		out[tokenKey(s.m.token(KindToken, id, channel, addr, nonce))] = bind(KindToken, "")
 		out[linkKey(s.m.token(KindLink, id, channel, addr, nonce))] = bind(KindLink, "")
-	case envelope.ChannelSMS:
+	}
+	if spec.Supports(envelope.HandleCode) {
 		out[codeKey(channel, addr, s.m.code(id, channel, addr, nonce, s.cfg.CodeDigits))] = bind(KindCode, "")
-	case envelope.ChannelWhatsApp:
-		out[codeKey(channel, addr, s.m.code(id, channel, addr, nonce, s.cfg.CodeDigits))] = bind(KindCode, "")
+	}
+	if spec.Supports(envelope.HandleButton) {
 		for _, d := range []string{envelope.DecisionGranted, envelope.DecisionDenied} {
 			out[buttonKey(id+":"+s.m.buttonNonce(id, addr, nonce, d))] = bind(KindButton, d)
 		}
@@ -350,10 +348,7 @@ func (s *Service) Handles(ctx context.Context, d *store.Delivery, env *envelope.
 		if err := json.Unmarshal(a.Request, &req); err != nil {
 			return nil, fmt.Errorf("approval %s: decode request: %w", id, err)
 		}
-		addr := d.To
-		if d.Channel == envelope.ChannelEmail {
-			addr = normaliseEmail(addr)
-		}
+		addr := foldAddress(d.Channel, d.To)
 		var rc *store.ApprovalRecipient
 		for i := range a.Recipients {
 			if a.Recipients[i].Channel == d.Channel && a.Recipients[i].Address == addr {
@@ -364,16 +359,20 @@ func (s *Service) Handles(ctx context.Context, d *store.Delivery, env *envelope.
 			return nil, fmt.Errorf("approval %s was not issued to this delivery's recipient", id)
 		}
 		h := render.ApprovalHandle{ApprovalID: id, Request: req, ExpiresAt: a.ExpiresAt}
-		switch d.Channel {
-		case envelope.ChannelEmail, envelope.ChannelWebhook:
+		spec, err := envelope.LookupChannel(d.Channel)
+		if err != nil {
+			return nil, fmt.Errorf("handles for %s: %w", d.ID, err)
+		}
+		if spec.Supports(envelope.HandleToken) {
 			h.Token = s.m.token(KindToken, id, rc.Channel, rc.Address, rc.Nonce)
 			if s.cfg.PublicURL != "" && s.linksFor(d.Channel) {
 				h.LinkURL = s.cfg.PublicURL + "/a/" + s.m.token(KindLink, id, rc.Channel, rc.Address, rc.Nonce)
 			}
-		case envelope.ChannelSMS:
+		}
+		if spec.Supports(envelope.HandleCode) {
 			h.Code = s.m.code(id, rc.Channel, rc.Address, rc.Nonce, s.cfg.CodeDigits)
-		case envelope.ChannelWhatsApp:
-			h.Code = s.m.code(id, rc.Channel, rc.Address, rc.Nonce, s.cfg.CodeDigits)
+		}
+		if spec.Supports(envelope.HandleButton) {
 			h.Buttons = []render.Button{
 				{Title: "Approve", Payload: id + ":" + s.m.buttonNonce(id, rc.Address, rc.Nonce, envelope.DecisionGranted)},
 				{Title: "Deny", Payload: id + ":" + s.m.buttonNonce(id, rc.Address, rc.Nonce, envelope.DecisionDenied)},
@@ -387,7 +386,8 @@ func (s *Service) Handles(ctx context.Context, d *store.Delivery, env *envelope.
 // linksFor reports whether recipients on channel may decide through the
 // confirmation page.
 func (s *Service) linksFor(channel string) bool {
-	return !(s.cfg.NoEmailLinks && channel == envelope.ChannelEmail)
+	spec, _ := envelope.Channel(channel)
+	return !(s.cfg.NoEmailLinks && spec.Class == envelope.ClassEmail)
 }
 
 // Summary is the one-line description of what an approval asks for.

@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"github.com/cool-ai/beachd/envelope"
 	"strings"
 	"unicode"
 )
@@ -94,15 +95,18 @@ func isBase32Lower(r rune) bool { return (r >= 'a' && r <= 'z') || (r >= '2' && 
 func isDigits(s string) bool {
 	return s != "" && strings.IndexFunc(s, func(r rune) bool { return r < '0' || r > '9' }) < 0
 }
-func normaliseNumber(s string) string {
-	return strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(s), "whatsapp:"))
-}
-func normaliseEmail(s string) string { return strings.ToLower(strings.TrimSpace(s)) }
-func sameAddress(channel, a, b string) bool {
-	if channel == "email" {
-		return equalConstantTime(normaliseEmail(a), normaliseEmail(b))
+
+// foldAddress is the comparison form of an address on channel (its spec's
+// Fold); an address on a name that is not a channel (the link page) is
+// kept as is.
+func foldAddress(channel, addr string) string {
+	if spec, ok := envelope.Channel(channel); ok {
+		return spec.Fold(addr)
 	}
-	return equalConstantTime(normaliseNumber(a), normaliseNumber(b))
+	return addr
+}
+func sameAddress(channel, a, b string) bool {
+	return equalConstantTime(foldAddress(channel, a), foldAddress(channel, b))
 }
 
 // ParseToken checks an email or link token: 26 characters of [a-z2-7]

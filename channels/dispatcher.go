@@ -55,7 +55,9 @@ type DispatcherConfig struct {
 	Workers int
 	// ClaimBatch bounds one claim transaction; default Workers.
 	ClaimBatch int
-	// Policies per channel; channels without one use WebhookPolicy.
+	// Policies per channel; a channel without one uses its spec's profile
+	// (DefaultPolicy), and a deliverer for a channel with neither is
+	// refused by NewDispatcher.
 	Policies map[string]Policy
 	// IdleWait bounds a sleep when nothing is due; default 1s.
 	IdleWait time.Duration
@@ -109,6 +111,18 @@ func NewDispatcher(cfg DispatcherConfig, db *store.DB, deliverers map[string]Del
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	policies := make(map[string]Policy, len(deliverers))
+	for ch := range deliverers {
+		p, ok := cfg.Policies[ch]
+		if !ok {
+			var err error
+			if p, err = DefaultPolicy(ch); err != nil {
+				return nil, fmt.Errorf("dispatcher: a deliverer for channel %q, which has no retry policy: %w", ch, err)
+			}
+		}
+		policies[ch] = p
+	}
+	cfg.Policies = policies
 	lease := time.Duration(0)
 	for ch := range deliverers {
 		if t := cfg.policy(ch).Timeout; t > lease {
@@ -122,18 +136,10 @@ func NewDispatcher(cfg DispatcherConfig, db *store.DB, deliverers map[string]Del
 		lease: lease, wake: make(chan struct{}, 1)}, nil
 }
 
-func (c DispatcherConfig) policy(channel string) Policy {
-	if p, ok := c.Policies[channel]; ok {
-		return p
-	}
-	switch channel {
-	case envelope.ChannelEmail:
-		return EmailPolicy
-	case envelope.ChannelSMS, envelope.ChannelWhatsApp:
-		return MessagingPolicy
-	}
-	return WebhookPolicy
-}
+// policy is the channel's policy, resolved by NewDispatcher for every
+// channel with a deliverer; a job of another channel fails permanently
+// before the policy is read.
+func (c DispatcherConfig) policy(channel string) Policy { return c.Policies[channel] }
 
 // Notify wakes the dispatcher: new jobs may be due. It never blocks.
 func (d *Dispatcher) Notify() {

@@ -3,6 +3,8 @@ package channels
 import (
 	"math/rand/v2"
 	"time"
+
+	"github.com/cool-ai/beachd/envelope"
 )
 
 // Policy is a channel's retry schedule.
@@ -18,26 +20,41 @@ type Policy struct {
 	Timeout time.Duration
 }
 
-// Default policies (the retry schedules of docs/architecture.md).
+// Default policies (the retry schedules of docs/architecture.md), from the
+// channels' delivery profiles in envelope.ChannelSpecs.
 var (
 	// EmailPolicy is Postfix-like: 5 min doubling to a little over an hour,
 	// for up to 5 days.
-	EmailPolicy = Policy{
-		Delays:   []time.Duration{5 * time.Minute, 10 * time.Minute, 20 * time.Minute, 40 * time.Minute, 67 * time.Minute},
-		Lifetime: 5 * 24 * time.Hour, Jitter: 0.2, Timeout: 2 * time.Minute,
-	}
+	EmailPolicy = mustDefaultPolicy(envelope.ChannelEmail)
 	// WebhookPolicy follows the Standard Webhooks schedule (immediately, 5 s,
 	// 5 min, 30 min, 2 h, 5 h, 10 h, 10 h …) for about three days.
-	WebhookPolicy = Policy{
-		Delays:   []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour, 10 * time.Hour},
-		Lifetime: 3 * 24 * time.Hour, Jitter: 0.2, Timeout: 15 * time.Second,
-	}
+	WebhookPolicy = mustDefaultPolicy(envelope.ChannelWebhook)
 	// MessagingPolicy (SMS, WhatsApp): a message is useful for hours, not days.
-	MessagingPolicy = Policy{
-		Delays:   []time.Duration{30 * time.Second, 2 * time.Minute, 10 * time.Minute, 30 * time.Minute},
-		Lifetime: 6 * time.Hour, Jitter: 0.2, Timeout: 30 * time.Second,
-	}
+	MessagingPolicy = mustDefaultPolicy(envelope.ChannelSMS)
 )
+
+// PolicyOf converts a channel's delivery profile.
+func PolicyOf(p envelope.DeliveryProfile) Policy {
+	return Policy{Delays: append([]time.Duration(nil), p.Delays...), Lifetime: p.Lifetime, Jitter: p.Jitter, Timeout: p.Timeout}
+}
+
+// DefaultPolicy is the retry policy of the named channel's spec; an
+// unknown channel is an error naming it.
+func DefaultPolicy(channel string) (Policy, error) {
+	spec, err := envelope.LookupChannel(channel)
+	if err != nil {
+		return Policy{}, err
+	}
+	return PolicyOf(spec.Profile), nil
+}
+
+func mustDefaultPolicy(channel string) Policy {
+	p, err := DefaultPolicy(channel)
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
 
 // Delay is the base wait after the given failed attempt (1-based), before
 // jitter.

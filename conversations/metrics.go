@@ -40,8 +40,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 }
 
 func metricChannel(ch string) string {
-	switch ch {
-	case envelope.ChannelEmail, envelope.ChannelSMS, envelope.ChannelWhatsApp:
+	if spec, ok := envelope.Channel(ch); ok && spec.Inbound.Accepts {
 		return ch
 	}
 	return "other"

@@ -16,11 +16,12 @@ func normalise(channel, a string) string {
 
 func normaliseUnbounded(channel, a string) string {
 	a = strings.TrimSpace(a)
-	switch channel {
-	case envelope.ChannelEmail:
+	spec, _ := envelope.Channel(channel)
+	switch spec.Address {
+	case envelope.AddressEmail:
 		a = strings.ToLower(strings.Trim(a, "<>"))
 		return strings.TrimPrefix(a, "mailto:")
-	case envelope.ChannelSMS, envelope.ChannelWhatsApp:
+	case envelope.AddressNumber:
 		lower := strings.ToLower(a)
 		for _, p := range []string{"whatsapp:", "sms:", "tel:"} {
 			if strings.HasPrefix(lower, p) {
@@ -71,19 +72,21 @@ func allowed(channel, from string, patterns []string) bool {
 	if from == "" {
 		return false
 	}
+	spec, _ := envelope.Channel(channel)
+	email, number := spec.Address == envelope.AddressEmail, spec.Address == envelope.AddressNumber
 	for _, p := range patterns {
 		switch {
 		case p == "*":
 			return true
-		case channel == envelope.ChannelEmail && strings.HasPrefix(p, "*@"):
+		case email && strings.HasPrefix(p, "*@"):
 			if strings.HasSuffix(from, strings.ToLower(p[1:])) && strings.Count(from, "@") == 1 {
 				return true
 			}
-		case channel == envelope.ChannelEmail && strings.Contains(p, "@"):
+		case email && strings.Contains(p, "@"):
 			if from == strings.ToLower(p) {
 				return true
 			}
-		case channel != envelope.ChannelEmail && strings.HasPrefix(p, "+"):
+		case number && strings.HasPrefix(p, "+"):
 			if pre, ok := strings.CutSuffix(p, "*"); ok {
 				if strings.HasPrefix(from, pre) {
 					return true

@@ -139,8 +139,8 @@ func (r *Router) Conversation(ctx context.Context, id string) (*ConversationDeta
 		}
 		d.Messages = append(d.Messages, msg)
 	}
-	if c.Channel == envelope.ChannelWhatsApp && !c.LastInboundAt.IsZero() {
-		d.WindowClosesAt = c.LastInboundAt.Add(WhatsAppWindow)
+	if w := inboundOf(c.Channel).Window; w > 0 && !c.LastInboundAt.IsZero() {
+		d.WindowClosesAt = c.LastInboundAt.Add(w)
 		d.WindowOpen = r.cfg.Now().Before(d.WindowClosesAt)
 	}
 	return d, nil

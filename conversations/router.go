@@ -127,7 +127,7 @@ func (r *Router) HandleInbound(ctx context.Context, in envelope.Inbound) (envelo
 		w.Record.Agent = rt.agent
 		ac := r.cfg.Agents[rt.agent]
 		switch {
-		case in.Channel == envelope.ChannelEmail && in.AuthFailed:
+		case in.AuthFailed:
 			set(envelope.DispositionRejected, "sender not authenticated: "+clip(in.AuthDetail, 200))
 		case rt.conv != nil && !slices.Contains(rt.conv.Participants, in.From):
 			set(envelope.DispositionRejected, "not a participant of conversation "+rt.conv.ID)
@@ -146,7 +146,7 @@ func (r *Router) HandleInbound(ctx context.Context, in envelope.Inbound) (envelo
 			w.Record.To = rt.our
 			w.ThreadKey, w.IdleTimeout = rt.threadKey, ac.IdleTimeout
 			w.PerMinute, w.PerHour = ac.PerMinute, ac.PerHour
-			w.ReleaseHeld = in.Channel == envelope.ChannelWhatsApp
+			w.ReleaseHeld = inboundOf(in.Channel).Window > 0
 			for _, id := range in.References {
 				if id = bareID(id); id != "" {
 					w.References = append(w.References, id)
@@ -205,15 +205,29 @@ func (r *Router) recordApproval(ctx context.Context, in envelope.Inbound, rec *s
 	return ares, nil
 }
 
-func textChannel(ch string) bool { return ch == envelope.ChannelSMS || ch == envelope.ChannelWhatsApp }
+// classOf is the transport class of channel ("" for a name that is not a
+// channel).
+func classOf(channel string) envelope.Class {
+	spec, _ := envelope.Channel(channel)
+	return spec.Class
+}
+
+// inboundOf is the inbound behaviour of channel (none for a name that is
+// not a channel).
+func inboundOf(channel string) envelope.InboundSpec {
+	spec, _ := envelope.Channel(channel)
+	return spec.Inbound
+}
+
+func textChannel(ch string) bool { return classOf(ch) == envelope.ClassMessaging }
 
 // duplicateMayGoOn: a message approvals had already seen cannot have been
 // an approval answer (see HandleInbound).
 func duplicateMayGoOn(in envelope.Inbound) bool {
-	switch in.Channel {
-	case envelope.ChannelEmail:
+	switch classOf(in.Channel) {
+	case envelope.ClassEmail:
 		return in.Token == "" && !in.TokenConflict && in.Decision == ""
-	case envelope.ChannelSMS, envelope.ChannelWhatsApp:
+	case envelope.ClassMessaging:
 		return in.ButtonPayload == "" && !approvals.IsOptOut(in.Text)
 	}
 	return false
@@ -222,7 +236,7 @@ func duplicateMayGoOn(in envelope.Inbound) bool {
 // ours reports whether from is one of our own addresses: a sending address
 // or any agent's inbound address or number.
 func (r *Router) ours(channel, from string) bool {
-	if channel == envelope.ChannelEmail && r.own[from] {
+	if spec, _ := envelope.Channel(channel); spec.Address == envelope.AddressEmail && r.own[from] {
 		return true
 	}
 	_, ok := r.byAddress[channel][from]
@@ -232,8 +246,8 @@ func (r *Router) ours(channel, from string) bool {
 // route finds the conversation or agent of a message.
 func (r *Router) route(ctx context.Context, in envelope.Inbound) (route, error) {
 	now := r.cfg.Now()
-	switch in.Channel {
-	case envelope.ChannelEmail:
+	switch classOf(in.Channel) {
+	case envelope.ClassEmail:
 		if in.Conversation != "" {
 			c, err := r.db.Conversation(ctx, in.Conversation)
 			switch {
@@ -260,7 +274,7 @@ func (r *Router) route(ctx context.Context, in envelope.Inbound) (route, error) 
 				}
 			}
 		}
-	case envelope.ChannelSMS, envelope.ChannelWhatsApp:
+	case envelope.ClassMessaging:
 		for _, our := range r.recipients(in) {
 			name, ok := r.byAddress[in.Channel][our]
 			if !ok {
@@ -435,7 +449,7 @@ func (r *Router) refuse(ctx context.Context, in envelope.Inbound, rt route) {
 		return
 	}
 	extra := map[string]string{envelope.ExtraFrom: rt.our}
-	if in.Channel == envelope.ChannelEmail {
+	if classOf(in.Channel) == envelope.ClassEmail {
 		if id := bareID(in.MessageID); id != "" {
 			extra[envelope.ExtraInReplyTo] = id
 			extra[envelope.ExtraReferences] = "<" + id + ">"

@@ -17,10 +17,6 @@ import (
 	"github.com/cool-ai/beachd/store"
 )
 
-// WhatsAppWindow is how long after a person's last message WhatsApp lets a
-// business answer freely; later, only a template may be sent.
-const WhatsAppWindow = 24 * time.Hour
-
 // Run is the turn outbox worker: it claims due turns (at most one in
 // flight per conversation), sends each to its agent, waits for the answer
 // (TurnTimeout) and ingests it as a delivery to the conversation. A failed
@@ -326,8 +322,7 @@ func (r *Router) resolve(c *store.Conversation) (store.NewDelivery, error) {
 	}
 	nd := store.NewDelivery{Channel: c.Channel, To: to,
 		Extra: map[string]string{envelope.ExtraConversation: c.ID, envelope.ExtraFrom: c.OurAddress}}
-	switch c.Channel {
-	case envelope.ChannelEmail:
+	if classOf(c.Channel) == envelope.ClassEmail {
 		if s := replySubject(c.Subject); s != "" {
 			nd.Extra[envelope.ExtraSubject] = s
 		}
@@ -341,8 +336,9 @@ func (r *Router) resolve(c *store.Conversation) (store.NewDelivery, error) {
 			}
 			nd.Extra[envelope.ExtraReferences] = strings.Join(refs, " ")
 		}
-	case envelope.ChannelWhatsApp:
-		nd.Held = !r.cfg.Now().Before(c.LastInboundAt.Add(WhatsAppWindow))
+	}
+	if w := inboundOf(c.Channel).Window; w > 0 {
+		nd.Held = !r.cfg.Now().Before(c.LastInboundAt.Add(w))
 	}
 	return nd, nil
 }

@@ -15,8 +15,8 @@ type Recipient struct {
 
 // Target is the address or endpoint, whichever the channel uses.
 func (r Recipient) Target() string {
-	if r.Channel == ChannelWebhook {
-		return r.Endpoint
+	if s, ok := Channel(r.Channel); ok {
+		return s.Target(r)
 	}
 	return r.Address
 }

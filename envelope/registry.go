@@ -15,11 +15,8 @@ const (
 	ChannelWebhook  = "webhook"
 )
 
-// Channels lists the buffered channels in a stable order.
-var Channels = []string{ChannelEmail, ChannelSMS, ChannelWhatsApp, ChannelWebhook}
-
-// KnownChannel reports whether c is one of Channels.
-func KnownChannel(c string) bool { return slices.Contains(Channels, c) }
+// KnownChannel reports whether c names a channel of ChannelSpecs.
+func KnownChannel(c string) bool { _, ok := Channel(c); return ok }
 
 // Rule says whether a part of some type reaches one channel.
 type Rule int
@@ -76,19 +73,31 @@ type Registry struct {
 	states map[string]TurnState
 }
 
-func all(r Rule) map[string]Rule {
-	return map[string]Rule{ChannelEmail: r, ChannelSMS: r, ChannelWhatsApp: r, ChannelWebhook: r}
+// byClass is a rule for every channel, chosen by its transport class.
+func byClass(email, messaging, webhook Rule) map[string]Rule {
+	out := map[string]Rule{}
+	for _, s := range ChannelSpecs() {
+		switch s.Class {
+		case ClassEmail:
+			out[s.Name] = email
+		case ClassMessaging:
+			out[s.Name] = messaging
+		case ClassWebhook:
+			out[s.Name] = webhook
+		default:
+			panic(fmt.Sprintf("envelope: channel %q has no transport class", s.Name))
+		}
+	}
+	return out
 }
 
-func humanAndWebhook(human, webhook Rule) map[string]Rule {
-	return map[string]Rule{ChannelEmail: human, ChannelSMS: human, ChannelWhatsApp: human, ChannelWebhook: webhook}
-}
+func all(r Rule) map[string]Rule { return byClass(r, r, r) }
+
+func humanAndWebhook(human, webhook Rule) map[string]Rule { return byClass(human, human, webhook) }
 
 // CanonicalPartTypes is the delivery table of docs/envelope.md.
 func CanonicalPartTypes() []PartType {
-	emailOnly := func(webhook Rule) map[string]Rule {
-		return map[string]Rule{ChannelEmail: Keep, ChannelSMS: Drop, ChannelWhatsApp: Drop, ChannelWebhook: webhook}
-	}
+	emailOnly := func(webhook Rule) map[string]Rule { return byClass(Keep, Drop, webhook) }
 	return []PartType{
 		{ID: PartAck, Streaming: "flush", Rules: all(Drop)},
 		{ID: PartThinking, Streaming: "flush", Rules: all(Drop)},

@@ -14,7 +14,7 @@ func BenchmarkRenderAllChannels(b *testing.B) {
 	env := envs["flight-results"]
 	r := newTestRenderer(b, Config{})
 	ins := map[string]Input{}
-	for _, ch := range envelope.Channels {
+	for _, ch := range envelope.ChannelNames() {
 		ins[ch] = testInput(b, "flight-results", env, ch)
 	}
 	b.ReportAllocs()

@@ -43,13 +43,18 @@ func (r *Renderer) build(in *Input, channel string) (*content, error) {
 	if in.Now.IsZero() {
 		in.Now = in.Envelope.Meta.ProducedAt
 	}
+	spec, err := envelope.LookupChannel(channel)
+	if err != nil {
+		return nil, fmt.Errorf("render: %w", err)
+	}
+	email := spec.Class == envelope.ClassEmail
 	var consumes []string
-	if channel == envelope.ChannelWebhook {
+	if spec.Class == envelope.ClassWebhook {
 		consumes = in.Consumes
 	}
 	env := reg.Filter(in.Envelope, channel, consumes)
-	c := &content{view: View{Channel: channel, Recipient: in.Recipient, Now: in.Now, Page: in.Page && channel == envelope.ChannelEmail}}
-	noReplies := channel == envelope.ChannelEmail && r.cfg.NoEmailReplies
+	c := &content{view: View{Channel: channel, Recipient: in.Recipient, Now: in.Now, Page: in.Page && email}}
+	noReplies := email && r.cfg.NoEmailReplies
 	c.view.NoReplies = noReplies
 
 	fetched := map[string]FetchedArtifact{}
@@ -125,7 +130,7 @@ func (r *Renderer) build(in *Input, channel string) (*content, error) {
 				if t := strings.TrimSpace(*p.Text); t != "" {
 					texts = append(texts, t)
 				}
-			} else if channel == envelope.ChannelEmail {
+			} else if email {
 				c.attachJSON(sanitizeFilename(pt)+".json", p.Data)
 			} else {
 				c.warnf("part %d (%s): data dropped on %s", i, pt, channel)
@@ -177,7 +182,7 @@ func (r *Renderer) build(in *Input, channel string) (*content, error) {
 	} else {
 		c.view.Text = markdownText(c.textSrc)
 	}
-	if channel == envelope.ChannelEmail {
+	if email {
 		c.view.HTML = template.HTML(markdownHTML(c.textSrc))
 	}
 	if c.textSrc == "" && len(c.view.Surfaces) == 0 && len(c.view.Approvals) == 0 &&
@@ -232,7 +237,7 @@ func (r *Renderer) addArtifact(c *content, channel string, a envelope.Artifact, 
 		link = a.URI
 	}
 	v := ArtifactView{ID: a.ArtifactID, Name: name, MimeType: mimeType, URL: link, Note: f.Note}
-	if channel == envelope.ChannelEmail && !c.view.Page {
+	if spec, _ := envelope.Channel(channel); spec.Class == envelope.ClassEmail && !c.view.Page {
 		b := f.Bytes
 		if b == nil {
 			b = a.Bytes
@@ -332,16 +337,14 @@ func (r *Renderer) approvalView(ar envelope.ApprovalRequest, p envelope.Part, h 
 			}
 			v.Buttons = append(v.Buttons, Button{Title: truncRunes(oneLine(b.Title), 20), Payload: b.Payload})
 		}
-		switch channel {
-		case envelope.ChannelEmail:
-			v.Answerable = (h.Token != "" && !r.cfg.NoEmailReplies) || h.LinkURL != ""
-		case envelope.ChannelSMS:
-			v.Answerable = h.Code != "" || h.LinkURL != ""
-		case envelope.ChannelWhatsApp:
-			v.Answerable = len(h.Buttons) > 0 || h.Code != "" || h.LinkURL != ""
-		default:
-			v.Answerable = h.LinkURL != ""
-		}
+		// Answerable by the link, or by a handle the channel carries: a
+		// token in a reply (where replies are read), a code, a button.
+		spec, _ := envelope.Channel(channel)
+		byReply := spec.Inbound.Accepts && spec.Supports(envelope.HandleToken) && h.Token != "" &&
+			!(spec.Class == envelope.ClassEmail && r.cfg.NoEmailReplies)
+		v.Answerable = h.LinkURL != "" || byReply ||
+			(spec.Supports(envelope.HandleCode) && h.Code != "") ||
+			(spec.Supports(envelope.HandleButton) && len(h.Buttons) > 0)
 	}
 	return v
 }

@@ -54,10 +54,12 @@ func (r *Renderer) Notice(kind string, in NoticeInput) (*Notice, error) {
 	default:
 		return nil, fmt.Errorf("%w: %q", ErrUnknownNotice, kind)
 	}
-	switch in.Channel {
-	case envelope.ChannelEmail, envelope.ChannelSMS, envelope.ChannelWhatsApp:
-	default:
-		return nil, fmt.Errorf("notice on channel %q: only email, sms and whatsapp", in.Channel)
+	spec, err := envelope.LookupChannel(in.Channel)
+	if err != nil {
+		return nil, fmt.Errorf("notice: %w", err)
+	}
+	if !spec.Human() {
+		return nil, fmt.Errorf("notice on channel %q: only channels people read (%s class)", in.Channel, spec.Class)
 	}
 	nv := &NoticeView{
 		Summary:   oneLine(in.Summary),
@@ -75,7 +77,7 @@ func (r *Renderer) Notice(kind string, in NoticeInput) (*Notice, error) {
 	}
 	v := View{Kind: kind, Channel: in.Channel, Recipient: in.Recipient, Now: in.Now, Notice: nv}
 	n := &Notice{}
-	if in.Channel == envelope.ChannelEmail {
+	if spec.Class == envelope.ClassEmail {
 		s, err := r.tpl.Execute("email/"+kind+".subject", &v, r.cfg.TemplateLimits)
 		if err != nil {
 			return nil, fmt.Errorf("render notice subject: %w", err)

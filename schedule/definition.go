@@ -158,12 +158,13 @@ func Check(defs []Definition, opt CheckOptions) ([]*Spec, error) {
 		}
 		for j, r := range d.To {
 			rk := fmt.Sprintf("to[%d]", j)
+			spec, err := envelope.LookupChannel(r.Channel)
 			switch {
-			case !envelope.KnownChannel(r.Channel):
-				add(rk+".channel", "unknown channel %q (email, sms, whatsapp or webhook)", r.Channel)
-			case r.Channel == envelope.ChannelWebhook && strings.TrimSpace(r.Endpoint) == "":
-				add(rk+".endpoint", "required for a webhook recipient")
-			case r.Channel != envelope.ChannelWebhook && strings.TrimSpace(r.Address) == "":
+			case err != nil:
+				add(rk+".channel", "%v", err)
+			case spec.Address == envelope.AddressEndpoint && strings.TrimSpace(r.Endpoint) == "":
+				add(rk+".endpoint", "required for a %s recipient", r.Channel)
+			case spec.Address != envelope.AddressEndpoint && strings.TrimSpace(r.Address) == "":
 				add(rk+".address", "required for a %s recipient", r.Channel)
 			}
 		}

@@ -43,7 +43,8 @@ func codeGuardKey(channel, number, approvalID string) []byte {
 
 // hasCodes reports whether recipients on channel answer with short codes.
 func hasCodes(channel string) bool {
-	return channel == envelope.ChannelSMS || channel == envelope.ChannelWhatsApp
+	spec, ok := envelope.Channel(channel)
+	return ok && spec.Supports(envelope.HandleCode)
 }
 
 // putCodeGuardsTx adds the guard entries of a pending approval.

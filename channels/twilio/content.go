@@ -53,8 +53,8 @@ func (s *sender) message(ctx context.Context, job *channels.Job) (*Message, erro
 		switch {
 		case t != templateWindow:
 			return nil, channels.Permanent(fmt.Errorf("%w: %q", ErrUnknownTemplate, truncate(t, 40)))
-		case s.channel != envelope.ChannelWhatsApp:
-			return nil, channels.Permanent(fmt.Errorf("%w: the window template is WhatsApp's, not %s's", ErrUnknownTemplate, s.channel))
+		case s.window() <= 0:
+			return nil, channels.Permanent(fmt.Errorf("%w: the window template is for a channel with an answer window, which %s has not", ErrUnknownTemplate, s.channel))
 		case s.cfg.WindowTemplate == "":
 			return nil, channels.Permanent(ErrNoWindowTemplate)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/cool-ai/beachd/internal/testkit/poll"
 	"net/http"
 	"strings"
 	"sync"
@@ -123,6 +124,10 @@ func TestExtraFromPicksTheSendingNumber(t *testing.T) {
 		if e := channels.AsError(err); err == nil || !e.MaybeSent {
 			t.Fatalf("err = %v", err)
 		}
+		// The hung request reaches the fake's record of messages only when
+		// the client has given up on it: wait for it, as Twilio would
+		// have it by the time a retry looks.
+		poll.Eventually(t, 5*time.Second, "the hung message recorded", func() bool { return len(f.Created()) == 1 })
 		j.Delivery.MaybeSent = true
 		res, err := d.Deliver(ctx, j)
 		if err != nil {

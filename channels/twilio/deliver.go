@@ -89,6 +89,8 @@ func (c Config) validate(channel string) error {
 		if c.MessagingServiceSID == "" && !isE164(strings.TrimPrefix(c.WhatsAppFrom, "whatsapp:")) {
 			return fmt.Errorf("twilio: whatsapp_from %q must be whatsapp:+E.164 (or set messaging_service_sid)", c.WhatsAppFrom)
 		}
+	default:
+		return fmt.Errorf("twilio: no sender for channel %q (sms or whatsapp)", channel)
 	}
 	for _, n := range c.SMSNumbers {
 		if !isE164(n) {
@@ -316,9 +318,15 @@ func windowKey(number string) string          { return "wa-window/" + number }
 // opens the window per pair. windowKey is the window with any of ours.
 func pairWindowKey(ours, person string) string { return "wa-window/" + ours + "/" + person }
 
-// whatsAppWindow is how long after the user's last message free-form
-// messages are allowed; a margin keeps us off the edge.
-const whatsAppWindow = 24*time.Hour - 5*time.Minute
+// windowMargin keeps a send off the edge of the channel's answer window.
+const windowMargin = 5 * time.Minute
+
+// window is how long after the person's last message free-form messages
+// are allowed on the sender's channel (its spec's window), less the margin.
+func (s *sender) window() time.Duration {
+	spec, _ := envelope.Channel(s.channel)
+	return spec.Inbound.Window - windowMargin
+}
 
 func (s *sender) address(n string) string {
 	if s.channel == envelope.ChannelWhatsApp {
@@ -405,7 +413,7 @@ func (s *sender) windowOpen(ctx context.Context, ours, number string) (bool, err
 	if err != nil {
 		return false, nil
 	}
-	return s.cfg.Now().Sub(t) < whatsAppWindow, nil
+	return s.cfg.Now().Sub(t) < s.window(), nil
 }
 
 func (s *sender) deliver(ctx context.Context, job *channels.Job) (*channels.Result, error) {

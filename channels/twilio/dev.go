@@ -199,7 +199,7 @@ func ParseDevMessage(b []byte) (DevMessage, error) {
 	if dec.More() {
 		return m, errors.New("malformed JSON message: more than one value")
 	}
-	if m.Channel != envelope.ChannelSMS && m.Channel != envelope.ChannelWhatsApp {
+	if !numberChannel(m.Channel) {
 		return m, errors.New("channel must be sms or whatsapp")
 	}
 	if !isE164(m.From) {
@@ -270,7 +270,7 @@ func (h *DevHandler) Reply(w http.ResponseWriter, r *http.Request) {
 		}
 		m = DevMessage{Channel: r.PostForm.Get("channel"), From: r.PostForm.Get("from"), Text: r.PostForm.Get("body"),
 			ButtonPayload: r.PostForm.Get("button_payload"), ButtonText: r.PostForm.Get("button_text")}
-		if m.Channel != envelope.ChannelSMS && m.Channel != envelope.ChannelWhatsApp {
+		if !numberChannel(m.Channel) {
 			http.Error(w, "channel must be sms or whatsapp", http.StatusBadRequest)
 			return
 		}
@@ -439,4 +439,11 @@ func devClipURL(s string) string {
 		return s[:200] + "…"
 	}
 	return s
+}
+
+// numberChannel reports whether channel is addressed by telephone numbers
+// (the channels Twilio carries).
+func numberChannel(channel string) bool {
+	spec, ok := envelope.Channel(channel)
+	return ok && spec.Address == envelope.AddressNumber
 }

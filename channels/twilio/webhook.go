@@ -405,7 +405,7 @@ func (h *Handler) handleInbound(ctx context.Context, in envelope.Inbound) (int, 
 		return http.StatusInternalServerError, reason, none
 	}
 	stamp := []byte(in.ReceivedAt.UTC().Format(time.RFC3339Nano))
-	if in.Channel == envelope.ChannelWhatsApp {
+	if spec, _ := envelope.Channel(in.Channel); spec.Inbound.Window > 0 {
 		if err := h.store.PutKV(ctx, windowKey(in.From), stamp); err != nil {
 			return fail("record whatsapp window: " + err.Error())
 		}

@@ -61,7 +61,7 @@ func (c *Config) validateApprovers(v *validator, name string, a AgentConfig) {
 			v.errorf(fmt.Sprintf("%s[%d]", key, i), "%v", err)
 			continue
 		}
-		if r.Channel == envelope.ChannelWebhook {
+		if spec, _ := envelope.Channel(r.Channel); spec.Address == envelope.AddressEndpoint {
 			if _, ok := c.Webhooks.Endpoints[r.Endpoint]; !ok {
 				v.errorf(fmt.Sprintf("%s[%d]", key, i), "unknown webhook endpoint %q (configure it under webhooks.endpoints)", r.Endpoint)
 			}

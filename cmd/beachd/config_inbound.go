@@ -441,9 +441,10 @@ func (c *Config) inboundEmails() []string {
 func (c *Config) inboundNumbers(channel string) []string {
 	var out []string
 	for _, in := range c.inboundAgents() {
-		if channel == envelope.ChannelSMS {
+		switch channel {
+		case envelope.ChannelSMS:
 			out = append(out, in.SMS...)
-		} else {
+		case envelope.ChannelWhatsApp:
 			out = append(out, in.WhatsApp...)
 		}
 	}

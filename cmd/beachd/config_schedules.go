@@ -2,10 +2,8 @@ package main
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
-	"github.com/cool-ai/beachd/api"
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/schedule"
 )
@@ -76,22 +74,21 @@ func (s *ScheduleConfig) validate(v *validator, i int, c *Config) {
 	}
 	for j, r := range s.To {
 		rk := fmt.Sprintf("%s.to[%d]", key, j)
+		spec, ok := envelope.Channel(r.Channel)
 		switch {
-		case r.Channel == envelope.ChannelWebhook && r.Endpoint != "":
+		case !ok:
+			// schedule.Check reports it.
+		case spec.Address == envelope.AddressEndpoint && r.Endpoint != "":
 			if _, ok := c.Webhooks.Endpoints[r.Endpoint]; !ok {
 				v.errorf(rk+".endpoint", "schedule %q: unknown webhook endpoint %q (not in webhooks.endpoints)", s.Name, r.Endpoint)
 			}
-		case r.Address == "":
+		case spec.Address == envelope.AddressEndpoint || r.Address == "":
 			// schedule.Check reports it.
-		case r.Channel == envelope.ChannelEmail:
+		default:
 			// Checked as a delivery request's recipient is, so that a run
 			// is not refused at every slot.
-			if _, err := api.NormalizeEmail(r.Address); err != nil {
+			if _, err := spec.Normalize(r.Address); err != nil {
 				v.errorf(rk+".address", "schedule %q: %v", s.Name, err)
-			}
-		case r.Channel == envelope.ChannelSMS || r.Channel == envelope.ChannelWhatsApp:
-			if !e164Number.MatchString(strings.TrimPrefix(r.Address, "whatsapp:")) {
-				v.errorf(rk+".address", "schedule %q: must be an E.164 number like +447700900123, got %q", s.Name, r.Address)
 			}
 		}
 	}

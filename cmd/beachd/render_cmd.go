@@ -108,13 +108,14 @@ func runRender(w io.Writer, o renderOpts) error {
 	usage := func(format string, args ...any) error {
 		return &exitError{code: 2, err: fmt.Errorf(format, args...)}
 	}
-	if !envelope.KnownChannel(o.Channel) {
-		return usage("--channel %q: must be email, sms, whatsapp or webhook", o.Channel)
+	spec, ok := envelope.Channel(o.Channel)
+	if !ok {
+		return usage("--channel %q: must be %s", o.Channel, strings.Join(envelope.ChannelNames(), ", "))
 	}
 	switch o.Format {
 	case "", "text", "json":
 	case "html", "mime":
-		if o.Channel != envelope.ChannelEmail {
+		if spec.Class != envelope.ClassEmail {
 			return usage("--format %s is for email only", o.Format)
 		}
 	default:
@@ -236,6 +237,8 @@ func runRender(w io.Writer, o renderOpts) error {
 		if out, err = json.MarshalIndent(v, "", "  "); err != nil {
 			return err
 		}
+	default:
+		return fmt.Errorf("no renderer for channel %q", o.Channel)
 	}
 	if len(out) > 0 && out[len(out)-1] != '\n' {
 		out = append(out, '\n')
@@ -284,7 +287,7 @@ func (o *renderOpts) previewConfig() (*Config, *envelope.Registry, error) {
 	if o.From == "" {
 		o.From = previewFrom
 	}
-	if o.Config != nil && o.Channel == envelope.ChannelWebhook && o.To != "" {
+	if spec, _ := envelope.Channel(o.Channel); o.Config != nil && spec.Address == envelope.AddressEndpoint && o.To != "" {
 		// The daemon sends only to configured endpoints, each with its
 		// own consumes list.
 		ep, ok := cfg.Webhooks.Endpoints[o.To]
@@ -388,14 +391,20 @@ func envelopeOrSurface(raw []byte, lim envelope.Limits, now time.Time) (*envelop
 // placeholder approval handles (the approvals service is not running).
 func previewInput(env *envelope.Envelope, reg *envelope.Registry, o renderOpts) (render.Input, error) {
 	to := o.To
+	spec, err := envelope.LookupChannel(o.Channel)
+	if err != nil {
+		return render.Input{}, err
+	}
 	if to == "" {
-		switch o.Channel {
-		case envelope.ChannelEmail:
+		switch spec.Address {
+		case envelope.AddressEmail:
 			to = "recipient@example.org"
-		case envelope.ChannelWebhook:
+		case envelope.AddressEndpoint:
 			to = "endpoint"
-		default:
+		case envelope.AddressNumber:
 			to = "+15555550100"
+		default:
+			return render.Input{}, fmt.Errorf("channel %q: no preview address for address kind %q", o.Channel, spec.Address)
 		}
 	}
 	in := render.Input{
@@ -414,18 +423,18 @@ func previewInput(env *envelope.Envelope, reg *envelope.Registry, o renderOpts) 
 		// approvals.email_links is off) and webhooks.
 		h := render.ApprovalHandle{ApprovalID: ar.ApprovalID, Request: ar}
 		link := strings.TrimRight(o.PublicURL, "/") + "/a/preview"
-		switch o.Channel {
-		case envelope.ChannelWebhook:
+		switch {
+		case spec.Class == envelope.ClassWebhook:
 			h.LinkURL = link
-		case envelope.ChannelEmail:
+		case spec.Supports(envelope.HandleToken):
 			h.Token = previewToken
 			if !o.NoEmailLinks {
 				h.LinkURL = link
 			}
-		case envelope.ChannelSMS:
-			h.Code = o.SMSCode
-		case envelope.ChannelWhatsApp:
+		case spec.Supports(envelope.HandleButton):
 			h.Buttons = []render.Button{{Title: "Approve", Payload: ar.ApprovalID + ":preview-yes"}, {Title: "Deny", Payload: ar.ApprovalID + ":preview-no"}}
+		case spec.Supports(envelope.HandleCode):
+			h.Code = o.SMSCode
 		}
 		if ar.ExpiresAt != nil {
 			h.ExpiresAt = *ar.ExpiresAt

@@ -18,7 +18,7 @@ type SendCmd struct {
 	apiFlags
 	File           string   `arg:"" optional:"" help:"Envelope JSON file (or - for standard input)." type:"path"`
 	Sample         string   `name:"sample" enum:",approval" default:"" help:"Send a sample envelope instead of a file: 'approval' asks for an approval with a new approvalId in a new turn of the dev agent, so it can be sent again and again (beachd dev)."`
-	To             []string `name:"to" help:"Recipient as channel:address, e.g. email:alice@example.org, sms:+447700900123, webhook:ops. Repeatable; required with a file (with --sample: the dev recipients)."`
+	To             []string `name:"to" help:"Recipient as channel:address, e.g. email:alice@example.org, sms:+447700900123, webhook:ops, conversation:cnv_… (the conversation's current channel and thread). Repeatable; required with a file (with --sample: the dev recipients)."`
 	Agent          string   `help:"Agent that receives approval decisions."`
 	IdempotencyKey string   `name:"idempotency-key" help:"Idempotency-Key header."`
 }
@@ -127,7 +127,12 @@ func parseRecipients(specs []string) ([]envelope.Recipient, error) {
 			return nil, fmt.Errorf("--to %q: expected channel:address", s)
 		}
 		r := envelope.Recipient{Channel: ch, Address: addr}
-		if ch == envelope.ChannelWebhook {
+		if ch == "conversation" {
+			// A conversation: its current channel, address and thread.
+			out = append(out, envelope.Recipient{Conversation: addr})
+			continue
+		}
+		if spec, _ := envelope.Channel(ch); spec.Address == envelope.AddressEndpoint {
 			r = envelope.Recipient{Channel: ch, Endpoint: addr}
 		}
 		out = append(out, r)

@@ -173,7 +173,7 @@ func (c routerViews) Conversation(ctx context.Context, id string) (*api.Conversa
 		out.Messages = append(out.Messages, api.Message{At: m.At, Direction: m.Direction, InboundID: m.InboundID,
 			DeliveryID: m.DeliveryID, Text: m.Text, State: m.State})
 	}
-	if d.Conversation.Channel == envelope.ChannelWhatsApp { // the window exists on WhatsApp only
+	if spec, _ := envelope.Channel(d.Conversation.Channel); spec.Inbound.Window > 0 { // a channel with an answer window
 		out.Window = &api.Window{Open: d.WindowOpen, ClosesAt: d.WindowClosesAt}
 	}
 	return out, nil
