@@ -1119,6 +1119,22 @@ func conversationsEndToEnd(t *testing.T, gen, agentURL, prism string) {
 			t.Errorf("a reply address with a forged MAC continued conversation %s", cnv)
 		}
 	}
+	// refuse_unknown is on by default: one polite refusal each, which
+	// carries nothing of the agent.
+	toMallory, toStranger := 0, 0
+	for _, m := range sink.Messages() {
+		if slices.Contains(m.To, "mallory@elsewhere.test") {
+			toMallory++
+		}
+	}
+	for _, s := range tw.Sent("") {
+		if s.To == "+15559990000" {
+			toStranger++
+		}
+	}
+	if toMallory != 1 || toStranger != 1 {
+		t.Errorf("refusals: %d mails to the unknown sender, %d SMS to the unknown number; want one each", toMallory, toStranger)
+	}
 	var rejected json.RawMessage
 	if code, err := getJSON(cd.base, "/v1/inbound?disposition=rejected", &rejected); code != 200 || err != nil {
 		t.Errorf("GET /v1/inbound?disposition=rejected: %d %v", code, err)
