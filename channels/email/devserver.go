@@ -241,6 +241,7 @@ func (s *devSession) Data(r io.Reader) error {
 	if err != nil {
 		return err
 	}
+	b = s.d.stamp(b, time.Now())
 	for _, u := range s.rcpt {
 		if _, err := u.Append("INBOX", bytes.NewReader(b), &imap.AppendOptions{Time: time.Now()}); err != nil {
 			return &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "mailbox unavailable"}
@@ -250,6 +251,41 @@ func (s *devSession) Data(r io.Reader) error {
 	s.d.received++
 	s.d.mu.Unlock()
 	return nil
+}
+
+// stamp does what a real submission server does to a message: it adds the
+// Message-ID and Date a sender left out (as Postfix's
+// always_add_missing_headers does) and a Received line. Without them, two
+// identical mails written by hand (curl, the banner's line) would be one
+// message to the intake, and an answer could not thread under it.
+func (d *DevServer) stamp(b []byte, now time.Time) []byte {
+	end := bytes.Index(b, []byte("\r\n\r\n"))
+	if end < 0 {
+		end = bytes.Index(b, []byte("\n\n"))
+	}
+	header := b
+	if end >= 0 {
+		header = b[:end]
+	}
+	has := func(name string) bool {
+		for _, line := range bytes.Split(header, []byte("\n")) {
+			if k, _, ok := bytes.Cut(line, []byte(":")); ok && strings.EqualFold(strings.TrimSpace(string(k)), name) {
+				return true
+			}
+		}
+		return false
+	}
+	var id [10]byte
+	_, _ = rand.Read(id[:])
+	tag := strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(id[:]))
+	add := fmt.Sprintf("Received: from localhost by %s (beachd dev) id %s; %s\r\n", d.cfg.Domain, tag, now.UTC().Format(time.RFC1123Z))
+	if !has("Message-ID") {
+		add += fmt.Sprintf("Message-ID: <%s@%s>\r\n", tag, d.cfg.Domain)
+	}
+	if !has("Date") {
+		add += "Date: " + now.UTC().Format(time.RFC1123Z) + "\r\n"
+	}
+	return append([]byte(add), b...)
 }
 
 func (s *devSession) Reset()        { s.rcpt = nil }

@@ -180,7 +180,11 @@ type cursor struct {
 	LastUID     uint32 `json:"lastUid"`
 }
 
-func (in *Intake) cursorKey() string { return "imap/" + in.cfg.Mailbox }
+func (in *Intake) cursorKey() string { return CursorKey(in.cfg.Mailbox) }
+
+// CursorKey is the store key of the intake's cursor in mailbox (the
+// UIDVALIDITY and the last UID handled).
+func CursorKey(mailbox string) string { return "imap/" + mailbox }
 
 // Run watches the mailbox until ctx ends, reconnecting with exponential
 // backoff after any failure. It returns nil when ctx ends.

@@ -26,6 +26,12 @@ func (a *app) wireEmail() error {
 		}
 		c = devEmailConfig(dev)
 		a.console.mail = dev
+		// The dev mail server starts empty, its mailboxes numbered from 1
+		// again under the same UIDVALIDITY: the intake's cursor of a
+		// previous run would skip the new mail.
+		if err := a.db.DeleteKV(context.Background(), email.CursorKey(c.IMAP.Mailbox)); err != nil {
+			return err
+		}
 		a.workers = append(a.workers, worker{name: "email-dev-server", run: dev.Run})
 		a.banner = append(a.banner, dev.Banner()...)
 	}
