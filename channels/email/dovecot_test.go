@@ -3,197 +3,34 @@ package email
 import (
 	"context"
 	"fmt"
-	"net"
-	"os"
-	"os/exec"
-	"os/user"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	dovecotkit "github.com/cool-ai/beachd/internal/testkit/dovecot"
 	"github.com/cool-ai/beachd/internal/testkit/poll"
 	"github.com/cool-ai/beachd/store"
 	"github.com/cool-ai/beachd/store/storetest"
 )
 
-// dovecot is a standalone Dovecot (Debian dovecot-imapd) for one test:
-// config, passwd-file and maildir under a temp dir, plaintext IMAP on
-// 127.0.0.1. scripts/peers/dovecot.sh installs it.
-type dovecot struct {
-	t    *testing.T
-	dir  string
-	conf string
-	port int
-	path string
-	cmd  *exec.Cmd
-	done chan struct{}
-}
+// dovecot is the test kit's standalone Dovecot, with the names these tests
+// use.
+type dovecot struct{ *dovecotkit.Server }
 
 const dovecotUser, dovecotPass = "agent", "dovecot-pw"
 
 func startDovecot(t *testing.T) *dovecot {
 	t.Helper()
-	bin, err := exec.LookPath("dovecot")
-	if err != nil {
-		if _, err := os.Stat("/usr/sbin/dovecot"); err == nil {
-			bin = "/usr/sbin/dovecot"
-		} else {
-			msg := "SKIPPING Dovecot IMAP integration tests: dovecot is not installed (run scripts/peers/dovecot.sh as root)"
-			if os.Getenv("CI") != "" {
-				t.Fatal(msg)
-			}
-			t.Skip(msg)
-		}
-	}
-	dir, err := os.MkdirTemp("", "beachd-dovecot-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for _, sub := range []string{"run", "state", "home"} {
-		if err := os.Mkdir(filepath.Join(dir, sub), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-
-	// As root the mail processes run as nobody (Dovecot refuses uid 0);
-	// otherwise everything runs as the current user.
-	uid, gid := os.Getuid(), os.Getgid()
-	var users string
-	if uid == 0 {
-		uid, gid = 65534, 65534
-		if err := os.Chown(filepath.Join(dir, "home"), uid, gid); err != nil {
-			t.Fatal(err)
-		}
-	} else {
-		u, err := user.Current()
-		if err != nil {
-			t.Fatal(err)
-		}
-		users = fmt.Sprintf("default_internal_user = %s\ndefault_login_user = %s\n", u.Username, u.Username)
-	}
-	passwd := filepath.Join(dir, "passwd")
-	if err := os.WriteFile(passwd, []byte(dovecotUser+":{PLAIN}"+dovecotPass+":::::\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	conf := filepath.Join(dir, "dovecot.conf")
-	cfg := fmt.Sprintf(`base_dir = %[1]s/run
-state_dir = %[1]s/state
-log_path = %[1]s/dovecot.log
-protocols = imap
-listen = 127.0.0.1
-ssl = no
-disable_plaintext_auth = no
-auth_mechanisms = plain login
-%[4]spassdb {
-  driver = passwd-file
-  args = scheme=PLAIN username_format=%%u %[5]s
-}
-userdb {
-  driver = static
-  args = uid=%[2]d gid=%[3]d home=%[1]s/home/%%u
-}
-mail_location = maildir:~/Maildir
-first_valid_uid = 1
-service imap-login {
-  inet_listener imap {
-    address = 127.0.0.1
-    port = %[6]d
-  }
-  inet_listener imaps {
-    port = 0
-  }
-}
-service pop3-login {
-  inet_listener pop3 {
-    port = 0
-  }
-}
-service submission-login {
-  inet_listener submission {
-    port = 0
-  }
-}
-`, dir, uid, gid, users, passwd, port)
-	if err := os.WriteFile(conf, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	d := &dovecot{t: t, dir: dir, conf: conf, port: port, path: bin}
-	d.start()
-	t.Cleanup(d.stop)
-	return d
+	return &dovecot{dovecotkit.Start(t, "Dovecot IMAP integration tests", dovecotUser, dovecotPass)}
 }
 
-func (d *dovecot) addr() string { return fmt.Sprintf("127.0.0.1:%d", d.port) }
-
-func (d *dovecot) start() {
-	d.t.Helper()
-	d.cmd = exec.Command(d.path, "-F", "-c", d.conf)
-	d.cmd.Stdout, d.cmd.Stderr = os.Stderr, os.Stderr
-	if err := d.cmd.Start(); err != nil {
-		d.t.Fatal(err)
-	}
-	d.done = make(chan struct{})
-	go func(cmd *exec.Cmd, done chan struct{}) { _ = cmd.Wait(); close(done) }(d.cmd, d.done)
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", d.addr(), time.Second)
-		if err == nil {
-			buf := make([]byte, 64)
-			_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
-			n, _ := c.Read(buf)
-			c.Close()
-			if strings.HasPrefix(string(buf[:n]), "* OK") {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(filepath.Join(d.dir, "dovecot.log"))
-			d.t.Fatalf("dovecot did not start: %v\n%s", err, log)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-func (d *dovecot) stop() {
-	if d.cmd == nil || d.cmd.Process == nil {
-		return
-	}
-	select {
-	case <-d.done:
-		return
-	default:
-	}
-	_ = d.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-d.done:
-	case <-time.After(10 * time.Second):
-		_ = d.cmd.Process.Kill()
-		<-d.done
-	}
-}
-
-func (d *dovecot) doveadm(args ...string) {
-	d.t.Helper()
-	out, err := exec.Command("doveadm", append([]string{"-c", d.conf}, args...)...).CombinedOutput()
-	if err != nil {
-		d.t.Fatalf("doveadm %v: %v\n%s", args, err, out)
-	}
-}
+func (d *dovecot) addr() string           { return d.Addr() }
+func (d *dovecot) start()                 { d.Start() }
+func (d *dovecot) stop()                  { d.Stop() }
+func (d *dovecot) doveadm(args ...string) { d.Doveadm(args...) }
 
 func dovecotIntakeConfig(d *dovecot, mailbox string) IntakeConfig {
-	return IntakeConfig{Host: "127.0.0.1", Port: d.port, TLS: TLSNone, Username: dovecotUser, Password: dovecotPass,
+	return IntakeConfig{Host: "127.0.0.1", Port: d.Port, TLS: TLSNone, Username: dovecotUser, Password: dovecotPass,
 		Mailbox: mailbox, Processed: "Processed", PollInterval: time.Hour, IdleRefresh: time.Minute,
 		CommandTimeout: 5 * time.Second, MinBackoff: 50 * time.Millisecond, MaxBackoff: 500 * time.Millisecond,
 		Parse: ParseOptions{ReplyDomain: "beachd.localhost", ReplyLocal: "agent", TrustUnauthenticated: true}}

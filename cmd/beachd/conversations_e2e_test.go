@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	dovecotkit "github.com/cool-ai/beachd/internal/testkit/dovecot"
 	"io"
 	"io/fs"
 	"mime"
@@ -18,7 +19,6 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -43,156 +43,25 @@ import (
 // Twilio's OpenAPI description behind a recorder, and a recorder in front
 // of a real A2A agent that notes every turn it is sent.
 
-// mailPeer is a standalone Dovecot (Debian dovecot-imapd, installed by
-// scripts/peers/dovecot.sh) for one test: config, passwd-file and maildir
-// under a temp dir, plaintext IMAP on 127.0.0.1, one mailbox "agent".
+// mailPeer is the test kit's standalone Dovecot with one mailbox "agent".
 type mailPeer struct {
-	t    *testing.T
-	dir  string
-	port int
-	cmd  *exec.Cmd
-	done chan struct{}
+	*dovecotkit.Server
+	t *testing.T
 }
 
 const mailPeerUser, mailPeerPass = "agent", "dovecot-pw"
 
 func startMailPeer(t *testing.T) *mailPeer {
 	t.Helper()
-	bin, err := exec.LookPath("dovecot")
-	if err != nil {
-		if _, err := os.Stat("/usr/sbin/dovecot"); err != nil {
-			msg := "SKIPPING conversation tests: dovecot is not installed (run scripts/peers/dovecot.sh as root)"
-			if os.Getenv("CI") != "" {
-				t.Fatal(msg)
-			}
-			t.Skip(msg)
-		}
-		bin = "/usr/sbin/dovecot"
-	}
-	dir, err := os.MkdirTemp("", "beachd-conv-dovecot-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for _, sub := range []string{"run", "state", "home"} {
-		if err := os.Mkdir(filepath.Join(dir, sub), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	// As root the mail processes run as nobody (Dovecot refuses uid 0).
-	uid, gid := os.Getuid(), os.Getgid()
-	var users string
-	if uid == 0 {
-		uid, gid = 65534, 65534
-		if err := os.Chown(filepath.Join(dir, "home"), uid, gid); err != nil {
-			t.Fatal(err)
-		}
-	} else {
-		u, err := user.Current()
-		if err != nil {
-			t.Fatal(err)
-		}
-		users = fmt.Sprintf("default_internal_user = %s\ndefault_login_user = %s\n", u.Username, u.Username)
-	}
-	passwd := filepath.Join(dir, "passwd")
-	if err := os.WriteFile(passwd, []byte(mailPeerUser+":{PLAIN}"+mailPeerPass+":::::\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	conf := filepath.Join(dir, "dovecot.conf")
-	cfg := fmt.Sprintf(`base_dir = %[1]s/run
-state_dir = %[1]s/state
-log_path = %[1]s/dovecot.log
-protocols = imap
-listen = 127.0.0.1
-ssl = no
-disable_plaintext_auth = no
-auth_mechanisms = plain login
-mail_max_userip_connections = 100
-%[4]spassdb {
-  driver = passwd-file
-  args = scheme=PLAIN username_format=%%u %[5]s
-}
-userdb {
-  driver = static
-  args = uid=%[2]d gid=%[3]d home=%[1]s/home/%%u
-}
-mail_location = maildir:~/Maildir
-first_valid_uid = 1
-service imap-login {
-  inet_listener imap {
-    address = 127.0.0.1
-    port = %[6]d
-  }
-  inet_listener imaps {
-    port = 0
-  }
-}
-service pop3-login {
-  inet_listener pop3 {
-    port = 0
-  }
-}
-service submission-login {
-  inet_listener submission {
-    port = 0
-  }
-}
-`, dir, uid, gid, users, passwd, port)
-	if err := os.WriteFile(conf, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	p := &mailPeer{t: t, dir: dir, port: port, done: make(chan struct{})}
-	p.cmd = exec.Command(bin, "-F", "-c", conf)
-	p.cmd.Stdout, p.cmd.Stderr = os.Stderr, os.Stderr
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = p.cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() {
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.done:
-		case <-time.After(10 * time.Second):
-			_ = p.cmd.Process.Kill()
-			<-p.done
-		}
-	})
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", p.addr(), time.Second)
-		if err == nil {
-			buf := make([]byte, 64)
-			_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
-			n, _ := c.Read(buf)
-			c.Close()
-			if strings.HasPrefix(string(buf[:n]), "* OK") {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(filepath.Join(dir, "dovecot.log"))
-			t.Fatalf("dovecot did not start: %v\n%s", err, log)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return p
+	return &mailPeer{Server: dovecotkit.Start(t, "conversation tests", mailPeerUser, mailPeerPass), t: t}
 }
 
-func (p *mailPeer) addr() string { return fmt.Sprintf("127.0.0.1:%d", p.port) }
+func (p *mailPeer) addr() string { return p.Addr() }
 
 // yaml is the daemon's email.imap block for this mailbox.
 func (p *mailPeer) yaml() string {
 	return fmt.Sprintf("{host: 127.0.0.1, port: %d, username: %s, password: %s, tls: none, mailbox: INBOX, processed: Processed, poll_interval: 2s}",
-		p.port, mailPeerUser, mailPeerPass)
+		p.Port, mailPeerUser, mailPeerPass)
 }
 
 // login opens an IMAP session on the agent's mailbox.
