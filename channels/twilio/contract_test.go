@@ -2,17 +2,10 @@ package twilio
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"io/fs"
-	"net"
+	"github.com/cool-ai/beachd/channels/twilio/twiliotest"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -32,124 +25,18 @@ import (
 // shape wrongly fails the test. scripts/peers/prism.sh installs Prism and
 // the package into .peers/node_modules (or $BEACHD_PEERS/node_modules).
 
-// Twilio's OpenAPI descriptions the contract tests serve.
-const (
-	specMessages = "twilio_api_v2010.json"
-	specContent  = "twilio_content_v1.json"
-)
-
-// prismPeer finds Prism and the named spec, or skips (fails under CI).
-func prismPeer(t *testing.T, name string) (prism, spec string) {
+// startPrism serves the named Twilio description (twiliotest.SpecMessages
+// or SpecContent) and returns its base URL.
+func startPrism(t *testing.T, spec string) string {
 	t.Helper()
-	missing := func(what string) {
-		msg := "SKIPPING Twilio contract test: " + what + " (run scripts/peers/prism.sh)"
-		if os.Getenv("CI") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	if _, err := exec.LookPath("node"); err != nil {
-		missing("node is not installed")
-	}
-	dir := os.Getenv("BEACHD_PEERS")
-	if dir == "" {
-		root, err := moduleRoot()
-		if err != nil {
-			missing(err.Error())
-		}
-		dir = filepath.Join(root, ".peers")
-	}
-	peers := filepath.Join(dir, "node_modules")
-	prism = filepath.Join(peers, ".bin", "prism")
-	if _, err := os.Stat(prism); err != nil {
-		missing("prism is not installed in " + peers)
-	}
-	filepath.WalkDir(filepath.Join(peers, "@twilio-alpha", "mcp"), func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && strings.HasSuffix(p, filepath.Join("twilio-oai", "spec", "json", name)) {
-			spec = p
-			return fs.SkipAll
-		}
-		return nil
-	})
-	if spec == "" {
-		missing("@twilio-alpha/mcp's " + name + " is not installed in " + peers)
-	}
-	return prism, spec
-}
-
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the test directory")
-		}
-		dir = parent
-	}
-}
-
-// startPrism runs `prism mock` of the named spec on a free port and
-// returns its base URL.
-func startPrism(t *testing.T, name string) string {
-	prism, spec := prismPeer(t, name)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	var out strings.Builder
-	// Without --errors: Prism still answers 422 to a request that breaks
-	// the description (and 401 without credentials), but does not turn
-	// Twilio's own example responses, whose relative URIs break their
-	// format "uri", into 500s.
-	cmd := exec.Command(prism, "mock", "-h", "127.0.0.1", "-p", fmt.Sprint(port), spec)
-	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start prism: %v", err)
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-done
-		}
-	})
-	base := fmt.Sprintf("http://127.0.0.1:%d", port)
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		select {
-		case <-done:
-			t.Fatalf("prism exited:\n%s", out.String())
-		default:
-		}
-		if c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), 200*time.Millisecond); err == nil {
-			c.Close()
-			return base
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("prism did not listen within 90s:\n%s", out.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return twiliotest.StartPrism(t, "Twilio contract test", spec)
 }
 
 func TestContractAgainstTwilioOpenAPI(t *testing.T) {
 	if testing.Short() {
 		t.Skip("contract test starts Prism; skipped with -short")
 	}
-	base := startPrism(t, specMessages)
+	base := startPrism(t, twiliotest.SpecMessages)
 	client := newTestClient(t, base, 10*time.Second)
 	ctx := context.Background()
 
@@ -284,7 +171,7 @@ func TestContentContractAgainstTwilioOpenAPI(t *testing.T) {
 	if testing.Short() {
 		t.Skip("contract test starts Prism; skipped with -short")
 	}
-	msgs, content := startPrism(t, specMessages), startPrism(t, specContent)
+	msgs, content := startPrism(t, twiliotest.SpecMessages), startPrism(t, twiliotest.SpecContent)
 	ct := &countingTransport{paths: map[string]int{}}
 	client, err := NewClient(ClientConfig{AccountSID: testAccount, AuthToken: testToken, APIBaseURL: msgs, ContentBaseURL: content,
 		Timeout: 10 * time.Second, Transport: ct})

@@ -5,26 +5,23 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"github.com/cool-ai/beachd/channels/twilio/twiliotest"
 	dovecotkit "github.com/cool-ai/beachd/internal/testkit/dovecot"
 	"io"
-	"io/fs"
 	"mime"
 	"mime/multipart"
 	"mime/quotedprintable"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/mail"
 	"net/textproto"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -442,107 +439,6 @@ func (r *twilioRecorder) Refused() []twilioSent {
 	return out
 }
 
-// startTwilioPrism runs Prism on Twilio's OpenAPI description of the 2010
-// API (scripts/peers/prism.sh installs both into .peers at the module
-// root) and returns its base URL; it skips the test without them, and
-// fails it under CI.
-func startTwilioPrism(t *testing.T) string {
-	t.Helper()
-	missing := func(what string) {
-		msg := "SKIPPING conversation tests' Twilio peer: " + what + " (run scripts/peers/prism.sh)"
-		if os.Getenv("CI") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	if _, err := exec.LookPath("node"); err != nil {
-		missing("node is not installed")
-	}
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		missing(err.Error())
-	}
-	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
-		missing("no go.mod at " + root)
-	}
-	peers := filepath.Join(root, ".peers", "node_modules")
-	prism := filepath.Join(peers, ".bin", "prism")
-	if _, err := os.Stat(prism); err != nil {
-		missing("prism is not installed in " + peers)
-	}
-	var spec string
-	filepath.WalkDir(filepath.Join(peers, "@twilio-alpha", "mcp"), func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && strings.HasSuffix(p, filepath.Join("twilio-oai", "spec", "json", "twilio_api_v2010.json")) {
-			spec = p
-			return fs.SkipAll
-		}
-		return nil
-	})
-	if spec == "" {
-		missing("@twilio-alpha/mcp's twilio_api_v2010.json is not installed in " + peers)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	var out lockedLog
-	cmd := exec.Command(prism, "mock", "-h", "127.0.0.1", "-p", fmt.Sprint(port), spec)
-	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start prism: %v", err)
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-done
-		}
-	})
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		select {
-		case <-done:
-			t.Fatalf("prism exited:\n%s", out.String())
-		default:
-		}
-		if c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), 200*time.Millisecond); err == nil {
-			c.Close()
-			return fmt.Sprintf("http://127.0.0.1:%d", port)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("prism did not listen within 90s:\n%s", out.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-type lockedLog struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.b.Len() > 1<<20 {
-		return len(p), nil
-	}
-	return l.b.Write(p)
-}
-
-func (l *lockedLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // postTwilio posts a signed inbound-message webhook as Twilio does and
 // returns the status (0 when the daemon did not answer).
 func postTwilio(hc *http.Client, base, publicURL, token string, form url.Values) (int, string) {
@@ -783,7 +679,7 @@ func TestConversationsEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the daemon with its peers")
 	}
-	prism := startTwilioPrism(t)
+	prism := twiliotest.StartPrism(t, "conversation tests' Twilio peer", twiliotest.SpecMessages)
 	js := a2ajstest.Start(t, a2ajstest.Options{})
 	ag := agenttest.StartOn(nil, true)
 	t.Cleanup(ag.Close)
