@@ -394,20 +394,26 @@ func putTurnTx(tx *bolt.Tx, t *Turn) error {
 	return putJSON(tx.Bucket(bTurns), []byte(t.ID), t)
 }
 
-// InboundByMessageID is the record of (channel, provider message id).
-func (s *DB) InboundByMessageID(ctx context.Context, channel, msgID string) (*InboundRecord, error) {
-	var rec InboundRecord
+// byIndex reads the record of bucket records whose id the bucket index
+// holds under key (ErrNotFound when it holds none).
+func byIndex[T any](s *DB, index, key, records []byte) (*T, error) {
+	var v T
 	err := s.bolt.View(func(tx *bolt.Tx) error {
-		id := tx.Bucket(bInboundByMsg).Get([]byte(channel + "\x00" + msgID))
+		id := tx.Bucket(index).Get(key)
 		if id == nil {
 			return ErrNotFound
 		}
-		return getJSON(tx.Bucket(bInboundRecords), id, &rec)
+		return getJSON(tx.Bucket(records), id, &v)
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &rec, nil
+	return &v, nil
+}
+
+// InboundByMessageID is the record of (channel, provider message id).
+func (s *DB) InboundByMessageID(ctx context.Context, channel, msgID string) (*InboundRecord, error) {
+	return byIndex[InboundRecord](s, bInboundByMsg, []byte(channel+"\x00"+msgID), bInboundRecords)
 }
 
 // InboundRecord returns one inbound record.
@@ -548,35 +554,13 @@ func ConversationCursor(c *Conversation) string {
 // ConversationByThread is the conversation indexed under an SMS/WhatsApp
 // thread key (ThreadKey), whether or not it is still open.
 func (s *DB) ConversationByThread(ctx context.Context, key string) (*Conversation, error) {
-	var c Conversation
-	err := s.bolt.View(func(tx *bolt.Tx) error {
-		id := tx.Bucket(bConvThreads).Get([]byte(key))
-		if id == nil {
-			return ErrNotFound
-		}
-		return getJSON(tx.Bucket(bConversations), id, &c)
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &c, nil
+	return byIndex[Conversation](s, bConvThreads, []byte(key), bConversations)
 }
 
 // ConversationByMessageID is the conversation an inbound email Message-ID
 // (no brackets) was received in.
 func (s *DB) ConversationByMessageID(ctx context.Context, msgID string) (*Conversation, error) {
-	var c Conversation
-	err := s.bolt.View(func(tx *bolt.Tx) error {
-		id := tx.Bucket(bConvMsgIDs).Get([]byte(msgID))
-		if id == nil {
-			return ErrNotFound
-		}
-		return getJSON(tx.Bucket(bConversations), id, &c)
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &c, nil
+	return byIndex[Conversation](s, bConvMsgIDs, []byte(msgID), bConversations)
 }
 
 // ConversationMessage is one entry of a conversation's message index.
