@@ -267,7 +267,7 @@ func (in *Ingester) ingestExtra(ctx context.Context, env *envelope.Envelope, raw
 		if spec, _ := envelope.Channel(nd.Channel); nd.Held && spec.Inbound.Window > 0 {
 			// The answer waits for the person to write again; the
 			// channel's window template, sent now, asks them to.
-			ing.Deliveries = append(ing.Deliveries, windowTemplate(nd))
+			ing.Deliveries = append(ing.Deliveries, nd.WindowTemplate())
 		}
 	}
 	res, err := in.db.Ingest(ctx, ing)
@@ -286,17 +286,6 @@ func (in *Ingester) ingestExtra(ctx context.Context, env *envelope.Envelope, raw
 		}
 	}
 	return res, nil
-}
-
-// windowTemplate is the delivery that sends WhatsApp's window template in
-// place of the held answer nd.
-func windowTemplate(nd store.NewDelivery) store.NewDelivery {
-	t := store.NewDelivery{Channel: nd.Channel, To: nd.To, Extra: make(map[string]string, len(nd.Extra)+1)}
-	for k, v := range nd.Extra {
-		t.Extra[k] = v
-	}
-	t.Extra[envelope.ExtraTemplate] = "window"
-	return t
 }
 
 // maxConversationID bounds the conversation id of a recipient.

@@ -169,27 +169,14 @@ func (r *Router) conversation(ctx context.Context, id string) (*store.Conversati
 
 // Resolve is where a delivery to conversation id goes now: its channel,
 // the person who wrote last, the Extra that threads it, and Held when
-// WhatsApp's window is closed (ResolveAll adds the window-template
-// delivery that should go with a held one).
+// WhatsApp's window is closed (NewDelivery.WindowTemplate is the delivery
+// that should go with a held one).
 func (r *Router) Resolve(ctx context.Context, id string) (store.NewDelivery, error) {
 	c, err := r.conversation(ctx, id)
 	if err != nil {
 		return store.NewDelivery{}, err
 	}
 	return r.resolve(c)
-}
-
-// ResolveAll is Resolve with, when the delivery is held, the delivery of
-// WhatsApp's window template that asks the person to write again.
-func (r *Router) ResolveAll(ctx context.Context, id string) ([]store.NewDelivery, error) {
-	nd, err := r.Resolve(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	if nd.Held {
-		return []store.NewDelivery{nd, windowTemplate(nd)}, nil
-	}
-	return []store.NewDelivery{nd}, nil
 }
 
 // AttachmentURL is the signed URL of attachment n of an inbound message,

@@ -274,7 +274,7 @@ func (r *Router) answer(ctx context.Context, c *store.Conversation, t *store.Tur
 		}
 		dels = append(dels, nd)
 		if nd.Held {
-			dels = append(dels, windowTemplate(nd))
+			dels = append(dels, nd.WindowTemplate())
 		}
 	}
 	key := "conversation-answer/" + t.ID
@@ -341,17 +341,6 @@ func (r *Router) resolve(c *store.Conversation) (store.NewDelivery, error) {
 		nd.Held = !r.cfg.Now().Before(c.LastInboundAt.Add(w))
 	}
 	return nd, nil
-}
-
-// windowTemplate is the delivery that sends WhatsApp's window template in
-// place of the held answer nd.
-func windowTemplate(nd store.NewDelivery) store.NewDelivery {
-	t := store.NewDelivery{Channel: nd.Channel, To: nd.To, Extra: map[string]string{}}
-	for k, v := range nd.Extra {
-		t.Extra[k] = v
-	}
-	t.Extra[envelope.ExtraTemplate] = "window"
-	return t
 }
 
 // backoff is MinBackoff·2^(attempt-1), capped at MaxBackoff, with ±20% jitter.

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/cool-ai/beachd/envelope"
 )
 
 // State is a delivery's state.
@@ -108,6 +110,18 @@ type NewDelivery struct {
 	Extra       map[string]string
 	// Held: stored in state held, not due until ReleaseHeld.
 	Held bool
+}
+
+// WindowTemplate is the delivery that goes with a held WhatsApp answer d:
+// to the same person, from the same number, in the same conversation, it
+// sends WhatsApp's window template, which asks them to write again.
+func (d NewDelivery) WindowTemplate() NewDelivery {
+	t := NewDelivery{Channel: d.Channel, To: d.To, Extra: make(map[string]string, len(d.Extra)+1)}
+	for k, v := range d.Extra {
+		t.Extra[k] = v
+	}
+	t.Extra[envelope.ExtraTemplate] = "window"
+	return t
 }
 
 // Ingest is everything an accepted envelope writes, in one transaction.
