@@ -51,7 +51,8 @@ var allBuckets = [][]byte{bMeta, bEnvelopes, bEnvelopeBodies, bDeliveries, bAtte
 	bApprovals, bApprovalTokens, bApprovalAudit, bInjections, bInjectionDue, bInbound, bApprovalExpiry, bApprovalLimits, bApprovalCodes,
 	bSchedules, bScheduleRuns,
 	bConversations, bConvThreads, bConvMsgIDs, bConvMessages, bInboundRecords, bInboundByMsg, bInboundAttach,
-	bTurns, bTurnDue, bTurnActive, bConvByActivity}
+	bTurns, bTurnDue, bTurnActive, bConvByActivity,
+	bSingletons}
 
 var keySchema = []byte("schema_version")
 
