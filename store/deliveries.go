@@ -320,7 +320,7 @@ func putDeliveryTx(tx *bolt.Tx, d *Delivery, old State) error {
 // dueValue is what a due-index entry carries besides its key: the job's
 // channel and recipient, so that Claim can ask admit about a job without
 // decoding it.
-func dueValue(d *Delivery) []byte { return []byte(d.Channel + "\x00" + d.To) }
+func dueValue(d *Delivery) []byte { return []byte(RecipientKey(d.Channel, d.To)) }
 
 // dueKey is a job's due-index key: its channel, a 0, when it is due, its
 // id. Each channel's jobs are one run in time order, so a claim can take
@@ -396,10 +396,6 @@ func overlayLease(tx *bolt.Tx, d *Delivery) {
 // a key bbolt refused would fail its whole group commit after writing.
 const maxStoredKey = 1024
 
-// maxRefusedRun bounds the run of due entries of refused recipients that one
-// claim walks past in one channel.
-const maxRefusedRun = 1024
-
 // Claim takes up to max due jobs (next attempt ≤ now), leases them until
 // now+lease, and returns them in state sending. admit, when set, is asked
 // for each candidate inside the transaction and must be fast and free of
@@ -441,32 +437,11 @@ func (s *DB) ClaimAdmitting(ctx context.Context, max int, lease time.Duration, a
 	until := now.Add(lease)
 	var out []*Delivery
 	err := s.write(func(tx *bolt.Tx) error {
-		out = out[:0]
 		due := tx.Bucket(bDue)
 		dels := tx.Bucket(bDeliveries)
 		leases := tx.Bucket(bLeases)
-		var taken [][]byte
-		// One cursor a channel, each at its earliest entry due by now.
-		type lane struct {
-			c       *bolt.Cursor
-			k, v    []byte
-			at      time.Time
-			prefix  []byte
-			skipped int // consecutive entries of refused recipients
-			scanned int
-		}
-		var lanes []*lane
-		next := func(l *lane, k, v []byte) bool {
-			if k == nil || !bytes.HasPrefix(k, l.prefix) {
-				return false
-			}
-			_, at, _, ok := splitDueKey(k)
-			if !ok || at.After(now) {
-				return false
-			}
-			l.k, l.v, l.at = k, v, at
-			return true
-		}
+		// One lane a channel, each walking its entries due by now.
+		var lanes []ClaimLane
 		probe := due.Cursor()
 		for k, _ := probe.First(); k != nil; {
 			ch, _, _, ok := splitDueKey(k)
@@ -474,103 +449,62 @@ func (s *DB) ClaimAdmitting(ctx context.Context, max int, lease time.Duration, a
 				k, _ = probe.Next() // CheckInvariants names it
 				continue
 			}
-			prefix := append(append([]byte(nil), ch...), 0)
-			l := &lane{c: due.Cursor(), prefix: prefix}
-			if k, v := l.c.Seek(prefix); next(l, k, v) {
-				lanes = append(lanes, l)
-			}
+			lanes = append(lanes, dueLane(due.Cursor(), dels, append(append([]byte(nil), ch...), 0), now))
 			k, _ = probe.Seek(append(append([]byte(nil), ch...), 1))
 		}
-		// Within one claim a refused recipient stays refused: its further
-		// entries are skipped without asking again.
-		refused := map[string]bool{}
-		var orphans [][]byte
-		// First choose, reading only, then write.
-		for len(lanes) > 0 && len(out) < max {
-			li := 0
-			for i, l := range lanes {
-				if l.at.Before(lanes[li].at) {
-					li = i
-				}
-			}
-			l := lanes[li]
-			drop := func() { lanes = slices.Delete(lanes, li, li+1) }
-			if l.scanned++; l.scanned > 64*max+4096 {
-				// Do not walk a huge backlog of refused jobs in one
-				// transaction; other channels go on.
-				drop()
-				continue
-			}
-			k, v := l.k, l.v
-			advance := func() {
-				if k, v := l.c.Next(); !next(l, k, v) {
-					drop()
-				}
-			}
-			if admit != nil && refused[string(v)] {
-				// A long run of refused recipients' jobs (one busy
-				// endpoint's backlog) ends the channel's part of the claim:
-				// scanning on costs every claim as much again. Other
-				// recipients behind it wait for it to drain below the
-				// run's length; other channels do not wait.
-				if l.skipped++; l.skipped > maxRefusedRun {
-					drop()
-					continue
-				}
-				advance()
-				continue
-			}
-			l.skipped = 0
-			_, _, id, _ := splitDueKey(k)
-			d := &Delivery{}
-			if err := getDelivery(dels, id, d); err != nil {
-				// A due entry without its record is removed; a record
-				// that does not decode is passed over (CheckInvariants
-				// names it). Neither may stop the jobs behind it.
-				if errors.Is(err, ErrNotFound) {
-					orphans = append(orphans, append([]byte(nil), k...))
-				}
-				advance()
-				continue
-			}
-			if admit != nil {
-				rcpt := string(dueValue(d))
-				probe := Delivery{ID: d.ID, Channel: d.Channel, To: d.To}
-				switch admit(&probe) {
-				case RefuseChannel:
-					drop()
-					continue
-				case RefuseRecipient:
-					refused[rcpt] = true
-					advance()
-					continue
-				}
-			}
-			d.State, d.LeaseUntil = StateSending, until
-			out = append(out, d)
-			taken = append(taken, append([]byte(nil), k...))
-			advance()
-		}
-		for _, k := range orphans {
-			if err := due.Delete(k); err != nil {
+		choice := SelectClaims(lanes, max, until, admit)
+		for _, c := range choice.Orphans {
+			if err := due.Delete(c.Ref); err != nil {
 				return err
 			}
 		}
 		lv := leaseValue(until)
-		for i, k := range taken {
+		for i, k := range choice.Refs {
 			if err := due.Delete(k); err != nil {
 				return err
 			}
-			if err := leases.Put([]byte(out[i].ID), lv); err != nil {
+			if err := leases.Put([]byte(choice.Taken[i].ID), lv); err != nil {
 				return err
 			}
 		}
+		out = choice.Taken
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("claim due jobs: %w", err)
 	}
 	return out, nil
+}
+
+// dueLane is one channel's lane of a claim: its due entries (keys under
+// prefix) due by now, in due order.
+func dueLane(c *bolt.Cursor, dels *bolt.Bucket, prefix []byte, now time.Time) ClaimLane {
+	started := false
+	return func() (ClaimCandidate, bool) {
+		var k, v []byte
+		if started {
+			k, v = c.Next()
+		} else {
+			k, v = c.Seek(prefix)
+			started = true
+		}
+		if k == nil || !bytes.HasPrefix(k, prefix) {
+			return ClaimCandidate{}, false
+		}
+		_, at, id, ok := splitDueKey(k)
+		if !ok || at.After(now) {
+			return ClaimCandidate{}, false
+		}
+		ref := append([]byte(nil), k...)
+		id = append([]byte(nil), id...)
+		return ClaimCandidate{Recipient: string(v), Due: at, Ref: ref, Load: func() (*Delivery, error) {
+			d := &Delivery{}
+			if err := getDelivery(dels, id, d); err != nil {
+				return nil, err
+			}
+			return d, nil
+		}}, true
+	}
 }
 
 // takeLease removes the lease on id if it is the one ending at leaseUntil,
