@@ -3,7 +3,6 @@ package store
 import (
 	"bytes"
 	"crypto/rand"
-	"encoding/base32"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -369,19 +368,9 @@ func (s *DB) Close() error {
 // Path is the file the database lives in.
 func (s *DB) Path() string { return s.path }
 
-var idEncoding = base32.NewEncoding("0123456789abcdefghjkmnpqrstvwxyz").WithPadding(base32.NoPadding)
-
 // NewID returns prefix + a 26-character id that sorts by creation time
-// (48 bits of milliseconds, 80 random bits).
-func (s *DB) NewID(prefix string) string {
-	var b [16]byte
-	ms := uint64(s.now().UnixMilli())
-	b[0], b[1], b[2], b[3], b[4], b[5] = byte(ms>>40), byte(ms>>32), byte(ms>>24), byte(ms>>16), byte(ms>>8), byte(ms)
-	if _, err := io.ReadFull(s.rand, b[6:]); err != nil {
-		panic(fmt.Sprintf("store: read randomness: %v", err))
-	}
-	return prefix + idEncoding.EncodeToString(b[:])
-}
+// (NewIDAt).
+func (s *DB) NewID(prefix string) string { return NewIDAt(s.now(), s.rand, prefix) }
 
 // unbe64 reads a time written by be64 (8 bytes).
 func unbe64(b []byte) time.Time { return time.Unix(0, int64(binary.BigEndian.Uint64(b))) }

@@ -1,0 +1,242 @@
+// Package postgres keeps beachd's records in PostgreSQL, so that several
+// beachd replicas can share them (store.Store with Shared true).
+//
+// Each record is a row: the columns a query or a claim needs, and the
+// whole record as JSON in doc. Times that a claim or a lease compares are
+// bigint nanoseconds since the epoch (the _ns columns), so they round-trip
+// exactly as on the embedded store; the record's own times live in doc.
+// Claims take rows with FOR UPDATE SKIP LOCKED; a commit that makes work
+// due notifies the other replicas (Wakeups). The schema is embedded SQL,
+// applied in order under an advisory lock (migrate.go).
+package postgres
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/cool-ai/beachd/store"
+)
+
+// Options tune Open. The zero value is sensible.
+type Options struct {
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+	// Rand is the randomness for ids; default crypto/rand.
+	Rand io.Reader
+	// MaxConns bounds the connection pool; default 16.
+	MaxConns int32
+	// Log receives the listener's reconnects; default slog.Default().
+	Log *slog.Logger
+}
+
+// DB is beachd's store in PostgreSQL.
+type DB struct {
+	pool *pgxpool.Pool
+	now  func() time.Time
+	rand io.Reader
+	log  *slog.Logger
+	// channel is the NOTIFY channel: one per schema, so that two beachd
+	// installations (or two tests) in one database do not wake each other.
+	channel string
+	wake    chan string
+	stop    context.CancelFunc
+	done    chan struct{}
+	randMu  sync.Mutex
+}
+
+// Open connects to the database at dsn, brings its schema up to date (or
+// refuses a newer one) and starts listening for other replicas' wake-ups.
+func Open(ctx context.Context, dsn string, opt Options) (*DB, error) {
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	if opt.Rand == nil {
+		opt.Rand = rand.Reader
+	}
+	if opt.MaxConns <= 0 {
+		opt.MaxConns = 16
+	}
+	if opt.Log == nil {
+		opt.Log = slog.Default()
+	}
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open postgres: parse dsn: %w", err)
+	}
+	cfg.MaxConns = opt.MaxConns
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open postgres: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("open postgres %s: %w", redact(cfg.ConnConfig), err)
+	}
+	s := &DB{pool: pool, now: opt.Now, rand: opt.Rand, log: opt.Log, wake: make(chan string, 16), done: make(chan struct{})}
+	var schema string
+	if err := pool.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("open postgres: read current schema: %w", err)
+	}
+	s.channel = "beachd_" + schema
+	if err := migrate(ctx, pool); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("open postgres: %w", err)
+	}
+	lctx, stop := context.WithCancel(context.Background())
+	s.stop = stop
+	go s.listen(lctx)
+	return s, nil
+}
+
+// redact names the server without the password.
+func redact(c *pgx.ConnConfig) string {
+	return fmt.Sprintf("%s@%s:%d/%s", c.User, c.Host, c.Port, c.Database)
+}
+
+// Close stops the listener and closes the pool.
+func (s *DB) Close() error {
+	s.stop()
+	<-s.done
+	s.pool.Close()
+	return nil
+}
+
+// Shared is true: other replicas may use the database at the same time.
+func (s *DB) Shared() bool { return true }
+
+// Wakeups delivers the topics other replicas (and this one) notified.
+func (s *DB) Wakeups() <-chan string { return s.wake }
+
+// NewID returns a new sortable id with the prefix.
+func (s *DB) NewID(prefix string) string {
+	s.randMu.Lock()
+	defer s.randMu.Unlock()
+	return store.NewIDAt(s.now(), s.rand, prefix)
+}
+
+// nanos is t as bigint nanoseconds for the _ns columns; the zero time is 0.
+func nanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// fromNanos is the inverse of nanos.
+func fromNanos(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
+}
+
+// tx runs fn in a transaction and commits it. A serialization failure or a
+// deadlock (another replica's transaction) runs fn again, up to five times.
+func (s *DB) tx(ctx context.Context, fn func(pgx.Tx) error) error {
+	for attempt := 0; ; attempt++ {
+		err := pgx.BeginFunc(ctx, s.pool, fn)
+		if err == nil || attempt == 4 || !retryable(err) {
+			return err
+		}
+	}
+}
+
+// retryable reports a serialization failure or a deadlock.
+func retryable(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01")
+}
+
+// uniqueViolation reports an insert refused by a unique constraint.
+func uniqueViolation(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23505"
+}
+
+// notify tells every replica, at tx's commit, that work of topic is due.
+func (s *DB) notify(ctx context.Context, tx pgx.Tx, topic string) error {
+	if _, err := tx.Exec(ctx, `SELECT pg_notify($1, $2)`, s.channel, topic); err != nil {
+		return fmt.Errorf("notify %s: %w", topic, err)
+	}
+	return nil
+}
+
+// listen holds one connection that LISTENs on the channel and passes each
+// notification's topic to Wakeups, reconnecting after a failure. A full
+// wake channel drops the topic: the reader is already due to look.
+func (s *DB) listen(ctx context.Context) {
+	defer close(s.done)
+	for ctx.Err() == nil {
+		err := s.listenOnce(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		s.log.Warn("postgres listener lost its connection; reconnecting", "err", err)
+		// Work may have become due while no one listened.
+		for _, t := range []string{store.WakeDeliveries, store.WakeTurns, store.WakeInjections} {
+			s.send(t)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func (s *DB) listenOnce(ctx context.Context) error {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{s.channel}.Sanitize()); err != nil {
+		return err
+	}
+	defer func() {
+		// The connection returns to the pool: stop listening on it.
+		uctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if _, err := conn.Exec(uctx, "UNLISTEN *"); err != nil {
+			conn.Conn().Close(uctx)
+		}
+	}()
+	for {
+		n, err := conn.Conn().WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		s.send(n.Payload)
+	}
+}
+
+func (s *DB) send(topic string) {
+	select {
+	case s.wake <- topic:
+	default:
+	}
+}
+
+// CheckInvariants reports the first broken invariant of each area's records.
+func (s *DB) CheckInvariants() error {
+	ctx := context.Background()
+	for _, check := range []func(context.Context) error{s.checkDeliveries, s.checkApprovals, s.checkConversations} {
+		if err := check(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var _ store.Store = (*DB)(nil)

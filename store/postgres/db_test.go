@@ -1,0 +1,83 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/postgres/pgtest"
+)
+
+// open opens a store on a fresh schema, closed when the test ends.
+func open(t *testing.T, now func() time.Time) *DB {
+	t.Helper()
+	db, err := Open(context.Background(), pgtest.DSN(t), Options{Now: now})
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func TestOpenMigratesOnceAndRefusesNewer(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	ctx := context.Background()
+	for i := 0; i < 2; i++ {
+		db, err := Open(ctx, dsn, Options{})
+		if err != nil {
+			t.Fatalf("open %d: %v", i, err)
+		}
+		var n int
+		if err := db.pool.QueryRow(ctx, `SELECT count(*) FROM beachd_schema`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != SchemaVersion() {
+			t.Fatalf("open %d: %d migrations recorded, want %d", i, n, SchemaVersion())
+		}
+		if i == 1 {
+			if _, err := db.pool.Exec(ctx, `INSERT INTO beachd_schema (version, name) VALUES ($1, 'from-the-future')`, SchemaVersion()+1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		db.Close()
+	}
+	if _, err := Open(ctx, dsn, Options{}); !errors.Is(err, store.ErrNewerSchema) {
+		t.Fatalf("open a newer schema: %v, want ErrNewerSchema", err)
+	}
+}
+
+func TestWakeupsCrossConnections(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	ctx := context.Background()
+	a, err := Open(ctx, dsn, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := Open(ctx, dsn, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	// The listener may not have subscribed yet: notify until b hears it.
+	deadline := time.After(10 * time.Second)
+	for {
+		if err := a.tx(ctx, func(tx pgx.Tx) error { return a.notify(ctx, tx, store.WakeTurns) }); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case got := <-b.Wakeups():
+			if got != store.WakeTurns {
+				t.Fatalf("wake-up %q, want %q", got, store.WakeTurns)
+			}
+			return
+		case <-time.After(100 * time.Millisecond):
+		case <-deadline:
+			t.Fatal("no wake-up reached the other store")
+		}
+	}
+}

@@ -1,0 +1,1 @@
+-- 0002_deliveries
