@@ -1,8 +1,11 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -10,124 +13,784 @@ import (
 	"github.com/cool-ai/beachd/store"
 )
 
-func (s *DB) Attempts(ctx context.Context, id string) (_ []store.Attempt, err error) {
-	err = errors.New("postgres: Attempts is not built yet")
-	return
+// Ingest stores an envelope, its deliveries and approvals in one
+// transaction. With an idempotency key, the key is taken first (a unique
+// row): of concurrent ingests with one key, one writes and the others wait
+// for it and then answer its result, or refuse another request's body.
+func (s *DB) Ingest(ctx context.Context, in store.Ingest) (*store.IngestResult, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if len(in.IdempotencyKey) > maxStoredKey {
+		return nil, fmt.Errorf("ingest: idempotency key of %d bytes; at most %d", len(in.IdempotencyKey), maxStoredKey)
+	}
+	if err := checkChannels(&in); err != nil {
+		return nil, fmt.Errorf("ingest: %w", err)
+	}
+	now := s.now()
+	w := s.newIngestWrite(&in)
+	var res *store.IngestResult
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		res = nil
+		if in.IdempotencyKey != "" {
+			prev, err := takeIdempotencyKey(ctx, tx, &in, w.envID, now)
+			if err != nil || prev != nil {
+				res = prev
+				return err
+			}
+		}
+		out, err := s.writeIngests(ctx, tx, []*ingestWrite{w}, now)
+		if err != nil {
+			return err
+		}
+		res = out[0]
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ingest: %w", err)
+	}
+	return res, nil
 }
 
-func (s *DB) Claim(ctx context.Context, max int, lease time.Duration, admit func(*store.Delivery) bool) (_ []*store.Delivery, err error) {
-	err = errors.New("postgres: Claim is not built yet")
-	return
+// IngestBulk stores many envelopes with their deliveries and approvals in
+// one transaction (a loader for scale tests and imports). It refuses
+// idempotency keys, which need the per-request check of Ingest.
+func (s *DB) IngestBulk(ctx context.Context, ins []store.Ingest) ([]*store.IngestResult, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	ws := make([]*ingestWrite, len(ins))
+	for i := range ins {
+		if ins[i].IdempotencyKey != "" {
+			return nil, errors.New("bulk ingest: idempotency keys are not supported")
+		}
+		if err := checkChannels(&ins[i]); err != nil {
+			return nil, fmt.Errorf("bulk ingest: %w", err)
+		}
+		ws[i] = s.newIngestWrite(&ins[i])
+	}
+	now := s.now()
+	var out []*store.IngestResult
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		var err error
+		out, err = s.writeIngests(ctx, tx, ws, now)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bulk ingest: %w", err)
+	}
+	return out, nil
 }
 
-func (s *DB) ClaimAdmitting(ctx context.Context, max int, lease time.Duration, admit func(*store.Delivery) store.Admission) (_ []*store.Delivery, err error) {
-	err = errors.New("postgres: ClaimAdmitting is not built yet")
-	return
+// checkChannels refuses a delivery to something that is not a channel name.
+func checkChannels(in *store.Ingest) error {
+	for _, d := range in.Deliveries {
+		if !validChannelName(d.Channel) {
+			return fmt.Errorf("%w: channel %q is not a channel name", store.ErrBadState, d.Channel)
+		}
+	}
+	return nil
 }
 
-func (s *DB) CountByState(ctx context.Context) (_ map[store.State]int, err error) {
-	err = errors.New("postgres: CountByState is not built yet")
-	return
+// ingestWrite is one envelope to write, with its new ids.
+type ingestWrite struct {
+	in    *store.Ingest
+	envID string
+	ids   []string
 }
 
-func (s *DB) DeadSince(ctx context.Context, since time.Time, channel string) (_ []string, _ bool, err error) {
-	err = errors.New("postgres: DeadSince is not built yet")
-	return
+func (s *DB) newIngestWrite(in *store.Ingest) *ingestWrite {
+	w := &ingestWrite{in: in, envID: s.NewID("env_"), ids: make([]string, len(in.Deliveries))}
+	for i := range w.ids {
+		w.ids[i] = s.NewID("dlv_")
+	}
+	return w
 }
 
-func (s *DB) Delivery(ctx context.Context, id string) (_ *store.Delivery, err error) {
-	err = errors.New("postgres: Delivery is not built yet")
-	return
+// takeIdempotencyKey takes the ingest's key for envID. When another ingest
+// holds it, it answers that ingest's result (Replayed), or
+// ErrIdempotencyConflict for another body; when the key's envelope has
+// been pruned, the key is taken over for envID (a new request) and the
+// answer is nil, as for a new key.
+func takeIdempotencyKey(ctx context.Context, tx pgx.Tx, in *store.Ingest, envID string, now time.Time) (*store.IngestResult, error) {
+	for {
+		tag, err := tx.Exec(ctx, `INSERT INTO idempotency (key, hash, envelope_id, created_ns) VALUES ($1, $2, $3, $4)
+			ON CONFLICT (key) DO NOTHING`, in.IdempotencyKey, in.RequestHash[:], envID, nanos(now))
+		if err != nil {
+			return nil, fmt.Errorf("take idempotency key: %w", err)
+		}
+		if tag.RowsAffected() == 1 {
+			return nil, nil
+		}
+		var hash []byte
+		var prevEnv string
+		err = tx.QueryRow(ctx, `SELECT hash, envelope_id FROM idempotency WHERE key = $1 FOR UPDATE`,
+			in.IdempotencyKey).Scan(&hash, &prevEnv)
+		if errors.Is(err, pgx.ErrNoRows) {
+			continue // pruned meanwhile: take it again
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read idempotency key: %w", err)
+		}
+		if !bytes.Equal(hash, in.RequestHash[:]) {
+			return nil, store.ErrIdempotencyConflict
+		}
+		res, err := ingestResult(ctx, tx, prevEnv)
+		switch {
+		case err == nil:
+			res.Replayed = true
+			return res, nil
+		case !errors.Is(err, store.ErrNotFound):
+			return nil, err
+		}
+		// Retention removed the envelope before its key: the key has
+		// expired too, and the request is a new one.
+		if _, err := tx.Exec(ctx, `UPDATE idempotency SET envelope_id = $2, created_ns = $3 WHERE key = $1`,
+			in.IdempotencyKey, envID, nanos(now)); err != nil {
+			return nil, fmt.Errorf("renew idempotency key: %w", err)
+		}
+		return nil, nil
+	}
 }
 
-func (s *DB) DeliveryByProviderID(ctx context.Context, channel string, pid string) (_ *store.Delivery, err error) {
-	err = errors.New("postgres: DeliveryByProviderID is not built yet")
-	return
+// ingestResult answers again what the ingest of the envelope envID
+// answered: its deliveries in their state at acceptance (queued).
+func ingestResult(ctx context.Context, tx pgx.Tx, envID string) (*store.IngestResult, error) {
+	var doc []byte
+	err := tx.QueryRow(ctx, `SELECT doc FROM envelopes WHERE id = $1`, envID).Scan(&doc)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, store.ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read envelope %s: %w", envID, err)
+	}
+	var rec store.EnvelopeRecord
+	if err := json.Unmarshal(doc, &rec); err != nil {
+		return nil, fmt.Errorf("envelope %s: %w: %v", envID, store.ErrCorrupt, err)
+	}
+	rows, err := tx.Query(ctx, `SELECT doc, NULL::bigint FROM deliveries WHERE id = ANY($1)`, rec.DeliveryIDs)
+	if err != nil {
+		return nil, fmt.Errorf("read deliveries of %s: %w", envID, err)
+	}
+	ds, err := scanDeliveries(rows)
+	if err != nil {
+		return nil, fmt.Errorf("read deliveries of %s: %w", envID, err)
+	}
+	byID := make(map[string]*store.Delivery, len(ds))
+	for _, d := range ds {
+		byID[d.ID] = d
+	}
+	out := &store.IngestResult{EnvelopeID: envID}
+	for _, id := range rec.DeliveryIDs {
+		d := byID[id]
+		if d == nil {
+			return nil, store.ErrNotFound
+		}
+		d.State = store.StateQueued
+		out.Deliveries = append(out.Deliveries, d)
+	}
+	return out, nil
 }
 
-func (s *DB) DeliveryStats(ctx context.Context, now time.Time) (_ *store.DeliveryStats, err error) {
-	err = errors.New("postgres: DeliveryStats is not built yet")
-	return
+const insertEnvelopesSQL = `INSERT INTO envelopes (id, created_ns, body, doc)
+	SELECT id, $1, body, doc FROM unnest($2::text[], $3::bytea[], $4::jsonb[]) AS u (id, body, doc)`
+
+const insertDeliveriesSQL = `INSERT INTO deliveries
+	(id, envelope_id, channel, recipient, agent, state, due_ns, created_ns, updated_ns, conversation, doc)
+	SELECT id, envelope_id, channel, recipient, agent, state, due_ns, $1, $1, conversation, doc
+	FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], $9::text[], $10::jsonb[])
+	AS u (id, envelope_id, channel, recipient, agent, state, due_ns, conversation, doc)`
+
+// ingestRows are the rows of envelopes and deliveries an ingest inserts,
+// column by column (one multi-row INSERT each).
+type ingestRows struct {
+	envIDs, envDocs                                 []string
+	bodies                                          [][]byte
+	ids, envs, channels, tos, agents, states, convs []string
+	dues                                            []*int64
+	docs                                            []string
+	due                                             bool // some delivery is due
 }
 
-func (s *DB) Envelope(ctx context.Context, id string) (_ *store.EnvelopeRecord, err error) {
-	err = errors.New("postgres: Envelope is not built yet")
-	return
+// writeIngests writes accepted envelopes, their deliveries (due at the
+// ingest's NotBefore or now, or held) and approvals, as the embedded
+// store's writeIngestTx does, and wakes the dispatchers when some delivery
+// is due.
+func (s *DB) writeIngests(ctx context.Context, tx pgx.Tx, ws []*ingestWrite, now time.Time) ([]*store.IngestResult, error) {
+	for _, w := range ws {
+		if len(w.in.Approvals) > 0 {
+			if err := s.checkApprovalsTx(ctx, tx, w.in.Approvals); err != nil {
+				return nil, err
+			}
+		}
+	}
+	var rows ingestRows
+	out := make([]*store.IngestResult, len(ws))
+	for i, w := range ws {
+		res, err := rows.add(w, now)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = res
+	}
+	b := &pgx.Batch{}
+	b.Queue(insertEnvelopesSQL, nanos(now), rows.envIDs, rows.bodies, rows.envDocs)
+	b.Queue(insertDeliveriesSQL, nanos(now), rows.ids, rows.envs, rows.channels, rows.tos, rows.agents,
+		rows.states, rows.dues, rows.convs, rows.docs)
+	if rows.due {
+		b.Queue(`SELECT pg_notify($1, $2)`, s.channel, store.WakeDeliveries)
+	}
+	if err := runBatch(ctx, tx, b); err != nil {
+		return nil, fmt.Errorf("insert envelopes: %w", err)
+	}
+	for i, w := range ws {
+		for _, d := range out[i].Deliveries {
+			if conversationOf(d) != "" {
+				if err := s.indexConversationDeliveryTx(ctx, tx, d); err != nil {
+					return nil, err
+				}
+			}
+		}
+		if len(w.in.Approvals) > 0 {
+			if err := s.putApprovalsTx(ctx, tx, w.envID, w.in.Approvals, now); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
 }
 
-func (s *DB) Ingest(ctx context.Context, in store.Ingest) (_ *store.IngestResult, err error) {
-	err = errors.New("postgres: Ingest is not built yet")
-	return
+// add appends w's envelope and deliveries and returns what the ingest
+// answers.
+func (r *ingestRows) add(w *ingestWrite, now time.Time) (*store.IngestResult, error) {
+	in := w.in
+	first := now
+	if in.NotBefore.After(now) {
+		first = in.NotBefore
+	}
+	meta := store.EnvelopeRecord{ID: w.envID, Agent: in.Agent, CreatedAt: now, DeliveryIDs: w.ids, Source: in.Source}
+	doc, err := json.Marshal(&meta)
+	if err != nil {
+		return nil, fmt.Errorf("encode envelope: %w", err)
+	}
+	body := []byte(in.Envelope)
+	if body == nil {
+		body = []byte{}
+	}
+	r.envIDs, r.bodies, r.envDocs = append(r.envIDs, w.envID), append(r.bodies, body), append(r.envDocs, string(doc))
+	out := &store.IngestResult{EnvelopeID: w.envID}
+	for i, nd := range in.Deliveries {
+		d := &store.Delivery{ID: w.ids[i], EnvelopeID: w.envID, Channel: nd.Channel, To: nd.To, Agent: in.Agent,
+			State: store.StateQueued, CreatedAt: now, UpdatedAt: now, NextAttemptAt: first,
+			ApprovalIDs: nd.ApprovalIDs, Extra: nd.Extra}
+		if nd.Held {
+			d.State = store.StateHeld
+		}
+		due := dueNanos(d)
+		r.due = r.due || due != nil
+		doc, err := json.Marshal(d)
+		if err != nil {
+			return nil, fmt.Errorf("encode delivery: %w", err)
+		}
+		r.ids, r.envs, r.channels, r.tos = append(r.ids, d.ID), append(r.envs, w.envID), append(r.channels, d.Channel), append(r.tos, d.To)
+		r.agents, r.states, r.dues = append(r.agents, d.Agent), append(r.states, string(d.State)), append(r.dues, due)
+		r.convs, r.docs = append(r.convs, conversationOf(d)), append(r.docs, string(doc))
+		out.Deliveries = append(out.Deliveries, d)
+	}
+	return out, nil
 }
 
-func (s *DB) IngestBulk(ctx context.Context, ins []store.Ingest) (_ []*store.IngestResult, err error) {
-	err = errors.New("postgres: IngestBulk is not built yet")
-	return
+// Claim takes up to max due jobs, leases them until now+lease and returns
+// them in state sending. admit, when set, is asked about each candidate
+// (see store.Deliveries); a job it refuses stays due, and so do its
+// recipient's other jobs in this claim.
+func (s *DB) Claim(ctx context.Context, max int, lease time.Duration, admit func(*store.Delivery) bool) ([]*store.Delivery, error) {
+	var a func(*store.Delivery) store.Admission
+	if admit != nil {
+		a = func(d *store.Delivery) store.Admission {
+			if admit(d) {
+				return store.Admit
+			}
+			return store.RefuseRecipient
+		}
+	}
+	return s.ClaimAdmitting(ctx, max, lease, a)
 }
 
-func (s *DB) ListDeliveries(ctx context.Context, st store.State, after string, limit int) (_ []*store.Delivery, err error) {
-	err = errors.New("postgres: ListDeliveries is not built yet")
-	return
+// dueChannelsCTE names ch every channel with a due job, one index probe a
+// channel.
+const dueChannelsCTE = `WITH RECURSIVE ch AS (
+	(SELECT channel FROM deliveries WHERE due_ns IS NOT NULL ORDER BY channel LIMIT 1)
+	UNION ALL
+	SELECT (SELECT d.channel FROM deliveries d WHERE d.due_ns IS NOT NULL AND d.channel > ch.channel
+		ORDER BY d.channel LIMIT 1)
+	FROM ch WHERE ch.channel IS NOT NULL)`
+
+// claimFirstSQL locks the first page of every channel's jobs due by $1,
+// in due order; rows another claim holds are passed over.
+const claimFirstSQL = dueChannelsCTE + `
+	SELECT j.id, j.channel, j.recipient, j.due_ns, j.doc FROM ch CROSS JOIN LATERAL (
+		SELECT d.id, d.channel, d.recipient, d.due_ns, d.doc FROM deliveries d
+		WHERE d.channel = ch.channel AND d.due_ns <= $1
+		ORDER BY d.due_ns, d.id LIMIT $2 FOR UPDATE SKIP LOCKED) j
+	WHERE ch.channel IS NOT NULL
+	ORDER BY j.channel, j.due_ns, j.id`
+
+// claimNextSQL locks the next page of one channel's due jobs, after the
+// job ($3, $4).
+const claimNextSQL = `SELECT id, channel, recipient, due_ns, doc FROM deliveries
+	WHERE channel = $1 AND due_ns <= $2 AND (due_ns, id) > ($3, $4)
+	ORDER BY due_ns, id LIMIT $5 FOR UPDATE SKIP LOCKED`
+
+// ClaimAdmitting is Claim with an admit that may also refuse a job's whole
+// channel for this claim. It applies store.SelectClaims to one lane a
+// channel: the channel's due jobs, read in pages locked FOR UPDATE SKIP
+// LOCKED (so that concurrent claims never take one job), and leases the
+// chosen ones in the same transaction. The claim writes only the lease:
+// the job's record stays as it is until Record rewrites it. A job whose
+// lease ran out is not due until RequeueExpired makes it so.
+func (s *DB) ClaimAdmitting(ctx context.Context, max int, lease time.Duration, admit func(*store.Delivery) store.Admission) ([]*store.Delivery, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if max <= 0 {
+		return nil, nil
+	}
+	now := s.now()
+	until := now.Add(lease)
+	var out []*store.Delivery
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		out = nil
+		c := &claim{ctx: ctx, tx: tx, now: nanos(now), page: min(2*max+16, 1000)}
+		lanes, err := c.lanes()
+		if err != nil {
+			return err
+		}
+		choice := store.SelectClaims(lanes, max, until, admit)
+		if c.err != nil {
+			return c.err
+		}
+		if len(choice.Taken) == 0 {
+			return nil
+		}
+		ids := make([]string, len(choice.Taken))
+		for i, d := range choice.Taken {
+			ids[i] = d.ID
+		}
+		if _, err := tx.Exec(ctx, `UPDATE deliveries SET state = 'sending', due_ns = NULL, lease_until_ns = $2
+			WHERE id = ANY($1)`, ids, nanos(until)); err != nil {
+			return fmt.Errorf("lease: %w", err)
+		}
+		out = choice.Taken
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim due jobs: %w", err)
+	}
+	return out, nil
 }
 
-func (s *DB) NextDue() (_ time.Time, _ bool) {
-	return
+// claim is one ClaimAdmitting's reading of due jobs.
+type claim struct {
+	ctx  context.Context
+	tx   pgx.Tx
+	now  int64
+	page int
+	// err is the first failed read; a lane ends at it.
+	err error
 }
 
-func (s *DB) QueryDeliveries(ctx context.Context, f store.DeliveryFilter, limit int) (_ []*store.Delivery, _ bool, err error) {
-	err = errors.New("postgres: QueryDeliveries is not built yet")
-	return
+// dueRow is one locked due job.
+type dueRow struct {
+	id, channel, to string
+	due             int64
+	doc             []byte
 }
 
-func (s *DB) Record(ctx context.Context, id string, leaseUntil time.Time, o store.Outcome) (_ *store.Delivery, err error) {
-	err = errors.New("postgres: Record is not built yet")
-	return
+// lanes reads the first page of every channel and makes each a lane.
+func (c *claim) lanes() ([]store.ClaimLane, error) {
+	rows, err := c.tx.Query(c.ctx, claimFirstSQL, c.now, c.page)
+	if err != nil {
+		return nil, fmt.Errorf("read due jobs: %w", err)
+	}
+	all, err := scanDueRows(rows)
+	if err != nil {
+		return nil, fmt.Errorf("read due jobs: %w", err)
+	}
+	var lanes []store.ClaimLane
+	for start := 0; start < len(all); {
+		end := start
+		for end < len(all) && all[end].channel == all[start].channel {
+			end++
+		}
+		lanes = append(lanes, c.lane(all[start:end:end]))
+		start = end
+	}
+	return lanes, nil
 }
 
-func (s *DB) Release(ctx context.Context, id string, leaseUntil time.Time, at time.Time) (err error) {
-	err = errors.New("postgres: Release is not built yet")
-	return
+// lane yields the jobs of rows, then of the channel's further pages (each
+// read when the previous one, which was full, is used up).
+func (c *claim) lane(rows []dueRow) store.ClaimLane {
+	full := len(rows) == c.page
+	var last dueRow
+	return func() (store.ClaimCandidate, bool) {
+		if len(rows) == 0 && full && c.err == nil {
+			rows = c.next(last)
+			full = len(rows) == c.page
+		}
+		if len(rows) == 0 {
+			return store.ClaimCandidate{}, false
+		}
+		last, rows = rows[0], rows[1:]
+		return candidate(last), true
+	}
 }
 
-func (s *DB) ReleaseHeld(ctx context.Context, conversationID string) (_ int, err error) {
-	err = errors.New("postgres: ReleaseHeld is not built yet")
-	return
+// next reads and locks the page of due jobs after last in its channel.
+func (c *claim) next(last dueRow) []dueRow {
+	rows, err := c.tx.Query(c.ctx, claimNextSQL, last.channel, c.now, last.due, last.id, c.page)
+	if err == nil {
+		var page []dueRow
+		if page, err = scanDueRows(rows); err == nil {
+			return page
+		}
+	}
+	c.err = fmt.Errorf("read due jobs of %s: %w", last.channel, err)
+	return nil
 }
 
-func (s *DB) RequeueExpired(ctx context.Context, before time.Time) (_ int, err error) {
-	err = errors.New("postgres: RequeueExpired is not built yet")
-	return
+// scanDueRows reads rows of id, channel, recipient, due_ns, doc.
+func scanDueRows(rows pgx.Rows) ([]dueRow, error) {
+	defer rows.Close()
+	var out []dueRow
+	for rows.Next() {
+		var r dueRow
+		if err := rows.Scan(&r.id, &r.channel, &r.to, &r.due, &r.doc); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
 }
 
-func (s *DB) Retry(ctx context.Context, id string) (_ *store.Delivery, err error) {
-	err = errors.New("postgres: Retry is not built yet")
-	return
+// candidate offers the due job r to store.SelectClaims. A record that
+// does not decode is passed over (checkDeliveries names it).
+func candidate(r dueRow) store.ClaimCandidate {
+	return store.ClaimCandidate{
+		Recipient: store.RecipientKey(r.channel, r.to),
+		Due:       fromNanos(r.due),
+		Ref:       []byte(r.id),
+		Load:      func() (*store.Delivery, error) { return decodeDelivery(r.doc) },
+	}
 }
 
-func (s *DB) RetryDeadSince(ctx context.Context, since time.Time, channel string) (_ int, err error) {
-	err = errors.New("postgres: RetryDeadSince is not built yet")
-	return
+// Record stores the outcome of an attempt on a job this worker claimed
+// (lease held until leaseUntil), in one transaction. If the job's lease is
+// no longer that one (it ran out and the job was re-queued or re-claimed),
+// it returns store.ErrLeaseLost and changes nothing. The outcome's
+// ProviderID, and the ids its receipt lists in meta "parts", find the
+// delivery until it is pruned.
+func (s *DB) Record(ctx context.Context, id string, leaseUntil time.Time, o store.Outcome) (*store.Delivery, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	switch {
+	case o.State != store.StateSent && o.State != store.StateRetrying && o.State != store.StateDead:
+		return nil, fmt.Errorf("record %s: %w: outcome state %q", id, store.ErrBadState, o.State)
+	case o.State == store.StateRetrying && o.NextAttemptAt.IsZero():
+		return nil, fmt.Errorf("record %s: %w: retrying without a next attempt time", id, store.ErrBadState)
+	case len(o.ProviderID) > maxStoredKey:
+		return nil, fmt.Errorf("record %s: provider id of %d bytes; at most %d", id, len(o.ProviderID), maxStoredKey)
+	}
+	pids := attemptPIDs(&o)
+	now := s.now()
+	var out *store.Delivery
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		out = nil
+		d, err := takeLease(ctx, tx, id, leaseUntil)
+		if err != nil {
+			return err
+		}
+		a := o.Attempt
+		d.Attempts++
+		a.N = d.Attempts
+		d.State = o.State
+		d.UpdatedAt = now
+		d.LastError = o.Error
+		d.MaybeSent = o.MaybeSent
+		if o.ProviderID != "" {
+			d.ProviderID = o.ProviderID
+		}
+		switch o.State {
+		case store.StateSent:
+			d.SentAt = now
+			d.DeadReason = ""
+		case store.StateRetrying:
+			d.NextAttemptAt = o.NextAttemptAt
+		case store.StateDead:
+			d.DeadReason = o.DeadReason
+		}
+		b := &pgx.Batch{}
+		if err := queueUpdate(b, d); err != nil {
+			return err
+		}
+		doc, err := json.Marshal(a)
+		if err != nil {
+			return fmt.Errorf("encode attempt: %w", err)
+		}
+		b.Queue(`INSERT INTO attempts (delivery_id, n, doc) VALUES ($1, $2, $3)
+			ON CONFLICT (delivery_id, n) DO UPDATE SET doc = EXCLUDED.doc`, d.ID, a.N, string(doc))
+		if len(pids) > 0 {
+			b.Queue(`INSERT INTO provider_ids (channel, pid, delivery_id) SELECT $1, pid, $2 FROM unnest($3::text[]) AS u (pid)
+				ON CONFLICT (channel, pid) DO UPDATE SET delivery_id = EXCLUDED.delivery_id`, d.Channel, d.ID, pids)
+		}
+		if d.State == store.StateRetrying {
+			b.Queue(`SELECT pg_notify($1, $2)`, s.channel, store.WakeDeliveries)
+		}
+		if err := runBatch(ctx, tx, b); err != nil {
+			return err
+		}
+		out = d
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("record attempt of %s: %w", id, err)
+	}
+	return out, nil
 }
 
-func (s *DB) SetProviderStatus(ctx context.Context, id string, status string, detail string) (_ *store.Delivery, err error) {
-	err = errors.New("postgres: SetProviderStatus is not built yet")
-	return
+// Release puts a claimed job back in the queue without counting an attempt
+// (the worker is shutting down, or a rate limit refused it), due at `at`.
+func (s *DB) Release(ctx context.Context, id string, leaseUntil, at time.Time) error {
+	if at.IsZero() {
+		return fmt.Errorf("release %s: %w: no due time", id, store.ErrBadState)
+	}
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		d, err := takeLease(ctx, tx, id, leaseUntil)
+		if err != nil {
+			return err
+		}
+		d.NextAttemptAt = at
+		d.UpdatedAt = s.now()
+		b := &pgx.Batch{}
+		if err := queueUpdate(b, d); err != nil {
+			return err
+		}
+		b.Queue(`SELECT pg_notify($1, $2)`, s.channel, store.WakeDeliveries)
+		return runBatch(ctx, tx, b)
+	})
+	if err != nil {
+		return fmt.Errorf("release %s: %w", id, err)
+	}
+	return nil
 }
 
-func (s *DB) UpdateProviderStatus(ctx context.Context, id string, decide func(d *store.Delivery) (status string, detail string, ok bool)) (_ *store.Delivery, _ bool, err error) {
-	err = errors.New("postgres: UpdateProviderStatus is not built yet")
-	return
+// RequeueExpired ends every lease that ran out at or before `before`: the
+// job is due again now, marked maybe-sent (its send may have reached the
+// peer). Leases another transaction holds the row of (a Record, another
+// replica's requeue) are left to it.
+func (s *DB) RequeueExpired(ctx context.Context, before time.Time) (int, error) {
+	now := s.now()
+	n := 0
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		n = 0
+		rows, err := tx.Query(ctx, `SELECT doc, NULL::bigint FROM deliveries
+			WHERE lease_until_ns IS NOT NULL AND lease_until_ns <= $1 ORDER BY id FOR UPDATE SKIP LOCKED`, nanos(before))
+		if err != nil {
+			return err
+		}
+		ds, err := scanDeliveries(rows)
+		if err != nil {
+			return err
+		}
+		b := &pgx.Batch{}
+		for _, d := range ds {
+			// The lease ran out mid-send: the job may have reached its peer.
+			d.MaybeSent = true
+			d.NextAttemptAt = now
+			d.UpdatedAt = now
+			if err := queueUpdate(b, d); err != nil {
+				return err
+			}
+		}
+		if len(ds) > 0 {
+			b.Queue(`SELECT pg_notify($1, $2)`, s.channel, store.WakeDeliveries)
+		}
+		if err := runBatch(ctx, tx, b); err != nil {
+			return err
+		}
+		n = len(ds)
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("requeue expired leases: %w", err)
+	}
+	return n, nil
 }
 
-func (s *DB) Prune(ctx context.Context, before time.Time, max int) (_ int, err error) {
-	err = errors.New("postgres: Prune is not built yet")
-	return
+// NextDue is the time of the earliest due job, if any: the earliest of
+// each channel's first job. On an error it answers false.
+func (s *DB) NextDue() (t time.Time, ok bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	var due *int64
+	err := s.pool.QueryRow(ctx, dueChannelsCTE+`
+		SELECT min((SELECT d.due_ns FROM deliveries d WHERE d.channel = ch.channel AND d.due_ns IS NOT NULL
+			ORDER BY d.due_ns LIMIT 1)) FROM ch WHERE ch.channel IS NOT NULL`).Scan(&due)
+	if err != nil || due == nil {
+		return time.Time{}, false
+	}
+	return fromNanos(*due), true
 }
 
-func (s *DB) checkDeliveries(ctx context.Context) error { return nil }
+// DeliveryByProviderID finds the delivery that a provider id belongs to:
+// the id of any of its attempts or message parts, until it is pruned.
+func (s *DB) DeliveryByProviderID(ctx context.Context, channel, pid string) (*store.Delivery, error) {
+	d, err := scanDelivery(s.pool.QueryRow(ctx, `SELECT d.doc, d.lease_until_ns FROM provider_ids p
+		JOIN deliveries d ON d.id = p.delivery_id WHERE p.channel = $1 AND p.pid = $2`, channel, pid))
+	if err != nil {
+		return nil, fmt.Errorf("delivery by provider id %s: %w", pid, err)
+	}
+	return d, nil
+}
+
+// SetProviderStatus records a status the provider reported after sending.
+// It does not change the delivery's state.
+func (s *DB) SetProviderStatus(ctx context.Context, id, status, detail string) (*store.Delivery, error) {
+	d, _, err := s.UpdateProviderStatus(ctx, id, func(*store.Delivery) (string, string, bool) { return status, detail, true })
+	return d, err
+}
+
+// UpdateProviderStatus is SetProviderStatus decided with the delivery's
+// row locked: decide sees the delivery and returns the status and detail
+// to record, or ok false to leave it. decide may be called more than once
+// and must not have side effects.
+func (s *DB) UpdateProviderStatus(ctx context.Context, id string, decide func(d *store.Delivery) (status, detail string, ok bool)) (*store.Delivery, bool, error) {
+	var out *store.Delivery
+	var changed bool
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		out, changed = nil, false
+		stored, lease, err := lockDelivery(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		shown := withLease(*stored, lease)
+		status, detail, ok := decide(shown)
+		if !ok {
+			out = withLease(*stored, lease)
+			return nil
+		}
+		stored.ProviderStatus = status
+		if detail != "" {
+			stored.LastError = detail
+		}
+		stored.UpdatedAt = s.now()
+		doc, err := json.Marshal(stored)
+		if err != nil {
+			return fmt.Errorf("encode delivery: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE deliveries SET doc = $2, updated_ns = $3 WHERE id = $1`,
+			id, string(doc), nanos(stored.UpdatedAt)); err != nil {
+			return err
+		}
+		out, changed = withLease(*stored, lease), true
+		return nil
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("update provider status of %s: %w", id, err)
+	}
+	return out, changed, nil
+}
+
+// withLease is the stored record d as readers see it: sending while its
+// lease (non-zero) is held.
+func withLease(d store.Delivery, lease time.Time) *store.Delivery {
+	if !lease.IsZero() {
+		d.State, d.LeaseUntil = store.StateSending, lease
+	}
+	return &d
+}
+
+// Retry makes a dead delivery due again now (operator action). Its attempt
+// count is kept; its lifetime starts again.
+func (s *DB) Retry(ctx context.Context, id string) (*store.Delivery, error) {
+	var out *store.Delivery
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		out = nil
+		d, _, err := lockDelivery(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if d.State != store.StateDead {
+			return fmt.Errorf("%w: delivery is %s; only dead deliveries can be retried", store.ErrBadState, d.State)
+		}
+		now := s.now()
+		d.State = store.StateQueued
+		d.NextAttemptAt = now
+		d.UpdatedAt = now
+		d.DeadReason = ""
+		if d.Extra == nil {
+			d.Extra = map[string]string{}
+		}
+		d.Extra["retriedAt"] = now.UTC().Format(time.RFC3339Nano)
+		b := &pgx.Batch{}
+		if err := queueUpdate(b, d); err != nil {
+			return err
+		}
+		b.Queue(`SELECT pg_notify($1, $2)`, s.channel, store.WakeDeliveries)
+		if err := runBatch(ctx, tx, b); err != nil {
+			return err
+		}
+		out = d
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("retry %s: %w", id, err)
+	}
+	return out, nil
+}
+
+// ReleaseHeld queues now every held delivery of a conversation and returns
+// how many it queued.
+func (s *DB) ReleaseHeld(ctx context.Context, conversationID string) (int, error) {
+	n := 0
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		var err error
+		n, err = s.releaseHeldTx(ctx, tx, conversationID, s.now())
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("release held deliveries of %s: %w", conversationID, err)
+	}
+	return n, nil
+}
 
 // releaseHeldTx makes the conversation's held deliveries due now, in the
 // caller's transaction (RecordInbound), and returns how many.
 func (s *DB) releaseHeldTx(ctx context.Context, tx pgx.Tx, conversationID string, now time.Time) (int, error) {
-	return 0, errors.New("postgres: releaseHeldTx is not built yet")
+	rows, err := tx.Query(ctx, `SELECT doc, NULL::bigint FROM deliveries WHERE state = 'held' AND conversation = $1
+		ORDER BY id FOR UPDATE`, conversationID)
+	if err != nil {
+		return 0, fmt.Errorf("read held deliveries: %w", err)
+	}
+	held, err := scanDeliveries(rows)
+	if err != nil {
+		return 0, fmt.Errorf("read held deliveries: %w", err)
+	}
+	if len(held) == 0 {
+		return 0, nil
+	}
+	b := &pgx.Batch{}
+	for _, d := range held {
+		d.State, d.NextAttemptAt, d.UpdatedAt = store.StateQueued, now, now
+		if err := queueUpdate(b, d); err != nil {
+			return 0, err
+		}
+	}
+	b.Queue(`SELECT pg_notify($1, $2)`, s.channel, store.WakeDeliveries)
+	if err := runBatch(ctx, tx, b); err != nil {
+		return 0, fmt.Errorf("queue held deliveries: %w", err)
+	}
+	return len(held), nil
 }

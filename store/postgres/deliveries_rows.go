@@ -1,0 +1,218 @@
+package postgres
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/cool-ai/beachd/envelope"
+	"github.com/cool-ai/beachd/store"
+)
+
+// maxStoredKey bounds the caller-given values used as keys (idempotency
+// keys, provider ids), as on the embedded store.
+const maxStoredKey = 1024
+
+// deliveryCols are what every read of a delivery selects: the stored
+// record and its lease (scanDelivery).
+const deliveryCols = `doc, lease_until_ns`
+
+// scanDelivery reads a row of deliveryCols: the stored record, shown as
+// sending with its lease when the job is in flight. No row is
+// store.ErrNotFound.
+func scanDelivery(row pgx.Row) (*store.Delivery, error) {
+	var doc []byte
+	var lease *int64
+	if err := row.Scan(&doc, &lease); err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, store.ErrNotFound
+		}
+		return nil, err
+	}
+	d, err := decodeDelivery(doc)
+	if err != nil {
+		return nil, err
+	}
+	if lease != nil {
+		d.State, d.LeaseUntil = store.StateSending, fromNanos(*lease)
+	}
+	return d, nil
+}
+
+// decodeDelivery reads a stored delivery record.
+func decodeDelivery(doc []byte) (*store.Delivery, error) {
+	d := &store.Delivery{}
+	if err := json.Unmarshal(doc, d); err != nil {
+		return nil, fmt.Errorf("%w: delivery record: %v", store.ErrCorrupt, err)
+	}
+	return d, nil
+}
+
+// scanDeliveries reads every row of rows (deliveryCols).
+func scanDeliveries(rows pgx.Rows) ([]*store.Delivery, error) {
+	defer rows.Close()
+	var out []*store.Delivery
+	for rows.Next() {
+		d, err := scanDelivery(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
+
+// lockDelivery reads the stored record of the delivery id and its lease
+// (zero: none), locking the row until tx ends.
+func lockDelivery(ctx context.Context, tx pgx.Tx, id string) (*store.Delivery, time.Time, error) {
+	var doc []byte
+	var lease *int64
+	err := tx.QueryRow(ctx, `SELECT doc, lease_until_ns FROM deliveries WHERE id = $1 FOR UPDATE`, id).Scan(&doc, &lease)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, time.Time{}, store.ErrNotFound
+	}
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	d, err := decodeDelivery(doc)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	var until time.Time
+	if lease != nil {
+		until = fromNanos(*lease)
+	}
+	return d, until, nil
+}
+
+// takeLease locks the delivery id and returns its stored record if its
+// lease is the one ending at leaseUntil; otherwise store.ErrLeaseLost.
+func takeLease(ctx context.Context, tx pgx.Tx, id string, leaseUntil time.Time) (*store.Delivery, error) {
+	d, until, err := lockDelivery(ctx, tx, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil, store.ErrLeaseLost
+	case err != nil:
+		return nil, err
+	case until.IsZero() || !until.Equal(leaseUntil):
+		return nil, store.ErrLeaseLost
+	}
+	return d, nil
+}
+
+// updateDeliverySQL rewrites a delivery's record and the columns that
+// follow it (updateArgs).
+const updateDeliverySQL = `UPDATE deliveries SET state = $2, due_ns = $3, lease_until_ns = NULL,
+	updated_ns = $4, doc = $5 WHERE id = $1`
+
+// updateArgs are updateDeliverySQL's arguments for the stored record d of
+// a job not in flight. Like the embedded store it refuses state sending
+// (a job in flight is its stored record plus a lease), and clears the next
+// attempt time of a job that is not due.
+func updateArgs(d *store.Delivery) ([]any, error) {
+	if d.State == store.StateSending || !d.State.Valid() {
+		return nil, fmt.Errorf("%w: cannot store a delivery in state %q", store.ErrBadState, d.State)
+	}
+	due := dueNanos(d)
+	doc, err := json.Marshal(d)
+	if err != nil {
+		return nil, fmt.Errorf("encode delivery %s: %w", d.ID, err)
+	}
+	return []any{d.ID, string(d.State), due, nanos(d.UpdatedAt), string(doc)}, nil
+}
+
+// dueNanos is when the job d is due (nil: not due), clearing
+// d.NextAttemptAt when d is in a state that is never due.
+func dueNanos(d *store.Delivery) *int64 {
+	if d.State == store.StateQueued || d.State == store.StateRetrying {
+		n := nanos(d.NextAttemptAt)
+		return &n
+	}
+	d.NextAttemptAt = time.Time{}
+	return nil
+}
+
+// queueUpdate queues the rewrite of the stored record d on b.
+func queueUpdate(b *pgx.Batch, d *store.Delivery) error {
+	args, err := updateArgs(d)
+	if err != nil {
+		return err
+	}
+	b.Queue(updateDeliverySQL, args...)
+	return nil
+}
+
+// runBatch sends b in tx and reads every result.
+func runBatch(ctx context.Context, tx pgx.Tx, b *pgx.Batch) error {
+	if b.Len() == 0 {
+		return nil
+	}
+	return tx.SendBatch(ctx, b).Close()
+}
+
+// conversationOf is the conversation d belongs to (empty for none).
+func conversationOf(d *store.Delivery) string { return d.Extra[envelope.ExtraConversation] }
+
+// validChannelName: printable ASCII without spaces, at most 64 bytes, as
+// every channel's name is (the embedded store's rule).
+func validChannelName(ch string) bool {
+	if len(ch) == 0 || len(ch) > 64 {
+		return false
+	}
+	for i := 0; i < len(ch); i++ {
+		if ch[i] < 0x21 || ch[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// attemptPIDs are the provider ids an outcome gives its delivery: its
+// ProviderID, and the ids its receipt lists in meta "parts". A part id too
+// long to be a key is left out: it only helps find the delivery.
+func attemptPIDs(o *store.Outcome) []string {
+	var out []string
+	if o.ProviderID != "" {
+		out = append(out, o.ProviderID)
+	}
+	if !bytes.Contains(o.Attempt.Receipt, []byte(`"parts"`)) {
+		return out
+	}
+	var r struct {
+		Meta struct {
+			Parts []string `json:"parts"`
+		} `json:"meta"`
+	}
+	if json.Unmarshal(o.Attempt.Receipt, &r) != nil {
+		return out // not a receipt with a list of ids: nothing more to find it by
+	}
+	for _, pid := range r.Meta.Parts {
+		if pid != "" && len(pid) <= maxStoredKey && !slices.Contains(out, pid) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// matches applies f to d as the embedded store does: zero fields select
+// everything, To matches a part of the recipient ignoring case, Since is
+// inclusive and Until exclusive on CreatedAt.
+func matches(f store.DeliveryFilter, d *store.Delivery) bool {
+	switch {
+	case f.State != "" && d.State != f.State,
+		f.Channel != "" && d.Channel != f.Channel,
+		f.Agent != "" && d.Agent != f.Agent,
+		f.To != "" && !strings.Contains(strings.ToLower(d.To), strings.ToLower(f.To)),
+		!f.Since.IsZero() && d.CreatedAt.Before(f.Since),
+		!f.Until.IsZero() && !d.CreatedAt.Before(f.Until):
+		return false
+	}
+	return true
+}
