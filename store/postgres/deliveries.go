@@ -361,7 +361,7 @@ func (s *DB) ClaimAdmitting(ctx context.Context, max int, lease time.Duration, a
 	var out []*store.Delivery
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		out = nil
-		c := &claim{ctx: ctx, tx: tx, now: nanos(now), page: min(2*max+16, 1000)}
+		c := &claim{ctx: ctx, tx: tx, now: nanos(now), first: firstPage(max, admit != nil)}
 		lanes, err := c.lanes()
 		if err != nil {
 			return err
@@ -392,12 +392,27 @@ func (s *DB) ClaimAdmitting(ctx context.Context, max int, lease time.Duration, a
 
 // claim is one ClaimAdmitting's reading of due jobs.
 type claim struct {
-	ctx  context.Context
-	tx   pgx.Tx
-	now  int64
-	page int
+	ctx context.Context
+	tx  pgx.Tx
+	now int64
+	// first is how many jobs of each channel the first read locks.
+	first int
 	// err is the first failed read; a lane ends at it.
 	err error
+}
+
+// nextPage is how many jobs of a channel each further read locks.
+const nextPage = 256
+
+// firstPage is how many jobs of each channel a claim of max jobs locks at
+// first: max when every job is taken, a few more when admit may refuse
+// some. Locked jobs that are not taken stay due; other claims pass over
+// them until this one commits.
+func firstPage(max int, admits bool) int {
+	if admits {
+		max += max/2 + 8
+	}
+	return min(max, 1000)
 }
 
 // dueRow is one locked due job.
@@ -409,7 +424,7 @@ type dueRow struct {
 
 // lanes reads the first page of every channel and makes each a lane.
 func (c *claim) lanes() ([]store.ClaimLane, error) {
-	rows, err := c.tx.Query(c.ctx, claimFirstSQL, c.now, c.page)
+	rows, err := c.tx.Query(c.ctx, claimFirstSQL, c.now, c.first)
 	if err != nil {
 		return nil, fmt.Errorf("read due jobs: %w", err)
 	}
@@ -432,12 +447,12 @@ func (c *claim) lanes() ([]store.ClaimLane, error) {
 // lane yields the jobs of rows, then of the channel's further pages (each
 // read when the previous one, which was full, is used up).
 func (c *claim) lane(rows []dueRow) store.ClaimLane {
-	full := len(rows) == c.page
+	full := len(rows) == c.first
 	var last dueRow
 	return func() (store.ClaimCandidate, bool) {
 		if len(rows) == 0 && full && c.err == nil {
 			rows = c.next(last)
-			full = len(rows) == c.page
+			full = len(rows) == nextPage
 		}
 		if len(rows) == 0 {
 			return store.ClaimCandidate{}, false
@@ -449,7 +464,7 @@ func (c *claim) lane(rows []dueRow) store.ClaimLane {
 
 // next reads and locks the page of due jobs after last in its channel.
 func (c *claim) next(last dueRow) []dueRow {
-	rows, err := c.tx.Query(c.ctx, claimNextSQL, last.channel, c.now, last.due, last.id, c.page)
+	rows, err := c.tx.Query(c.ctx, claimNextSQL, last.channel, c.now, last.due, last.id, nextPage)
 	if err == nil {
 		var page []dueRow
 		if page, err = scanDueRows(rows); err == nil {

@@ -1,0 +1,92 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/postgres/pgtest"
+)
+
+// outbox is the hot path BenchmarkIngestClaimRecord measures, which both
+// backends have.
+type outbox interface {
+	Ingest(ctx context.Context, in store.Ingest) (*store.IngestResult, error)
+	Claim(ctx context.Context, max int, lease time.Duration, admit func(*store.Delivery) bool) ([]*store.Delivery, error)
+	Record(ctx context.Context, id string, leaseUntil time.Time, o store.Outcome) (*store.Delivery, error)
+}
+
+// BenchmarkIngestClaimRecord measures one envelope with one delivery going
+// through the outbox (ingest, claim, record sent) on the embedded bbolt
+// store and on PostgreSQL, one caller at a time and with 16 at once.
+func BenchmarkIngestClaimRecord(b *testing.B) {
+	backends := []struct {
+		name string
+		open func(b *testing.B) outbox
+	}{
+		{"bbolt", func(b *testing.B) outbox {
+			db, err := store.Open(filepath.Join(b.TempDir(), "b.db"), store.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { db.Close() })
+			return db
+		}},
+		{"postgres", func(b *testing.B) outbox {
+			db, err := Open(context.Background(), pgtest.DSN(b), Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { db.Close() })
+			return db
+		}},
+	}
+	for _, be := range backends {
+		for _, callers := range []int{1, 16} {
+			b.Run(fmt.Sprintf("%s/callers=%d", be.name, callers), func(b *testing.B) {
+				db := be.open(b)
+				b.ResetTimer()
+				if callers == 1 {
+					for range b.N {
+						cycle(b, db)
+					}
+				} else {
+					b.SetParallelism(max(1, callers/runtime.GOMAXPROCS(0)))
+					b.RunParallel(func(pb *testing.PB) {
+						for pb.Next() {
+							cycle(b, db)
+						}
+					})
+				}
+				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "envelopes/s")
+			})
+		}
+	}
+}
+
+// cycle ingests an envelope with one delivery, claims a due job and records
+// it sent (with 16 callers the job claimed may be another caller's).
+func cycle(b *testing.B, db outbox) {
+	ctx := context.Background()
+	_, err := db.Ingest(ctx, store.Ingest{Envelope: []byte(`{"role":"agent","parts":[{"text":"hello"}]}`),
+		Deliveries: []store.NewDelivery{{Channel: "webhook", To: "ep"}}})
+	if err != nil {
+		b.Error(err)
+		return
+	}
+	ds, err := db.Claim(ctx, 1, time.Minute, nil)
+	if err != nil {
+		b.Error(err)
+		return
+	}
+	for _, d := range ds {
+		if _, err := db.Record(ctx, d.ID, d.LeaseUntil, store.Outcome{State: store.StateSent,
+			Attempt: store.Attempt{At: time.Now(), Outcome: "sent"}}); err != nil {
+			b.Error(err)
+		}
+	}
+}
