@@ -238,7 +238,7 @@ func (s *DB) writeIngests(ctx context.Context, tx pgx.Tx, ws []*ingestWrite, now
 	b.Queue(insertDeliveriesSQL, nanos(now), rows.ids, rows.envs, rows.channels, rows.tos, rows.agents,
 		rows.states, rows.dues, rows.convs, rows.docs)
 	if rows.due {
-		b.Queue(`SELECT pg_notify($1, $2)`, s.channel, store.WakeDeliveries)
+		s.queueWake(b)
 	}
 	if err := runBatch(ctx, tx, b); err != nil {
 		return nil, fmt.Errorf("insert envelopes: %w", err)
@@ -561,7 +561,7 @@ func (s *DB) Record(ctx context.Context, id string, leaseUntil time.Time, o stor
 				ON CONFLICT (channel, pid) DO UPDATE SET delivery_id = EXCLUDED.delivery_id`, d.Channel, d.ID, pids)
 		}
 		if d.State == store.StateRetrying {
-			b.Queue(`SELECT pg_notify($1, $2)`, s.channel, store.WakeDeliveries)
+			s.queueWake(b)
 		}
 		if err := runBatch(ctx, tx, b); err != nil {
 			return err
@@ -592,7 +592,7 @@ func (s *DB) Release(ctx context.Context, id string, leaseUntil, at time.Time) e
 		if err := queueUpdate(b, d); err != nil {
 			return err
 		}
-		b.Queue(`SELECT pg_notify($1, $2)`, s.channel, store.WakeDeliveries)
+		s.queueWake(b)
 		return runBatch(ctx, tx, b)
 	})
 	if err != nil {
@@ -611,7 +611,7 @@ func (s *DB) RequeueExpired(ctx context.Context, before time.Time) (int, error) 
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		n = 0
 		rows, err := tx.Query(ctx, `SELECT doc, NULL::bigint FROM deliveries
-			WHERE lease_until_ns IS NOT NULL AND lease_until_ns <= $1 ORDER BY id FOR UPDATE SKIP LOCKED`, nanos(before))
+			WHERE lease_until_ns IS NOT NULL AND lease_until_ns <= $1 ORDER BY id FOR UPDATE SKIP LOCKED`, clampNanos(before))
 		if err != nil {
 			return err
 		}
@@ -630,7 +630,7 @@ func (s *DB) RequeueExpired(ctx context.Context, before time.Time) (int, error) 
 			}
 		}
 		if len(ds) > 0 {
-			b.Queue(`SELECT pg_notify($1, $2)`, s.channel, store.WakeDeliveries)
+			s.queueWake(b)
 		}
 		if err := runBatch(ctx, tx, b); err != nil {
 			return err
@@ -753,7 +753,7 @@ func (s *DB) Retry(ctx context.Context, id string) (*store.Delivery, error) {
 		if err := queueUpdate(b, d); err != nil {
 			return err
 		}
-		b.Queue(`SELECT pg_notify($1, $2)`, s.channel, store.WakeDeliveries)
+		s.queueWake(b)
 		if err := runBatch(ctx, tx, b); err != nil {
 			return err
 		}
@@ -803,7 +803,7 @@ func (s *DB) releaseHeldTx(ctx context.Context, tx pgx.Tx, conversationID string
 			return 0, err
 		}
 	}
-	b.Queue(`SELECT pg_notify($1, $2)`, s.channel, store.WakeDeliveries)
+	s.queueWake(b)
 	if err := runBatch(ctx, tx, b); err != nil {
 		return 0, fmt.Errorf("queue held deliveries: %w", err)
 	}

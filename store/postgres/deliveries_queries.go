@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/store"
 )
 
@@ -144,10 +145,10 @@ func (s *DB) QueryDeliveries(ctx context.Context, f store.DeliveryFilter, limit 
 		add("agent = ?", f.Agent)
 	}
 	if !f.Since.IsZero() {
-		add("created_ns >= ?", nanos(f.Since))
+		add("created_ns >= ?", clampNanos(f.Since))
 	}
 	if !f.Until.IsZero() {
-		add("created_ns < ?", nanos(f.Until))
+		add("created_ns < ?", clampNanos(f.Until))
 	}
 	q := `SELECT ` + deliveryCols + ` FROM deliveries`
 	if len(where) > 0 {
@@ -267,7 +268,7 @@ func countDelivery(st *store.DeliveryStats, cs *store.ChannelStats, d *store.Del
 // (their last update), optionally of one channel, in id order, at most
 // store.MaxBulkRetry; more reports that there were more.
 func (s *DB) DeadSince(ctx context.Context, since time.Time, channel string) (ids []string, more bool, err error) {
-	q, args := `SELECT id FROM deliveries WHERE state = 'dead' AND updated_ns >= $1`, []any{nanos(since), store.MaxBulkRetry + 1}
+	q, args := `SELECT id FROM deliveries WHERE state = 'dead' AND updated_ns >= $1`, []any{clampNanos(since), store.MaxBulkRetry + 1}
 	if channel != "" {
 		q += ` AND channel = $3`
 		args = append(args, channel)
@@ -333,7 +334,7 @@ func (s *DB) Prune(ctx context.Context, before time.Time, max int) (int, error) 
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		n = 0
 		for after := ""; ; {
-			rows, err := tx.Query(ctx, pruneCandidatesSQL, nanos(before), after, max)
+			rows, err := tx.Query(ctx, pruneCandidatesSQL, clampNanos(before), after, max)
 			if err != nil {
 				return err
 			}
@@ -385,24 +386,27 @@ func pruneEnvelopes(ctx context.Context, tx pgx.Tx, ids []string) (int, error) {
 // checkDeliveries reports the first delivery whose columns disagree with
 // its record or lease, or that its envelope does not list.
 func (s *DB) checkDeliveries(ctx context.Context) error {
-	checks := []struct{ what, sql string }{
+	checks := []struct {
+		what, sql string
+		args      []any
+	}{
 		{"record does not match its row", `SELECT id FROM deliveries WHERE
 			doc->>'id' IS DISTINCT FROM id OR doc->>'envelopeId' IS DISTINCT FROM envelope_id
 			OR doc->>'channel' IS DISTINCT FROM channel OR coalesce(doc->>'to', '') <> recipient
 			OR coalesce(doc->>'agent', '') <> agent
-			OR coalesce(doc->'extra'->>'conversation', '') <> conversation LIMIT 1`},
+			OR coalesce(doc->'extra'->>$1, '') <> conversation LIMIT 1`, []any{envelope.ExtraConversation}},
 		{"state does not match its record and lease", `SELECT id FROM deliveries WHERE
 			(lease_until_ns IS NULL AND doc->>'state' IS DISTINCT FROM state)
-			OR (lease_until_ns IS NOT NULL AND doc->>'state' NOT IN ('queued', 'retrying')) LIMIT 1`},
+			OR (lease_until_ns IS NOT NULL AND doc->>'state' NOT IN ('queued', 'retrying')) LIMIT 1`, nil},
 		{"not listed by its envelope", `SELECT d.id FROM deliveries d JOIN envelopes e ON e.id = d.envelope_id
-			WHERE NOT (e.doc->'deliveryIds' ? d.id) LIMIT 1`},
+			WHERE NOT (e.doc->'deliveryIds' ? d.id) LIMIT 1`, nil},
 		{"listed by its envelope but missing", `SELECT x.id FROM envelopes e
 			CROSS JOIN LATERAL jsonb_array_elements_text(coalesce(e.doc->'deliveryIds', '[]')) AS x (id)
-			WHERE NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.id = x.id) LIMIT 1`},
+			WHERE NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.id = x.id) LIMIT 1`, nil},
 	}
 	for _, c := range checks {
 		var id string
-		err := s.pool.QueryRow(ctx, c.sql).Scan(&id)
+		err := s.pool.QueryRow(ctx, c.sql, c.args...).Scan(&id)
 		switch {
 		case err == nil:
 			return fmt.Errorf("delivery %s: %s", id, c.what)

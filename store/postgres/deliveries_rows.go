@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -132,12 +133,38 @@ func updateArgs(d *store.Delivery) ([]any, error) {
 // d.NextAttemptAt when d is in a state that is never due.
 func dueNanos(d *store.Delivery) *int64 {
 	if d.State == store.StateQueued || d.State == store.StateRetrying {
-		n := nanos(d.NextAttemptAt)
+		n := clampNanos(d.NextAttemptAt)
 		return &n
 	}
 	d.NextAttemptAt = time.Time{}
 	return nil
 }
+
+// The times nanoseconds since the epoch reach (years 1677 to 2262).
+var (
+	minNanosTime = time.Unix(0, math.MinInt64)
+	maxNanosTime = time.Unix(0, math.MaxInt64)
+)
+
+// clampNanos is t in nanoseconds, a time beyond their range (the zero
+// time, a bound far in the future) as the nearest they reach: a job due in
+// the year 3000 must not wrap round to being due now.
+func clampNanos(t time.Time) int64 {
+	switch {
+	case t.Before(minNanosTime):
+		return math.MinInt64
+	case t.After(maxNanosTime):
+		return math.MaxInt64
+	}
+	return t.UnixNano()
+}
+
+// notifySQL tells every replica, at the commit, that deliveries are due
+// (as DB.notify, queued in a batch).
+const notifySQL = `SELECT pg_notify($1, $2)`
+
+// queueWake queues the wake-up of the replicas' dispatchers on b.
+func (s *DB) queueWake(b *pgx.Batch) { b.Queue(notifySQL, s.channel, store.WakeDeliveries) }
 
 // queueUpdate queues the rewrite of the stored record d on b.
 func queueUpdate(b *pgx.Batch, d *store.Delivery) error {
