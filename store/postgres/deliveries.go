@@ -49,6 +49,9 @@ func (s *DB) Ingest(ctx context.Context, in store.Ingest) (*store.IngestResult, 
 	if err != nil {
 		return nil, fmt.Errorf("ingest: %w", err)
 	}
+	if !res.Replayed && anyDue(res) {
+		s.wakeDispatchers(ctx)
+	}
 	return res, nil
 }
 
@@ -79,7 +82,22 @@ func (s *DB) IngestBulk(ctx context.Context, ins []store.Ingest) ([]*store.Inges
 	if err != nil {
 		return nil, fmt.Errorf("bulk ingest: %w", err)
 	}
+	if anyDue(out...) {
+		s.wakeDispatchers(ctx)
+	}
 	return out, nil
+}
+
+// anyDue reports whether an ingest made a delivery due (one not held).
+func anyDue(rs ...*store.IngestResult) bool {
+	for _, r := range rs {
+		for _, d := range r.Deliveries {
+			if d.State != store.StateHeld {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // checkChannels refuses a delivery to something that is not a channel name.
@@ -209,7 +227,6 @@ type ingestRows struct {
 	ids, envs, channels, tos, agents, states, convs []string
 	dues                                            []*int64
 	docs                                            []string
-	due                                             bool // some delivery is due
 }
 
 // writeIngests writes accepted envelopes, their deliveries (due at the
@@ -237,9 +254,6 @@ func (s *DB) writeIngests(ctx context.Context, tx pgx.Tx, ws []*ingestWrite, now
 	b.Queue(insertEnvelopesSQL, nanos(now), rows.envIDs, rows.bodies, rows.envDocs)
 	b.Queue(insertDeliveriesSQL, nanos(now), rows.ids, rows.envs, rows.channels, rows.tos, rows.agents,
 		rows.states, rows.dues, rows.convs, rows.docs)
-	if rows.due {
-		s.queueWake(b)
-	}
 	if err := runBatch(ctx, tx, b); err != nil {
 		return nil, fmt.Errorf("insert envelopes: %w", err)
 	}
@@ -287,7 +301,6 @@ func (r *ingestRows) add(w *ingestWrite, now time.Time) (*store.IngestResult, er
 			d.State = store.StateHeld
 		}
 		due := dueNanos(d)
-		r.due = r.due || due != nil
 		doc, err := json.Marshal(d)
 		if err != nil {
 			return nil, fmt.Errorf("encode delivery: %w", err)
@@ -336,17 +349,28 @@ const claimFirstSQL = dueChannelsCTE + `
 	WHERE ch.channel IS NOT NULL
 	ORDER BY j.channel, j.due_ns, j.id`
 
-// claimNextSQL locks the next page of one channel's due jobs, after the
-// job ($3, $4).
-const claimNextSQL = `SELECT id, channel, recipient, due_ns, doc FROM deliveries
+// claimNextSQL reads, without locking, the next page of one channel's
+// due jobs after the job ($3, $4); each is locked when it is loaded
+// (lockDueSQL).
+const claimNextSQL = `SELECT id, channel, recipient, due_ns, NULL::jsonb FROM deliveries
 	WHERE channel = $1 AND due_ns <= $2 AND (due_ns, id) > ($3, $4)
-	ORDER BY due_ns, id LIMIT $5 FOR UPDATE SKIP LOCKED`
+	ORDER BY due_ns, id LIMIT $5`
+
+// lockDueSQL locks one job read by claimNextSQL if it is still due and
+// no other claim holds it.
+const lockDueSQL = `SELECT doc FROM deliveries WHERE id = $1 AND due_ns <= $2 FOR UPDATE SKIP LOCKED`
 
 // ClaimAdmitting is Claim with an admit that may also refuse a job's whole
 // channel for this claim. It applies store.SelectClaims to one lane a
-// channel: the channel's due jobs, read in pages locked FOR UPDATE SKIP
-// LOCKED (so that concurrent claims never take one job), and leases the
-// chosen ones in the same transaction. The claim writes only the lease:
+// channel, and leases the chosen jobs in the same transaction. A lane's
+// first page of due jobs is read and locked in one statement for every
+// channel (FOR UPDATE SKIP LOCKED: concurrent claims never take one job,
+// and pass over each other's); a lane that needs more reads further pages
+// without locks and locks each job as it loads it, so that the jobs a
+// claim passes over (refused recipients, those behind the last it takes)
+// stay free for others. A job another claim took meanwhile is a
+// candidate whose load finds nothing (an orphan in SelectClaims' terms,
+// with no index entry to remove here). The claim writes only the lease:
 // the job's record stays as it is until Record rewrites it. A job whose
 // lease ran out is not due until RequeueExpired makes it so.
 func (s *DB) ClaimAdmitting(ctx context.Context, max int, lease time.Duration, admit func(*store.Delivery) store.Admission) ([]*store.Delivery, error) {
@@ -401,8 +425,11 @@ type claim struct {
 	err error
 }
 
-// nextPage is how many jobs of a channel each further read locks.
-const nextPage = 256
+// Further pages of a lane grow from minNextPage to maxNextPage jobs.
+const (
+	minNextPage = 16
+	maxNextPage = 256
+)
 
 // firstPage is how many jobs of each channel a claim of max jobs locks at
 // first: max when every job is taken, a few more when admit may refuse
@@ -410,12 +437,12 @@ const nextPage = 256
 // them until this one commits.
 func firstPage(max int, admits bool) int {
 	if admits {
-		max += max/2 + 8
+		max += max/4 + 4
 	}
 	return min(max, 1000)
 }
 
-// dueRow is one locked due job.
+// dueRow is one due job; doc is nil when it is not locked yet.
 type dueRow struct {
 	id, channel, to string
 	due             int64
@@ -447,24 +474,24 @@ func (c *claim) lanes() ([]store.ClaimLane, error) {
 // lane yields the jobs of rows, then of the channel's further pages (each
 // read when the previous one, which was full, is used up).
 func (c *claim) lane(rows []dueRow) store.ClaimLane {
-	full := len(rows) == c.first
+	full, size := len(rows) == c.first, minNextPage
 	var last dueRow
 	return func() (store.ClaimCandidate, bool) {
 		if len(rows) == 0 && full && c.err == nil {
-			rows = c.next(last)
-			full = len(rows) == nextPage
+			rows = c.next(last, size)
+			full, size = len(rows) == size, min(2*size, maxNextPage)
 		}
 		if len(rows) == 0 {
 			return store.ClaimCandidate{}, false
 		}
 		last, rows = rows[0], rows[1:]
-		return candidate(last), true
+		return c.candidate(last), true
 	}
 }
 
-// next reads and locks the page of due jobs after last in its channel.
-func (c *claim) next(last dueRow) []dueRow {
-	rows, err := c.tx.Query(c.ctx, claimNextSQL, last.channel, c.now, last.due, last.id, nextPage)
+// next reads the n due jobs after last in its channel, without locking.
+func (c *claim) next(last dueRow, n int) []dueRow {
+	rows, err := c.tx.Query(c.ctx, claimNextSQL, last.channel, c.now, last.due, last.id, n)
 	if err == nil {
 		var page []dueRow
 		if page, err = scanDueRows(rows); err == nil {
@@ -490,13 +517,27 @@ func scanDueRows(rows pgx.Rows) ([]dueRow, error) {
 }
 
 // candidate offers the due job r to store.SelectClaims. A record that
-// does not decode is passed over (checkDeliveries names it).
-func candidate(r dueRow) store.ClaimCandidate {
+// does not decode is passed over (checkDeliveries names it); a job not
+// locked yet is locked as it loads, and is store.ErrNotFound when another
+// claim has it or it is no longer due.
+func (c *claim) candidate(r dueRow) store.ClaimCandidate {
 	return store.ClaimCandidate{
 		Recipient: store.RecipientKey(r.channel, r.to),
 		Due:       fromNanos(r.due),
 		Ref:       []byte(r.id),
-		Load:      func() (*store.Delivery, error) { return decodeDelivery(r.doc) },
+		Load: func() (*store.Delivery, error) {
+			if r.doc == nil {
+				err := c.tx.QueryRow(c.ctx, lockDueSQL, r.id, c.now).Scan(&r.doc)
+				if errors.Is(err, pgx.ErrNoRows) {
+					return nil, store.ErrNotFound
+				}
+				if err != nil {
+					c.err = fmt.Errorf("lock due job %s: %w", r.id, err)
+					return nil, c.err
+				}
+			}
+			return decodeDelivery(r.doc)
+		},
 	}
 }
 
@@ -560,9 +601,6 @@ func (s *DB) Record(ctx context.Context, id string, leaseUntil time.Time, o stor
 			b.Queue(`INSERT INTO provider_ids (channel, pid, delivery_id) SELECT $1, pid, $2 FROM unnest($3::text[]) AS u (pid)
 				ON CONFLICT (channel, pid) DO UPDATE SET delivery_id = EXCLUDED.delivery_id`, d.Channel, d.ID, pids)
 		}
-		if d.State == store.StateRetrying {
-			s.queueWake(b)
-		}
 		if err := runBatch(ctx, tx, b); err != nil {
 			return err
 		}
@@ -571,6 +609,9 @@ func (s *DB) Record(ctx context.Context, id string, leaseUntil time.Time, o stor
 	})
 	if err != nil {
 		return nil, fmt.Errorf("record attempt of %s: %w", id, err)
+	}
+	if out.State == store.StateRetrying {
+		s.wakeDispatchers(ctx)
 	}
 	return out, nil
 }
@@ -592,12 +633,12 @@ func (s *DB) Release(ctx context.Context, id string, leaseUntil, at time.Time) e
 		if err := queueUpdate(b, d); err != nil {
 			return err
 		}
-		s.queueWake(b)
 		return runBatch(ctx, tx, b)
 	})
 	if err != nil {
 		return fmt.Errorf("release %s: %w", id, err)
 	}
+	s.wakeDispatchers(ctx)
 	return nil
 }
 
@@ -629,9 +670,6 @@ func (s *DB) RequeueExpired(ctx context.Context, before time.Time) (int, error) 
 				return err
 			}
 		}
-		if len(ds) > 0 {
-			s.queueWake(b)
-		}
 		if err := runBatch(ctx, tx, b); err != nil {
 			return err
 		}
@@ -640,6 +678,9 @@ func (s *DB) RequeueExpired(ctx context.Context, before time.Time) (int, error) 
 	})
 	if err != nil {
 		return 0, fmt.Errorf("requeue expired leases: %w", err)
+	}
+	if n > 0 {
+		s.wakeDispatchers(ctx)
 	}
 	return n, nil
 }
@@ -753,7 +794,6 @@ func (s *DB) Retry(ctx context.Context, id string) (*store.Delivery, error) {
 		if err := queueUpdate(b, d); err != nil {
 			return err
 		}
-		s.queueWake(b)
 		if err := runBatch(ctx, tx, b); err != nil {
 			return err
 		}
@@ -763,6 +803,7 @@ func (s *DB) Retry(ctx context.Context, id string) (*store.Delivery, error) {
 	if err != nil {
 		return nil, fmt.Errorf("retry %s: %w", id, err)
 	}
+	s.wakeDispatchers(ctx)
 	return out, nil
 }
 

@@ -159,12 +159,30 @@ func clampNanos(t time.Time) int64 {
 	return t.UnixNano()
 }
 
-// notifySQL tells every replica, at the commit, that deliveries are due
-// (as DB.notify, queued in a batch).
+// notifySQL tells every replica that work of a topic is due.
 const notifySQL = `SELECT pg_notify($1, $2)`
 
-// queueWake queues the wake-up of the replicas' dispatchers on b.
+// queueWake queues on b, in a transaction that makes deliveries due, the
+// wake-up of the replicas' dispatchers at its commit. It is for the
+// transactions of others' calls (RecordInbound); the outbox's own calls
+// use wakeDispatchers.
 func (s *DB) queueWake(b *pgx.Batch) { b.Queue(notifySQL, s.channel, store.WakeDeliveries) }
+
+// wakeDispatchers tells every replica, after the commit that made
+// deliveries due, that they are. A NOTIFY inside the transaction would
+// serialize the commits of all notifying transactions, each one's WAL
+// flush included (PostgreSQL holds a database-wide lock from a notifying
+// transaction's pre-commit to its end): ingests from many callers would
+// commit one at a time. A statement of its own that writes nothing holds
+// that lock only for a moment. A wake-up lost (the process ends between
+// the two, or the connection fails) costs the other replicas one poll
+// interval, not a job: this process's own dispatcher is woken by its
+// caller.
+func (s *DB) wakeDispatchers(ctx context.Context) {
+	if _, err := s.pool.Exec(ctx, notifySQL, s.channel, store.WakeDeliveries); err != nil && ctx.Err() == nil {
+		s.log.Warn("wake the replicas' dispatchers", "err", err)
+	}
+}
 
 // queueUpdate queues the rewrite of the stored record d on b.
 func queueUpdate(b *pgx.Batch, d *store.Delivery) error {

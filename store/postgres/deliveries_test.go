@@ -1004,3 +1004,25 @@ func TestDeliveryIngestWakesReplicas(t *testing.T) {
 		}
 	}
 }
+
+// Times beyond what nanoseconds reach are kept in order: a job due in the
+// year 3000 is not due now, and a filter bound that far selects everything.
+func TestDeliveryFarTimes(t *testing.T) {
+	c := dlvClock()
+	db := openDlv(t, c)
+	ingestN(t, db, 1)
+	got, _ := db.Claim(dlvCtx, 1, time.Minute, nil)
+	far := time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)
+	if _, err := db.Record(dlvCtx, got[0].ID, got[0].LeaseUntil, store.Outcome{State: store.StateRetrying, NextAttemptAt: far}); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := db.Claim(dlvCtx, 1, time.Minute, nil); len(again) != 0 {
+		t.Fatal("a job due in the year 3000 was claimed now")
+	}
+	if n, err := db.RequeueExpired(dlvCtx, far); err != nil || n != 0 {
+		t.Fatalf("requeue with a far bound: %d, %v", n, err)
+	}
+	if ds, _, err := db.QueryDeliveries(dlvCtx, store.DeliveryFilter{Since: time.Date(1000, 1, 1, 0, 0, 0, 0, time.UTC), Until: far}, 10); err != nil || len(ds) != 1 {
+		t.Fatalf("query between far bounds: %d, %v", len(ds), err)
+	}
+}
