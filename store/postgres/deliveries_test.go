@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -352,6 +353,43 @@ func TestDeliveryConcurrentClaimersNeverShareAJob(t *testing.T) {
 	}
 	if counts, _ := rs[1].CountByState(dlvCtx); counts[store.StateSending] != n || len(counts) != 1 {
 		t.Fatalf("counts %v", counts)
+	}
+}
+
+// Many claims of one job each at once all find one while jobs are due:
+// a claim locks no more than it may take.
+func TestDeliveryConcurrentClaimsFindFreeJobs(t *testing.T) {
+	db := openDlv(t, dlvClock())
+	var ins []store.Ingest
+	for range 400 {
+		ins = append(ins, store.Ingest{Envelope: []byte(`{}`), Deliveries: []store.NewDelivery{{Channel: "webhook", To: "x"}}})
+	}
+	if _, err := db.IngestBulk(dlvCtx, ins); err != nil {
+		t.Fatal(err)
+	}
+	const claimers, each = 16, 20 // 320 of the 400
+	var mu sync.Mutex
+	empty := 0
+	var wg sync.WaitGroup
+	for range claimers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range each {
+				ds, err := db.Claim(dlvCtx, 1, time.Minute, func(*store.Delivery) bool { return true })
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				empty += 1 - len(ds)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if empty != 0 {
+		t.Fatalf("%d claims found nothing with jobs due", empty)
 	}
 }
 
