@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -312,11 +313,21 @@ func (s *DB) RetryDeadSince(ctx context.Context, since time.Time, channel string
 }
 
 // pruneCandidatesSQL finds up to $3 envelopes created before $1, after the
-// id $2, whose deliveries are all sent or dead.
+// id $2 and before the id $4, whose deliveries are all sent or dead.
 const pruneCandidatesSQL = `SELECT e.id FROM envelopes e
-	WHERE e.created_ns < $1 AND e.id > $2 AND NOT EXISTS (
+	WHERE e.created_ns < $1 AND e.id > $2 AND e.id < $4 AND NOT EXISTS (
 		SELECT 1 FROM deliveries d WHERE d.envelope_id = e.id AND d.state NOT IN ('sent', 'dead'))
 	ORDER BY e.id LIMIT $3`
+
+// idBound is an id that sorts after every envelope id made before t: ids
+// begin with their creation's milliseconds, so that Prune's walk in id
+// order ends where the envelopes young enough to keep begin.
+func idBound(t time.Time) string {
+	if t.After(maxNanosTime) {
+		return "env_~" // after every id
+	}
+	return store.NewIDAt(t.Add(time.Millisecond), bytes.NewReader(make([]byte, 10)), "env_")
+}
 
 // Prune removes finished envelopes older than before: those whose
 // deliveries are all sent or dead, with those deliveries, their attempts
@@ -331,10 +342,11 @@ func (s *DB) Prune(ctx context.Context, before time.Time, max int) (int, error) 
 		max = 1000
 	}
 	n := 0
+	bound := idBound(before)
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		n = 0
 		for after := ""; ; {
-			rows, err := tx.Query(ctx, pruneCandidatesSQL, clampNanos(before), after, max)
+			rows, err := tx.Query(ctx, pruneCandidatesSQL, clampNanos(before), after, max, bound)
 			if err != nil {
 				return err
 			}

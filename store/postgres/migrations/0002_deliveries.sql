@@ -1,10 +1,13 @@
 -- 0002_deliveries: accepted envelopes, their deliveries (the outbox), the
 -- deliveries' attempts and the provider ids that find them.
 
+-- Ids are compared byte by byte (COLLATE "C"), whatever the database's
+-- collation: listings page by id, and ids sort by creation time.
+
 -- An accepted envelope: its body exactly as accepted, and the record
 -- (store.EnvelopeRecord without the body).
 CREATE TABLE envelopes (
-    id         text PRIMARY KEY,
+    id         text COLLATE "C" PRIMARY KEY,
     created_ns bigint NOT NULL,
     body       bytea NOT NULL,
     doc        jsonb NOT NULL
@@ -21,9 +24,9 @@ CREATE TABLE envelopes (
 --   conversation: the conversation of the delivery's Extra, '' for none
 --   (ReleaseHeld queues a conversation's held answers).
 CREATE TABLE deliveries (
-    id             text PRIMARY KEY,
-    envelope_id    text NOT NULL REFERENCES envelopes (id) ON DELETE CASCADE,
-    channel        text NOT NULL,
+    id             text COLLATE "C" PRIMARY KEY,
+    envelope_id    text COLLATE "C" NOT NULL REFERENCES envelopes (id) ON DELETE CASCADE,
+    channel        text COLLATE "C" NOT NULL,
     recipient      text NOT NULL,
     agent          text NOT NULL,
     state          text NOT NULL,
@@ -44,13 +47,15 @@ CREATE INDEX deliveries_state ON deliveries (state, id);
 CREATE INDEX deliveries_lease ON deliveries (lease_until_ns) WHERE lease_until_ns IS NOT NULL;
 -- A conversation's held answers.
 CREATE INDEX deliveries_held ON deliveries (conversation) WHERE state = 'held';
--- An envelope's deliveries (Prune, and the cascade from envelopes).
+-- An envelope's deliveries (the cascade from envelopes), and those not
+-- finished yet, which keep their envelope from Prune.
 CREATE INDEX deliveries_envelope ON deliveries (envelope_id);
+CREATE INDEX deliveries_unfinished ON deliveries (envelope_id) WHERE state NOT IN ('sent', 'dead');
 
 -- A delivery's attempts. doc is json, not jsonb: an attempt's receipt is
 -- answered as it was recorded.
 CREATE TABLE attempts (
-    delivery_id text NOT NULL REFERENCES deliveries (id) ON DELETE CASCADE,
+    delivery_id text COLLATE "C" NOT NULL REFERENCES deliveries (id) ON DELETE CASCADE,
     n           integer NOT NULL,
     doc         json NOT NULL,
     PRIMARY KEY (delivery_id, n)
@@ -62,7 +67,7 @@ CREATE TABLE attempts (
 CREATE TABLE provider_ids (
     channel     text NOT NULL,
     pid         text NOT NULL,
-    delivery_id text NOT NULL REFERENCES deliveries (id) ON DELETE CASCADE,
+    delivery_id text COLLATE "C" NOT NULL REFERENCES deliveries (id) ON DELETE CASCADE,
     PRIMARY KEY (channel, pid)
 );
 CREATE INDEX provider_ids_delivery ON provider_ids (delivery_id);
