@@ -117,6 +117,7 @@ type ingestWrite struct {
 	ids   []string
 }
 
+// newIngestWrite gives in its envelope and delivery ids.
 func (s *DB) newIngestWrite(in *store.Ingest) *ingestWrite {
 	w := &ingestWrite{in: in, envID: s.NewID("env_"), ids: make([]string, len(in.Deliveries))}
 	for i := range w.ids {

@@ -369,7 +369,7 @@ func (s *DB) Prune(ctx context.Context, before time.Time, max int) (int, error) 
 // pruneEnvelopes removes those of the envelopes ids whose deliveries are
 // still all finished once locked.
 func pruneEnvelopes(ctx context.Context, tx pgx.Tx, ids []string) (int, error) {
-	rows, err := tx.Query(ctx, `SELECT envelope_id, state FROM deliveries WHERE envelope_id = ANY($1) FOR UPDATE`, ids)
+	rows, err := tx.Query(ctx, `SELECT envelope_id, state FROM deliveries WHERE envelope_id = ANY($1) ORDER BY id FOR UPDATE`, ids)
 	if err != nil {
 		return 0, err
 	}
