@@ -14,7 +14,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/store"
 )
 
@@ -395,36 +394,77 @@ func pruneEnvelopes(ctx context.Context, tx pgx.Tx, ids []string) (int, error) {
 	return int(tag.RowsAffected()), nil
 }
 
-// checkDeliveries reports the first delivery whose columns disagree with
-// its record or lease, or that its envelope does not list.
+// checkDeliveries reports the first broken invariant of the outbox: a
+// delivery whose record does not decode or whose columns disagree with its
+// record and lease (checkDeliveryRow), or one its envelope does not list,
+// or an id an envelope lists without its delivery.
 func (s *DB) checkDeliveries(ctx context.Context) error {
-	checks := []struct {
-		what, sql string
-		args      []any
-	}{
-		{"record does not match its row", `SELECT id FROM deliveries WHERE
-			doc->>'id' IS DISTINCT FROM id OR doc->>'envelopeId' IS DISTINCT FROM envelope_id
-			OR doc->>'channel' IS DISTINCT FROM channel OR coalesce(doc->>'to', '') <> recipient
-			OR coalesce(doc->>'agent', '') <> agent
-			OR coalesce(doc->'extra'->>$1, '') <> conversation LIMIT 1`, []any{envelope.ExtraConversation}},
-		{"state does not match its record and lease", `SELECT id FROM deliveries WHERE
-			(lease_until_ns IS NULL AND doc->>'state' IS DISTINCT FROM state)
-			OR (lease_until_ns IS NOT NULL AND doc->>'state' NOT IN ('queued', 'retrying')) LIMIT 1`, nil},
+	rows, err := s.pool.Query(ctx, `SELECT id, envelope_id, channel, recipient, agent, state, due_ns,
+		lease_until_ns, created_ns, updated_ns, conversation, doc FROM deliveries ORDER BY id`)
+	if err != nil {
+		return fmt.Errorf("check deliveries: %w", err)
+	}
+	var r deliveryRow
+	if _, err := pgx.ForEachRow(rows, []any{&r.id, &r.envelopeID, &r.channel, &r.to, &r.agent, &r.state, &r.due,
+		&r.lease, &r.created, &r.updated, &r.conversation, &r.doc}, r.check); err != nil {
+		return fmt.Errorf("check deliveries: %w", err)
+	}
+	checks := []struct{ what, sql string }{
 		{"not listed by its envelope", `SELECT d.id FROM deliveries d JOIN envelopes e ON e.id = d.envelope_id
-			WHERE NOT (e.doc->'deliveryIds' ? d.id) LIMIT 1`, nil},
+			WHERE NOT (e.doc->'deliveryIds' ? d.id) LIMIT 1`},
 		{"listed by its envelope but missing", `SELECT x.id FROM envelopes e
 			CROSS JOIN LATERAL jsonb_array_elements_text(coalesce(e.doc->'deliveryIds', '[]')) AS x (id)
-			WHERE NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.id = x.id) LIMIT 1`, nil},
+			WHERE NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.id = x.id) LIMIT 1`},
 	}
 	for _, c := range checks {
 		var id string
-		err := s.pool.QueryRow(ctx, c.sql, c.args...).Scan(&id)
+		err := s.pool.QueryRow(ctx, c.sql).Scan(&id)
 		switch {
 		case err == nil:
-			return fmt.Errorf("delivery %s: %s", id, c.what)
+			return fmt.Errorf("check deliveries: delivery %s: %s", id, c.what)
 		case !errors.Is(err, pgx.ErrNoRows):
 			return fmt.Errorf("check deliveries: %w", err)
 		}
+	}
+	return nil
+}
+
+// deliveryRow is every column of a deliveries row.
+type deliveryRow struct {
+	id, envelopeID, channel, to, agent, state, conversation string
+	due, lease                                              *int64
+	created, updated                                        int64
+	doc                                                     []byte
+}
+
+// check reports how the row disagrees with its record and lease: the
+// record must decode, name the row's id, envelope, channel, recipient,
+// agent, conversation and times, never be in state sending, and be due at
+// its NextAttemptAt exactly when it is queued or retrying and not leased.
+func (r *deliveryRow) check() error {
+	d, err := decodeDelivery(r.doc)
+	if err != nil {
+		return fmt.Errorf("delivery %s: %w", r.id, err)
+	}
+	switch {
+	case d.ID != r.id || d.EnvelopeID != r.envelopeID || d.Channel != r.channel || d.To != r.to ||
+		d.Agent != r.agent || conversationOf(d) != r.conversation:
+		return fmt.Errorf("delivery %s: its record (%s of %s, %s to %q) does not match its row", r.id, d.ID, d.EnvelopeID, d.Channel, d.To)
+	case nanos(d.CreatedAt) != r.created || nanos(d.UpdatedAt) != r.updated:
+		return fmt.Errorf("delivery %s: its record's times do not match its row", r.id)
+	case d.State == store.StateSending || !d.State.Valid():
+		return fmt.Errorf("delivery %s is stored as %q (a job in flight keeps its stored state and holds a lease)", r.id, d.State)
+	}
+	due := d.State == store.StateQueued || d.State == store.StateRetrying
+	switch {
+	case r.lease != nil && (!due || r.state != string(store.StateSending) || r.due != nil):
+		return fmt.Errorf("delivery %s is %s, leased, in state %s with due %v", r.id, d.State, r.state, r.due)
+	case r.lease == nil && r.state != string(d.State):
+		return fmt.Errorf("delivery %s is %s with state %s", r.id, d.State, r.state)
+	case r.lease == nil && due && (r.due == nil || *r.due != clampNanos(d.NextAttemptAt)):
+		return fmt.Errorf("delivery %s is %s, not due at its next attempt %v", r.id, d.State, d.NextAttemptAt)
+	case r.lease == nil && !due && r.due != nil:
+		return fmt.Errorf("delivery %s is %s and due", r.id, d.State)
 	}
 	return nil
 }

@@ -1064,3 +1064,28 @@ func TestDeliveryFarTimes(t *testing.T) {
 		t.Fatalf("query between far bounds: %d, %v", len(ds), err)
 	}
 }
+
+// The invariant check finds a row whose columns disagree with its record.
+func TestDeliveryCheckFindsRowsThatDisagree(t *testing.T) {
+	db := open(t, dlvClock().Now)
+	id := ingestN(t, db, 1).Deliveries[0].ID
+	for _, damage := range []string{
+		`UPDATE deliveries SET due_ns = due_ns + 1 WHERE id = $1`,
+		`UPDATE deliveries SET doc = jsonb_set(doc, '{state}', '"sent"') WHERE id = $1`,
+		`UPDATE deliveries SET recipient = 'someone else' WHERE id = $1`,
+	} {
+		if _, err := db.pool.Exec(dlvCtx, damage, id); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.checkDeliveries(dlvCtx); err == nil || !strings.Contains(err.Error(), id) {
+			t.Errorf("after %s: check = %v; want it to name %s", damage, err, id)
+		}
+		if _, err := db.pool.Exec(dlvCtx, `DELETE FROM envelopes`); err != nil {
+			t.Fatal(err)
+		}
+		id = ingestN(t, db, 1).Deliveries[0].ID
+	}
+	if err := db.checkDeliveries(dlvCtx); err != nil {
+		t.Fatal(err)
+	}
+}
