@@ -33,7 +33,7 @@ func (s *DB) AcquireLease(ctx context.Context, name, holder string, gen uint64, 
 		if err := getJSON(b, []byte(name), &cur); err != nil && err != ErrNotFound {
 			return err
 		}
-		out, ok = nextLease(cur, name, holder, gen, ttl, now)
+		out, ok = DecideLease(cur, name, holder, gen, ttl, now)
 		if !ok {
 			return nil
 		}
@@ -43,23 +43,6 @@ func (s *DB) AcquireLease(ctx context.Context, name, holder string, gen uint64, 
 		return Lease{}, false, fmt.Errorf("acquire lease %s: %w", name, err)
 	}
 	return out, ok, nil
-}
-
-// nextLease decides an acquisition: cur is the stored lease (zero when
-// none). It returns the lease to store and whether holder has it.
-func nextLease(cur Lease, name, holder string, gen uint64, ttl time.Duration, now time.Time) (Lease, bool) {
-	until := now.Add(ttl)
-	switch {
-	case cur.Name == "":
-		return Lease{Name: name, Holder: holder, Generation: 1, Until: until}, true
-	case cur.Holder == holder && gen != 0 && cur.Generation == gen && now.Before(cur.Until):
-		cur.Until = until
-		return cur, true
-	case now.Before(cur.Until):
-		return cur, false
-	default:
-		return Lease{Name: name, Holder: holder, Generation: cur.Generation + 1, Until: until}, true
-	}
 }
 
 // ReleaseLease ends holder's lease at gen (see Leases).
