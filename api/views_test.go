@@ -89,29 +89,31 @@ func fullSchedule() schedule.Status {
 		Next: fixAt(18), Last: &last, LastOutcome: "failed", Recent: []schedule.RunView{last}}
 }
 
-// viewCases are the bodies the API writes, built from the fixtures.
+// viewCases are the bodies the API writes, built from the fixtures as the
+// handlers build them.
 func viewCases() map[string]any {
 	full, zero := fullDelivery(), &store.Delivery{}
 	atts := []store.Attempt{fullAttempt(), {}}
+	env := envelopeView(fullEnvelope())
+	env.Deliveries = append(env.Deliveries, deliveryView(full, atts))
 	return map[string]any{
-		"delivery":      DeliveryView{Delivery: full, AttemptLog: atts},
-		"delivery-zero": DeliveryView{Delivery: zero, AttemptLog: []store.Attempt{}},
-		"envelope": EnvelopeView{ID: fullEnvelope().ID, CreatedAt: fixTime, Agent: "travel", Source: "api",
-			Envelope: fullEnvelope().Envelope, Deliveries: []DeliveryView{{Delivery: full, AttemptLog: atts}}},
-		"deliveries":       map[string]any{"deliveries": []*store.Delivery{full, zero}, "next": "dlv_0"},
-		"stats":            fullStats(),
-		"stats-zero":       &store.DeliveryStats{},
-		"approval":         fullApproval(),
-		"approval-zero":    &approvals.View{},
-		"approvals":        map[string]any{"approvals": []*approvals.View{fullApproval(), {}}, "next": "apr_0"},
-		"injection":        fullInjection(),
-		"injection-zero":   &store.Injection{},
-		"schedules":        map[string]any{"schedules": []schedule.Status{fullSchedule(), {}}},
-		"schedule":         map[string]any{"schedule": fullSchedule()},
-		"run":              map[string]any{"run": schedule.View(fullRun())},
-		"run-zero":         map[string]any{"run": schedule.View(store.ScheduleRun{})},
-		"retried":          map[string]any{"deliveries": []*store.Delivery{full}},
-		"deliveries-empty": map[string]any{"deliveries": []*store.Delivery{}},
+		"delivery":         deliveryView(full, atts),
+		"delivery-zero":    deliveryView(zero, nil),
+		"envelope":         env,
+		"deliveries":       map[string]any{"deliveries": deliveryItems([]*store.Delivery{full, zero}), "next": "dlv_0"},
+		"stats":            deliveryStatsView(fullStats()),
+		"stats-zero":       deliveryStatsView(&store.DeliveryStats{}),
+		"approval":         approvalView(fullApproval()),
+		"approval-zero":    approvalView(&approvals.View{}),
+		"approvals":        map[string]any{"approvals": approvalViews([]*approvals.View{fullApproval(), {}}), "next": "apr_0"},
+		"injection":        injectionView(fullInjection()),
+		"injection-zero":   injectionView(&store.Injection{}),
+		"schedules":        map[string]any{"schedules": scheduleViews([]schedule.Status{fullSchedule(), {}})},
+		"schedule":         map[string]any{"schedule": scheduleView(fullSchedule())},
+		"run":              map[string]any{"run": runView(fullRun().ID(), fullRun())},
+		"run-zero":         map[string]any{"run": runView(store.ScheduleRun{}.ID(), store.ScheduleRun{})},
+		"retried":          map[string]any{"deliveries": deliveryItems([]*store.Delivery{full})},
+		"deliveries-empty": map[string]any{"deliveries": deliveryItems(nil)},
 	}
 }
 
