@@ -56,9 +56,9 @@ func fullStats() *store.DeliveryStats {
 }
 
 func fullInjection() *store.Injection {
-	return &store.Injection{ID: "inj_1", ApprovalID: "apr_1", Agent: "travel", Session: "s1", Turn: "t1",
-		Response: envelope.ApprovalResponse{ApprovalID: "apr_1", Decision: "granted", Reason: "ok", DecidedBy: "alice", DecidedAt: fixAt(7)},
-		State:    "dead", Attempts: 3, Claims: 4, LeasedUntil: fixAt(8), CreatedAt: fixTime, UpdatedAt: fixAt(9),
+	resp := envelope.ApprovalResponse{ApprovalID: "apr_1", Decision: "granted", Reason: "ok", DecidedBy: "alice", DecidedAt: fixAt(7)}
+	return &store.Injection{ID: "inj_1", ApprovalID: "apr_1", Agent: "travel", Session: "s1", Turn: "t1", Response: resp,
+		State: "dead", Attempts: 3, Claims: 4, LeasedUntil: fixAt(8), CreatedAt: fixTime, UpdatedAt: fixAt(9),
 		NextAt: fixAt(10), DoneAt: fixAt(11), LastError: "agent unreachable"}
 }
 
@@ -66,9 +66,8 @@ func fullApproval() *approvals.View {
 	return &approvals.View{
 		Approval: store.Approval{ID: "apr_1", EnvelopeID: "env_1", Agent: "travel", Request: json.RawMessage(`{"toolName":"book"}`),
 			Session: "s1", Turn: "t1", State: "granted", CreatedAt: fixTime, ExpiresAt: fixAt(60), DecidedAt: fixAt(12),
-			DecidedBy: "operator:abcd1234", Channel: "email", MessageID: "<m2@example.org>", Reason: "fine",
-			Recipients:  []store.ApprovalRecipient{{Channel: "email", Address: "alice@example.org"}},
-			InjectionID: "inj_1"},
+			DecidedBy: "operator:abcd1234", Channel: "email", MessageID: "<m2@example.org>", Reason: "fine", InjectionID: "inj_1",
+			Recipients: []store.ApprovalRecipient{{Channel: "email", Address: "alice@example.org"}}},
 		Summary: "book (travel)",
 		Audit: []store.AuditEntry{{At: fixAt(13), ApprovalID: "apr_1", Event: "decided", Channel: "email", Actor: "alice",
 			MessageID: "<m2@example.org>", Decision: "granted", Detail: "by reply"}},
@@ -162,5 +161,19 @@ func TestViewFixturesComplete(t *testing.T) {
 				t.Errorf("%s.%s is not set in the fixture", name, rv.Type().Field(i).Name)
 			}
 		}
+	}
+}
+
+// TestApprovalViewHidesNonces: the recipients' nonces, from which their
+// tokens are derived, never show, even on a view that carries them.
+func TestApprovalViewHidesNonces(t *testing.T) {
+	v := fullApproval()
+	v.Recipients[0].Nonce = "nonce-secret"
+	b, err := json.Marshal(approvalView(v))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(b, []byte("nonce")) {
+		t.Fatalf("the view shows a nonce: %s", b)
 	}
 }
