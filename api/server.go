@@ -202,13 +202,13 @@ func (s *Server) postDeliveries(w http.ResponseWriter, r *http.Request) {
 	WriteJSON(w, http.StatusAccepted, acc)
 }
 
-// loadDeliveryView views d with the attempts the store holds of it.
-func (s *Server) loadDeliveryView(ctx context.Context, d *store.Delivery) (DeliveryView, error) {
+// deliveryView views d with the attempts stored of it.
+func (s *Server) deliveryView(ctx context.Context, d *store.Delivery) (DeliveryView, error) {
 	atts, err := s.db.Attempts(ctx, d.ID)
 	if err != nil {
 		return DeliveryView{}, err
 	}
-	return deliveryView(d, atts), nil
+	return deliveryViewOf(d, atts), nil
 }
 
 func (s *Server) getDelivery(w http.ResponseWriter, r *http.Request) {
@@ -220,7 +220,7 @@ func (s *Server) getDelivery(w http.ResponseWriter, r *http.Request) {
 			WriteError(w, s.log, err)
 			return
 		}
-		v, err := s.loadDeliveryView(ctx, d)
+		v, err := s.deliveryView(ctx, d)
 		if err != nil {
 			WriteError(w, s.log, err)
 			return
@@ -240,7 +240,7 @@ func (s *Server) getDelivery(w http.ResponseWriter, r *http.Request) {
 			WriteError(w, s.log, err)
 			return
 		}
-		v, err := s.loadDeliveryView(ctx, d)
+		v, err := s.deliveryView(ctx, d)
 		if err != nil {
 			WriteError(w, s.log, err)
 			return

@@ -83,8 +83,8 @@ type DeliveryView struct {
 	AttemptLog []AttemptItem `json:"attemptLog"`
 }
 
-// deliveryView views d with its attempts.
-func deliveryView(d *store.Delivery, atts []store.Attempt) DeliveryView {
+// deliveryViewOf views d with its attempts.
+func deliveryViewOf(d *store.Delivery, atts []store.Attempt) DeliveryView {
 	return DeliveryView{DeliveryItem: deliveryItem(d), AttemptLog: attemptItems(atts)}
 }
 
@@ -107,16 +107,16 @@ func envelopeView(rec *store.EnvelopeRecord) EnvelopeView {
 // DeliveryStatsView is the overview of GET /v1/deliveries/stats: queue
 // depth by state, rates and dead letters, overall and per channel.
 type DeliveryStatsView struct {
-	At        time.Time          `json:"at"`
-	ByState   map[string]int     `json:"byState"`
-	Channels  []ChannelStatsItem `json:"channels"`
-	Created1h int                `json:"created1h"`
-	Created24 int                `json:"created24h"`
-	Sent1h    int                `json:"sent1h"`
-	Sent24h   int                `json:"sent24h"`
-	Dead1h    int                `json:"dead1h"`
-	Dead24h   int                `json:"dead24h"`
-	Dead      int                `json:"dead"`
+	At         time.Time          `json:"at"`
+	ByState    map[string]int     `json:"byState"`
+	Channels   []ChannelStatsItem `json:"channels"`
+	Created1h  int                `json:"created1h"`
+	Created24h int                `json:"created24h"`
+	Sent1h     int                `json:"sent1h"`
+	Sent24h    int                `json:"sent24h"`
+	Dead1h     int                `json:"dead1h"`
+	Dead24h    int                `json:"dead24h"`
+	Dead       int                `json:"dead"`
 	// Truncated: the store scanned only the newest deliveries.
 	Truncated bool `json:"truncated,omitempty"`
 }
@@ -136,7 +136,7 @@ type ChannelStatsItem struct {
 }
 
 func deliveryStatsView(st *store.DeliveryStats) DeliveryStatsView {
-	v := DeliveryStatsView{At: st.At, ByState: stateCounts(st.ByState), Created1h: st.Created1h, Created24: st.Created24,
+	v := DeliveryStatsView{At: st.At, ByState: stateCounts(st.ByState), Created1h: st.Created1h, Created24h: st.Created24,
 		Sent1h: st.Sent1h, Sent24h: st.Sent24h, Dead1h: st.Dead1h, Dead24h: st.Dead24h, Dead: st.Dead, Truncated: st.Truncated}
 	if st.Channels != nil {
 		v.Channels = make([]ChannelStatsItem, 0, len(st.Channels))

@@ -94,10 +94,10 @@ func viewCases() map[string]any {
 	full, zero := fullDelivery(), &store.Delivery{}
 	atts := []store.Attempt{fullAttempt(), {}}
 	env := envelopeView(fullEnvelope())
-	env.Deliveries = append(env.Deliveries, deliveryView(full, atts))
+	env.Deliveries = append(env.Deliveries, deliveryViewOf(full, atts))
 	return map[string]any{
-		"delivery":         deliveryView(full, atts),
-		"delivery-zero":    deliveryView(zero, nil),
+		"delivery":         deliveryViewOf(full, atts),
+		"delivery-zero":    deliveryViewOf(zero, nil),
 		"envelope":         env,
 		"deliveries":       map[string]any{"deliveries": deliveryItems([]*store.Delivery{full, zero}), "next": "dlv_0"},
 		"stats":            deliveryStatsView(fullStats()),
