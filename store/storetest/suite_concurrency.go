@@ -162,6 +162,9 @@ func concurrentOutboxClaims(e *env) {
 			return err
 		}
 		gt, err := e.s.ClaimTurns(e.ctx, e.now(), 1, time.Hour)
+		if len(gi) > 1 || len(gt) > 1 {
+			return fmt.Errorf("claims of at most 1 took %d injections and %d turns", len(gi), len(gt))
+		}
 		for _, j := range gi {
 			injs[i] = append(injs[i], j.ID)
 		}
