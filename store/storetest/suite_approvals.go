@@ -156,6 +156,7 @@ func approvalFirstDecisionWins(e *env) {
 
 func approvalMessageOnce(e *env) {
 	e.ingestApproval("a1", e.now().Add(time.Hour))
+	e.advance(time.Second)
 	e.ok(e.s.Note(e.ctx, store.AuditEntry{At: e.now(), ApprovalID: "a1", Event: "wrong-sender", Channel: "email", MessageID: "m0"}), "note")
 	e.is(e.s.Note(e.ctx, store.AuditEntry{At: e.now(), ApprovalID: "a1", Event: "wrong-sender", Channel: "email", MessageID: "m0"}),
 		store.ErrDuplicateInbound, "note of the same message")
@@ -261,7 +262,7 @@ func approvalCodesLockOut(e *env) {
 	if !r.Locked || r.Binding != nil || r.Approval == nil || r.Approval.ID != "a1" {
 		e.t.Fatalf("right code while locked: %+v", r)
 	}
-	e.advance(24 * time.Hour)
+	e.advance(24*time.Hour + time.Second)
 	r = e.codeTry("code-a1")
 	if r.Locked || r.Binding == nil || r.Binding.ApprovalID != "a1" {
 		e.t.Fatalf("right code after the lock: %+v", r)
@@ -282,7 +283,7 @@ func approvalCodesMatch(e *env) {
 	}
 	e.codeTry("wrong-1")
 	e.codeTry("wrong-2")
-	e.advance(time.Hour)
+	e.advance(time.Hour + time.Second)
 	if r := e.codeTry("wrong-3"); r.Locked || r.Wrong != 1 {
 		e.t.Fatalf("wrong code after the window: %+v, want a new count of 1", r)
 	}

@@ -20,6 +20,7 @@ var injectionCases = []testCase{
 func (e *env) decided() {
 	e.t.Helper()
 	e.ingestApproval("a1", e.now().Add(time.Hour))
+	e.advance(time.Second)
 	_, _, err := e.decide("a1", store.ApprovalGranted, "m1")
 	e.ok(err, "decide a1")
 }
@@ -54,6 +55,7 @@ func injectionClaimRecordRetry(e *env) {
 	if again := e.claimInjections(); len(again) != 0 {
 		e.t.Fatalf("claimed a leased injection again: %+v", again)
 	}
+	e.advance(time.Second)
 	retryAt := e.now().Add(5 * time.Minute)
 	failed := e.recordInjection(got[0], store.InjectionOutcome{State: store.InjectionPending, NextAt: retryAt, Error: "503", At: e.now()})
 	if failed.State != store.InjectionPending || failed.LastError != "503" || !failed.LeasedUntil.IsZero() {
@@ -101,7 +103,9 @@ func injectionLeaseExpiry(e *env) {
 
 func injectionDeadRetry(e *env) {
 	e.decided()
-	dead := e.recordInjection(e.claimInjections()[0], store.InjectionOutcome{State: store.InjectionDead, Error: "404", At: e.now()})
+	claimed := e.claimInjections()[0]
+	e.advance(time.Second)
+	dead := e.recordInjection(claimed, store.InjectionOutcome{State: store.InjectionDead, Error: "404", At: e.now()})
 	if dead.State != store.InjectionDead {
 		e.t.Fatalf("dead %+v", dead)
 	}
@@ -114,6 +118,7 @@ func injectionDeadRetry(e *env) {
 	if r.State != store.InjectionPending {
 		e.t.Fatalf("retried %+v", r)
 	}
+	e.advance(time.Second)
 	got := e.claimInjections()
 	if len(got) != 1 || got[0].ID != "inj-a1" {
 		e.t.Fatalf("claimed %+v after the retry", got)

@@ -41,7 +41,7 @@ func leaseLifecycle(e *env) {
 	if _, ok := e.acquire("scheduler", "B", 0); ok {
 		e.t.Fatal("B took the lease before the renewed one ran out")
 	}
-	e.advance(time.Second)
+	e.advance(2 * time.Second)
 	b, ok := e.acquire("scheduler", "B", 0)
 	if !ok || b.Holder != "B" || b.Generation != 2 {
 		e.t.Fatalf("takeover %+v, %v; want B at generation 2", b, ok)
