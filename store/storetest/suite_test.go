@@ -1,0 +1,16 @@
+package storetest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/cool-ai/beachd/store"
+)
+
+// TestEmbeddedStore runs the conformance suite against the embedded bbolt
+// store.
+func TestEmbeddedStore(t *testing.T) {
+	Run(t, func(t testing.TB, now func() time.Time) store.Store {
+		return Open(t, store.Options{Now: now})
+	})
+}
