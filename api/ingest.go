@@ -11,6 +11,7 @@ import (
 
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/bolt"
 	"github.com/go-json-experiment/json/jsontext"
 )
 
@@ -61,7 +62,7 @@ type ConversationResolver interface {
 // HTTP API, `beachd send`, the scheduler and approvals' confirmations.
 type Ingester struct {
 	cfg      IngestConfig
-	db       *store.DB
+	db       *bolt.DB
 	preparer ApprovalPreparer
 	notify   func()
 	observe  func(deliveries []*store.Delivery)
@@ -79,7 +80,7 @@ func (in *Ingester) MaxEnvelopeBytes() int64 {
 // NewIngester builds an Ingester. preparer may be nil (approval-request parts
 // are then delivered without tokens); notify is called after each accepted
 // ingest (the dispatcher's wake-up); observe (metrics) may be nil.
-func NewIngester(cfg IngestConfig, db *store.DB, preparer ApprovalPreparer, notify func(), observe func([]*store.Delivery)) *Ingester {
+func NewIngester(cfg IngestConfig, db *bolt.DB, preparer ApprovalPreparer, notify func(), observe func([]*store.Delivery)) *Ingester {
 	if cfg.MaxRecipients <= 0 {
 		cfg.MaxRecipients = 100
 	}

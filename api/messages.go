@@ -12,6 +12,7 @@ import (
 
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/bolt"
 )
 
 // Full-message pages. An SMS or WhatsApp message that had to be cut short
@@ -68,7 +69,7 @@ func (l *MessageLinks) Check(ref string) (string, bool) {
 // MessagePage serves the full messages behind MessageLinks.
 type MessagePage struct {
 	Links *MessageLinks
-	DB    *store.DB
+	DB    *bolt.DB
 	// Render makes the page's HTML document for a delivery's envelope
 	// (the daemon renders it as the email channel would).
 	Render func(env *envelope.Envelope, d *store.Delivery) (string, error)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cool-ai/beachd/channels"
 	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/bolt"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -26,7 +27,7 @@ var _ channels.Observer = (*Metrics)(nil)
 
 // NewMetrics registers the metrics on reg, with a queue-depth collector
 // reading db (cached for a few seconds so scrapes stay cheap).
-func NewMetrics(reg prometheus.Registerer, db *store.DB) (*Metrics, error) {
+func NewMetrics(reg prometheus.Registerer, db *bolt.DB) (*Metrics, error) {
 	m := &Metrics{
 		ingested: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "beachd_ingested_deliveries_total",
 			Help: "Deliveries accepted at ingest, by channel."}, []string{"channel"}),
@@ -73,7 +74,7 @@ func (m *Metrics) Delivered(channel string, since time.Duration) {
 var depthDesc = prometheus.NewDesc("beachd_queue_depth", "Deliveries by state.", []string{"state"}, nil)
 
 type depthCollector struct {
-	db     *store.DB
+	db     *bolt.DB
 	mu     sync.Mutex
 	at     time.Time
 	counts map[store.State]int

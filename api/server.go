@@ -16,6 +16,7 @@ import (
 
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/bolt"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -52,7 +53,7 @@ type Server struct {
 	cfg      Config
 	keys     [][32]byte
 	readKeys [][32]byte
-	db       *store.DB
+	db       *bolt.DB
 	ingest   *Ingester
 	log      *slog.Logger
 	metrics  *Metrics
@@ -61,7 +62,7 @@ type Server struct {
 }
 
 // New builds the server and its routes.
-func New(cfg Config, db *store.DB, ingest *Ingester, metrics *Metrics, gatherer prometheus.Gatherer, log *slog.Logger, extra []Route) (*Server, error) {
+func New(cfg Config, db *bolt.DB, ingest *Ingester, metrics *Metrics, gatherer prometheus.Gatherer, log *slog.Logger, extra []Route) (*Server, error) {
 	if len(cfg.APIKeys) == 0 {
 		return nil, errors.New("api: at least one API key is required")
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/render"
 	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/bolt"
 )
 
 // Sentinel errors of the approvals package.
@@ -137,7 +138,7 @@ var _ Handoff = (*Injector)(nil)
 // queues injections.
 type Service struct {
 	cfg Config
-	db  *store.DB
+	db  *bolt.DB
 	m   minter
 	enq Enqueuer
 	inj Handoff
@@ -147,7 +148,7 @@ type Service struct {
 // New builds the Service. enq may be nil (no confirmations are sent); inj
 // (the Injector) takes each committed decision's injection job at once; when
 // nil, jobs wait for an injector polling the store.
-func New(cfg Config, db *store.DB, enq Enqueuer, inj Handoff, log *slog.Logger) (*Service, error) {
+func New(cfg Config, db *bolt.DB, enq Enqueuer, inj Handoff, log *slog.Logger) (*Service, error) {
 	cfg.defaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err

@@ -12,6 +12,7 @@ import (
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/render"
 	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/bolt"
 )
 
 // HandleSource gives the approval handles (tokens, codes, links, buttons)
@@ -76,7 +77,7 @@ type DispatcherConfig struct {
 // records the outcome.
 type Dispatcher struct {
 	cfg        DispatcherConfig
-	db         *store.DB
+	db         *bolt.DB
 	deliverers map[string]Deliverer
 	handles    HandleSource
 	log        *slog.Logger
@@ -86,7 +87,7 @@ type Dispatcher struct {
 }
 
 // NewDispatcher builds a dispatcher. It starts nothing; call Run.
-func NewDispatcher(cfg DispatcherConfig, db *store.DB, deliverers map[string]Deliverer, handles HandleSource, obs Observer, log *slog.Logger) (*Dispatcher, error) {
+func NewDispatcher(cfg DispatcherConfig, db *bolt.DB, deliverers map[string]Deliverer, handles HandleSource, obs Observer, log *slog.Logger) (*Dispatcher, error) {
 	if db == nil {
 		return nil, errors.New("dispatcher: nil store")
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/schedule"
 	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/bolt"
 )
 
 //go:embed templates/*.html
@@ -136,7 +137,7 @@ type Renditions interface {
 // and Renditions are required; a nil Schedules, Webhooks, Dev or
 // Conversations hides its screen.
 type Deps struct {
-	DB         *store.DB
+	DB         *bolt.DB
 	Approvals  Approvals
 	Schedules  Schedules
 	Webhooks   Webhooks

@@ -15,6 +15,7 @@ import (
 	"github.com/cool-ai/beachd/agent"
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/bolt"
 )
 
 // Decider is what an inbound message is offered to first: approvals
@@ -138,7 +139,7 @@ var ErrBadSignature = errors.New("attachment link is not valid or has expired")
 // the turn outbox.
 type Router struct {
 	cfg   Config
-	db    *store.DB
+	db    *bolt.DB
 	dec   Decider
 	ag    Agent
 	send  Sender
@@ -156,7 +157,7 @@ type Router struct {
 
 // New builds the router. dec (approvals), ag and send may be nil in tests
 // of parts that do not use them; st may not.
-func New(cfg Config, st *store.DB, dec Decider, ag Agent, send Sender, log *slog.Logger) (*Router, error) {
+func New(cfg Config, st *bolt.DB, dec Decider, ag Agent, send Sender, log *slog.Logger) (*Router, error) {
 	if st == nil {
 		return nil, errors.New("conversations: no store")
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/cool-ai/beachd/agent"
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/bolt"
 )
 
 // Agents is the part of agent.Client the scheduler uses: start a turn, wait
@@ -26,7 +27,7 @@ type Agents interface {
 
 var _ Agents = (*agent.Client)(nil)
 
-// runStore is the part of *store.DB the scheduler uses. It is an interface
+// runStore is the part of *bolt.DB the scheduler uses. It is an interface
 // only so that the tests can put the scheduler on a disk that stalls or
 // fails at a chosen write.
 type runStore interface {
@@ -40,7 +41,7 @@ type runStore interface {
 	SetSchedulePaused(ctx context.Context, name string, paused bool, by string, now time.Time) (store.ScheduleState, error)
 }
 
-var _ runStore = (*store.DB)(nil)
+var _ runStore = (*bolt.DB)(nil)
 
 // Enqueuer stores a result envelope and its deliveries (api.Ingester does).
 // It returns the envelope id.
@@ -137,7 +138,7 @@ type job struct {
 
 // New checks the definitions and builds a Scheduler. It starts nothing.
 // A bad definition is a *ConfigError naming the schedule and key.
-func New(cfg Config, db *store.DB, agents Agents, enq Enqueuer) (*Scheduler, error) {
+func New(cfg Config, db *bolt.DB, agents Agents, enq Enqueuer) (*Scheduler, error) {
 	if db == nil || agents == nil || enq == nil {
 		return nil, errors.New("schedule: db, agents and enqueuer are required")
 	}

@@ -21,7 +21,7 @@ import (
 	"github.com/cool-ai/beachd/conversations"
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/render"
-	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/bolt"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"golang.org/x/sync/errgroup"
@@ -51,7 +51,7 @@ type app struct {
 	dev    bool
 	stdout io.Writer
 
-	db         *store.DB
+	db         *bolt.DB
 	registry   *envelope.Registry
 	renderer   *render.Renderer
 	httpClient *http.Client
@@ -117,7 +117,7 @@ func buildApp(ctx context.Context, cfg *Config, reg *envelope.Registry, log *slo
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data_dir: %w", err)
 	}
-	a.db, err = store.Open(filepath.Join(cfg.DataDir, "beachd.db"), store.Options{})
+	a.db, err = bolt.Open(filepath.Join(cfg.DataDir, "beachd.db"), bolt.Options{})
 	if err != nil {
 		return nil, err
 	}
