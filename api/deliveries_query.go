@@ -10,7 +10,6 @@ import (
 
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/store"
-	"github.com/cool-ai/beachd/store/bolt"
 )
 
 // The operator queries of deliveries beyond listing by state:
@@ -159,7 +158,7 @@ func (s *Server) bulkRetry(w http.ResponseWriter, r *http.Request) {
 }
 
 // bulkRetry counts (dry run) or retries the dead deliveries req selects.
-func bulkRetry(ctx context.Context, db *bolt.DB, req BulkRetryRequest) (BulkRetryResult, error) {
+func bulkRetry(ctx context.Context, db store.Deliveries, req BulkRetryRequest) (BulkRetryResult, error) {
 	if req.DryRun {
 		ids, more, err := db.DeadSince(ctx, req.Since, req.Channel)
 		return BulkRetryResult{Count: len(ids), DryRun: true, More: more}, err

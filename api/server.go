@@ -16,7 +16,6 @@ import (
 
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/store"
-	"github.com/cool-ai/beachd/store/bolt"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -53,7 +52,7 @@ type Server struct {
 	cfg      Config
 	keys     [][32]byte
 	readKeys [][32]byte
-	db       *bolt.DB
+	db       store.Deliveries
 	ingest   *Ingester
 	log      *slog.Logger
 	metrics  *Metrics
@@ -62,7 +61,7 @@ type Server struct {
 }
 
 // New builds the server and its routes.
-func New(cfg Config, db *bolt.DB, ingest *Ingester, metrics *Metrics, gatherer prometheus.Gatherer, log *slog.Logger, extra []Route) (*Server, error) {
+func New(cfg Config, db store.Deliveries, ingest *Ingester, metrics *Metrics, gatherer prometheus.Gatherer, log *slog.Logger, extra []Route) (*Server, error) {
 	if len(cfg.APIKeys) == 0 {
 		return nil, errors.New("api: at least one API key is required")
 	}

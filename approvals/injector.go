@@ -18,7 +18,6 @@ import (
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/internal/outbox"
 	"github.com/cool-ai/beachd/store"
-	"github.com/cool-ai/beachd/store/bolt"
 )
 
 // Sender delivers one approval-response into an agent's suspended turn.
@@ -54,7 +53,7 @@ type InjectorConfig struct {
 // the audit trail) what keeps failing. It never drops a decision.
 type Injector struct {
 	cfg     InjectorConfig
-	db      *bolt.DB
+	db      store.Injections
 	senders func(agent string) Sender
 	log     *slog.Logger
 	wake    chan struct{}
@@ -67,7 +66,7 @@ type Injector struct {
 
 // NewInjector builds the worker. senders returns the Sender of an agent
 // (nil when none: the job is retried, then dead-lettered).
-func NewInjector(cfg InjectorConfig, db *bolt.DB, senders func(agent string) Sender, log *slog.Logger) *Injector {
+func NewInjector(cfg InjectorConfig, db store.Injections, senders func(agent string) Sender, log *slog.Logger) *Injector {
 	if cfg.Lifetime <= 0 {
 		cfg.Lifetime = 24 * time.Hour
 	}

@@ -27,7 +27,7 @@ type stallingStore struct {
 	stalls []*stall
 }
 
-var _ runStore = (*stallingStore)(nil)
+var _ store.Schedules = (*stallingStore)(nil)
 
 type stall struct {
 	op, key string // the store method, and the run id (or schedule name) it writes; "": any
