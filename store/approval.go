@@ -93,35 +93,6 @@ type AuditEntry struct {
 	Detail    string `json:"detail,omitempty"`
 }
 
-// Injection states.
-const (
-	InjectionPending = "pending"
-	InjectionDone    = "done"
-	InjectionDead    = "dead"
-)
-
-// Injection is the durable job that delivers a decision to the agent.
-type Injection struct {
-	ID         string                    `json:"id"`
-	ApprovalID string                    `json:"approvalId"`
-	Agent      string                    `json:"agent"`
-	Session    string                    `json:"session"`
-	Turn       string                    `json:"turn"`
-	Response   envelope.ApprovalResponse `json:"response"`
-	State      string                    `json:"state"`
-	Attempts   int                       `json:"attempts"`
-	// Claims counts claims and releases: the lease token a worker's
-	// record must match.
-	Claims int `json:"claims"`
-	// LeasedUntil is set while a worker holds the job.
-	LeasedUntil time.Time `json:"leasedUntil,omitzero"`
-	CreatedAt   time.Time `json:"createdAt"`
-	UpdatedAt   time.Time `json:"updatedAt"`
-	NextAt      time.Time `json:"nextAt,omitzero"`
-	DoneAt      time.Time `json:"doneAt,omitzero"`
-	LastError   string    `json:"lastError,omitempty"`
-}
-
 // Sentinel errors of approvals.
 var (
 	// ErrDuplicateApproval: an approval with that id already exists.
@@ -152,16 +123,7 @@ type Decision struct {
 	ClaimFor time.Duration
 }
 
-// InjectionOutcome is the result of one injection attempt.
-type InjectionOutcome struct {
-	// State: done, pending (retry at NextAt) or dead.
-	State  string
-	NextAt time.Time
-	Error  string
-	At     time.Time
-}
-
-// Counter is a wrong-code counter (approval_codes.go) or a once-only
+// Counter is a wrong-code counter (TryCode, CodeGuard) or a once-only
 // marker.
 type Counter struct {
 	Count       int       `json:"count"`

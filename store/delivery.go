@@ -11,6 +11,17 @@ import (
 // State is a delivery's state.
 type State string
 
+const (
+	StateQueued   State = "queued"
+	StateSending  State = "sending"
+	StateSent     State = "sent"
+	StateRetrying State = "retrying"
+	StateDead     State = "dead"
+	// StateHeld: stored but not due (an answer waiting for WhatsApp's
+	// 24-hour window to open again); ReleaseHeld queues it.
+	StateHeld State = "held"
+)
+
 // States lists every state.
 var States = []State{StateQueued, StateSending, StateSent, StateRetrying, StateDead, StateHeld}
 
@@ -160,14 +171,3 @@ type Outcome struct {
 	MaybeSent  bool
 	Attempt    Attempt
 }
-
-const (
-	StateQueued   State = "queued"
-	StateSending  State = "sending"
-	StateSent     State = "sent"
-	StateRetrying State = "retrying"
-	StateDead     State = "dead"
-	// StateHeld: stored but not due (an answer waiting for WhatsApp's
-	// 24-hour window to open again); ReleaseHeld queues it.
-	StateHeld State = "held"
-)

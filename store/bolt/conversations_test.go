@@ -221,3 +221,37 @@ func TestPruneInbound(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A page of conversations continues after store.ConversationCursor of the
+// previous page's last one, without repeating or skipping any.
+func TestListConversationsPagesByConversationCursor(t *testing.T) {
+	c := newClock()
+	db := openTest(t, filepath.Join(t.TempDir(), "b.db"), c)
+	for i, from := range []string{"+441", "+442", "+443"} {
+		c.Advance(time.Second)
+		w := store.InboundWrite{Record: store.InboundRecord{ID: db.NewID("inb_"), Channel: "sms", From: from,
+			MessageID: fmt.Sprintf("m%d", i), ReceivedAt: c.Now(), Disposition: envelope.DispositionTurn},
+			Conversation: &store.Conversation{ID: fmt.Sprintf("cnv_%d", i), Agent: "a", Channel: "sms", OurAddress: "+1",
+				CreatedAt: c.Now(), UpdatedAt: c.Now()}, New: true,
+			ThreadKey: store.ThreadKey("sms", "+1", from), IdleTimeout: time.Hour}
+		if _, err := db.RecordInbound(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first, err := db.ListConversations(ctx, "", 2, 100, nil)
+	if err != nil || len(first) != 2 || first[0].ID != "cnv_2" || first[1].ID != "cnv_1" {
+		t.Fatalf("first page %v %v", convIDs(first), err)
+	}
+	rest, err := db.ListConversations(ctx, store.ConversationCursor(first[1]), 2, 100, nil)
+	if err != nil || len(rest) != 1 || rest[0].ID != "cnv_0" {
+		t.Fatalf("second page %v %v", convIDs(rest), err)
+	}
+}
+
+func convIDs(cs []*store.Conversation) []string {
+	var out []string
+	for _, c := range cs {
+		out = append(out, c.ID)
+	}
+	return out
+}

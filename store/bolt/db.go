@@ -407,3 +407,14 @@ func getJSON(b *bbolt.Bucket, key []byte, v any) error {
 	}
 	return nil
 }
+
+func (s *DB) firstTime(bucket []byte) (t time.Time, ok bool) {
+	_ = s.bolt.View(func(tx *bbolt.Tx) error {
+		k, _ := tx.Bucket(bucket).Cursor().First()
+		if len(k) >= 8 {
+			t, ok = unbe64(k[:8]), true
+		}
+		return nil
+	})
+	return t, ok
+}
