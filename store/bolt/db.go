@@ -75,7 +75,7 @@ type Options struct {
 	NoSync bool
 }
 
-// DB is beachd's store.
+// DB is the embedded store.Store: one bbolt file, opened by one process.
 type DB struct {
 	bolt *bbolt.DB
 	now  func() time.Time
@@ -89,6 +89,8 @@ type DB struct {
 	pruneMu   sync.Mutex
 	pruneNext []byte
 }
+
+var _ store.Store = (*DB)(nil)
 
 // Open opens or creates the database at path.
 func Open(path string, opt Options) (*DB, error) {

@@ -102,5 +102,3 @@ func (s *DB) ListLeases(ctx context.Context) ([]store.Lease, error) {
 	})
 	return out, err
 }
-
-var _ store.Store = (*DB)(nil)
