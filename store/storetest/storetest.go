@@ -1,6 +1,6 @@
 // Package storetest opens stores for tests: a fresh database in the test's
 // temporary directory that is checked and closed when the test ends. Every
-// test that needs a store outside package store opens it here, so every
+// test that needs a store outside package store/bolt opens it here, so every
 // such test also proves the outbox invariants (bolt.DB.CheckInvariants)
 // still hold after it ran. Production code never imports this package.
 package storetest
