@@ -155,7 +155,7 @@ func (s *Server) bulkRetry(w http.ResponseWriter, r *http.Request) {
 }
 
 // bulkRetry counts (dry run) or retries the dead deliveries req selects.
-func bulkRetry(ctx context.Context, db *store.DB, req BulkRetryRequest) (BulkRetryResult, error) {
+func bulkRetry(ctx context.Context, db store.Deliveries, req BulkRetryRequest) (BulkRetryResult, error) {
 	if req.DryRun {
 		ids, more, err := db.DeadSince(ctx, req.Since, req.Channel)
 		return BulkRetryResult{Count: len(ids), DryRun: true, More: more}, err

@@ -51,7 +51,7 @@ type Server struct {
 	cfg      Config
 	keys     [][32]byte
 	readKeys [][32]byte
-	db       *store.DB
+	db       store.Deliveries
 	ingest   *Ingester
 	log      *slog.Logger
 	metrics  *Metrics
@@ -60,7 +60,7 @@ type Server struct {
 }
 
 // New builds the server and its routes.
-func New(cfg Config, db *store.DB, ingest *Ingester, metrics *Metrics, gatherer prometheus.Gatherer, log *slog.Logger, extra []Route) (*Server, error) {
+func New(cfg Config, db store.Deliveries, ingest *Ingester, metrics *Metrics, gatherer prometheus.Gatherer, log *slog.Logger, extra []Route) (*Server, error) {
 	if len(cfg.APIKeys) == 0 {
 		return nil, errors.New("api: at least one API key is required")
 	}
