@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -489,9 +490,11 @@ func TestClaimTurnsConcurrent(t *testing.T) {
 	ctx := context.Background()
 	c := newConvClock()
 	db := open(t, c.Now)
-	const conversations, perConversation = 12, 2
-	for i := range conversations {
-		for j := range perConversation {
+	// A conversation's turns are far apart in due order, so that two
+	// claimers' candidates hold turns of one conversation.
+	const conversations, perConversation = 20, 2
+	for j := range perConversation {
+		for i := range conversations {
 			c.Advance(time.Microsecond)
 			w := store.InboundWrite{Record: store.InboundRecord{ID: db.NewID("inb_"), Channel: "email", From: "a@b",
 				MessageID: fmt.Sprint(i, "-", j), ReceivedAt: c.Now(), Disposition: envelope.DispositionTurn},
@@ -507,37 +510,35 @@ func TestClaimTurnsConcurrent(t *testing.T) {
 	var mu sync.Mutex
 	taken := map[string]int{}       // turn → times claimed
 	inFlight := map[string]string{} // conversation → claimed turn
+	var problems []string
 	var wg sync.WaitGroup
-	errs := make(chan error, claimers)
 	for range claimers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for {
-				ts, err := db.ClaimTurns(ctx, now, 2, time.Hour)
-				if err != nil {
-					errs <- err
-					return
-				}
-				if len(ts) == 0 {
-					return
-				}
+				ts, err := db.ClaimTurns(ctx, now, 1, time.Hour)
 				mu.Lock()
+				if err != nil {
+					problems = append(problems, err.Error())
+				}
 				for _, t := range ts {
 					taken[t.ID]++
 					if other, ok := inFlight[t.ConversationID]; ok {
-						errs <- fmt.Errorf("conversation %s has turns %s and %s in flight", t.ConversationID, other, t.ID)
+						problems = append(problems, fmt.Sprintf("conversation %s has turns %s and %s in flight", t.ConversationID, other, t.ID))
 					}
 					inFlight[t.ConversationID] = t.ID
 				}
 				mu.Unlock()
+				if len(ts) == 0 {
+					return
+				}
 			}
 		}()
 	}
 	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
+	if len(problems) > 0 {
+		t.Fatal(strings.Join(problems, "\n"))
 	}
 	if len(inFlight) != conversations {
 		t.Fatalf("%d conversations have a turn in flight, want %d", len(inFlight), conversations)
