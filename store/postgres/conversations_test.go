@@ -550,3 +550,15 @@ func TestClaimTurnsConcurrent(t *testing.T) {
 	}
 	checkConv(t, db)
 }
+
+// A NUL byte, which jsonb refuses, is stored as U+FFFD; the text \u0000
+// (an escaped backslash) stays as it is.
+func TestConvDocReplacesNULOnly(t *testing.T) {
+	doc, err := convDoc(map[string]string{"a": "x\x00y", "b": `x\u0000y`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"a":"x\ufffdy","b":"x\\u0000y"}`; string(doc) != want {
+		t.Fatalf("doc %s, want %s", doc, want)
+	}
+}
