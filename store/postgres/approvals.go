@@ -205,6 +205,9 @@ func (s *DB) decideTx(ctx context.Context, tx pgx.Tx, d store.Decision) (a *stor
 	}
 	a.State, a.Reason, a.DecidedBy, a.Channel, a.MessageID, a.DecidedAt = d.State, d.Reason, d.DecidedBy, d.Channel, d.MessageID, d.At
 	if d.State != store.ApprovalVoid {
+		if d.InjectionID == "" {
+			return nil, nil, false, errors.New("no injection id")
+		}
 		a.InjectionID = d.InjectionID
 		job = newInjection(a, d)
 		if err := insertInjectionTx(ctx, tx, job); err != nil {
@@ -292,14 +295,15 @@ func decodeApproval(doc []byte) (*store.Approval, error) {
 	return &a, nil
 }
 
-// querier is what reads take: the pool or a transaction.
-type querier interface {
+// tokenQuerier is what tokenBindingTx reads with: the pool or a
+// transaction.
+type tokenQuerier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
 // tokenBindingTx reads the binding of a token hash; ErrNotFound when
 // unknown.
-func tokenBindingTx(ctx context.Context, q querier, hash string) (*store.TokenBinding, error) {
+func tokenBindingTx(ctx context.Context, q tokenQuerier, hash string) (*store.TokenBinding, error) {
 	var doc []byte
 	err := q.QueryRow(ctx, `SELECT doc FROM approval_tokens WHERE hash = $1`, hash).Scan(&doc)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -472,8 +476,14 @@ func queueApproval(b *pgx.Batch, a *store.Approval, tokens map[string]store.Toke
 		}
 		b.Queue(`INSERT INTO approval_tokens (hash, approval_id, doc) VALUES ($1, $2, $3)`, h, a.ID, doc)
 	}
-	for _, g := range codeGuards(a) {
-		b.Queue(insertCodeGuardSQL, g.channel, g.number, a.ID)
+	if guards := codeGuards(a); len(guards) > 0 {
+		unused, err := json.Marshal(store.Counter{})
+		if err != nil {
+			return fmt.Errorf("encode code guard of %s: %w", a.ID, err)
+		}
+		for _, g := range guards {
+			b.Queue(insertCodeGuardSQL, g.channel, g.number, a.ID, unused)
+		}
 	}
 	created := store.AuditEntry{At: now, ApprovalID: a.ID, Event: "created",
 		Detail: fmt.Sprintf("%d recipient(s), expires %s", len(a.Recipients), a.ExpiresAt.UTC().Format(time.RFC3339))}

@@ -53,7 +53,7 @@ func checkApprovalRowsTx(ctx context.Context, tx pgx.Tx) (map[[3]string]bool, er
 			return nil, fmt.Errorf("approval row %s (%s) holds approval %s (%s)", id, state, a.ID, a.State)
 		}
 		if !sameNanos(expires, approvalExpiry(&a)) {
-			return nil, fmt.Errorf("%s approval %s expiring %v is due to expire at %v", a.State, id, a.ExpiresAt, ptrTime(expires))
+			return nil, fmt.Errorf("%s approval %s expiring %v is due to expire at %v", a.State, id, a.ExpiresAt, optTime(expires))
 		}
 		for _, g := range codeGuards(&a) {
 			guards[[3]string{g.channel, g.number, a.ID}] = true
@@ -92,9 +92,9 @@ func checkInjectionRowsTx(ctx context.Context, tx pgx.Tx) error {
 		case inj.ID != id || inj.State != state:
 			return fmt.Errorf("injection row %s (%s) holds injection %s (%s)", id, state, inj.ID, inj.State)
 		case !sameNanos(next, wantNext):
-			return fmt.Errorf("%s injection %s due at %v, its record says %v", state, id, ptrTime(next), inj.NextAt)
+			return fmt.Errorf("%s injection %s due at %v, its record says %v", state, id, optTime(next), inj.NextAt)
 		case !sameNanos(lease, wantLease):
-			return fmt.Errorf("injection %s leased until %v, its record says %v", id, ptrTime(lease), inj.LeasedUntil)
+			return fmt.Errorf("injection %s leased until %v, its record says %v", id, optTime(lease), inj.LeasedUntil)
 		case updated != nanos(inj.UpdatedAt):
 			return fmt.Errorf("injection %s updated at %v, its record says %v", id, fromNanos(updated), inj.UpdatedAt)
 		}
@@ -137,8 +137,8 @@ func sameNanos(a, b *int64) bool {
 	return (a == nil) == (b == nil) && (a == nil || *a == *b)
 }
 
-// ptrTime shows an optional _ns column.
-func ptrTime(n *int64) any {
+// optTime shows an optional _ns column.
+func optTime(n *int64) any {
 	if n == nil {
 		return "never"
 	}

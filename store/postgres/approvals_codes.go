@@ -23,10 +23,10 @@ import (
 // takes them FOR UPDATE (a wrong code) or FOR SHARE (a matching code), so
 // each wrong code is counted and none slips past a lock.
 
-// insertCodeGuardSQL adds a guard with no wrong codes, keeping one that
-// exists (a recipient listed twice).
+// insertCodeGuardSQL adds a guard (with no wrong codes counted), keeping
+// one that exists (a recipient listed twice).
 const insertCodeGuardSQL = `INSERT INTO approval_code_guards (channel, number, approval_id, doc)
-	VALUES ($1, $2, $3, '{"count":0,"windowStart":"0001-01-01T00:00:00Z"}') ON CONFLICT DO NOTHING`
+	VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`
 
 // codeGuard names one guard of an approval.
 type codeGuard struct{ channel, number string }

@@ -211,3 +211,24 @@ func TestApprovalTryCodeWhileDeciding(t *testing.T) {
 	}
 	mustCheck(t, dbs[0])
 }
+
+// A number listed twice among an approval's recipients has one guard.
+func TestApprovalCodeGuardOfARepeatedRecipient(t *testing.T) {
+	c := fakeclock.New(apprStart)
+	db := openAppr(t, c)
+	na := codeApproval("a1", c.Now().Add(time.Hour))
+	na.Approval.Recipients = append(na.Approval.Recipients, na.Approval.Recipients[0],
+		store.ApprovalRecipient{Channel: "email", Address: "a@example.org"})
+	mustPut(t, db, na)
+	mustCheck(t, db)
+	r, err := db.TryCode(apprCtx, codeAttempt("wrong", c.Now()))
+	if err != nil || r.Wrong != 1 {
+		t.Fatalf("wrong code: %+v %v", r, err)
+	}
+	if _, _, err := db.Decide(apprCtx, store.Decision{ApprovalID: "a1", State: store.ApprovalVoid, At: c.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := db.CodeGuard(apprCtx, "sms", apprGuardNum, "a1"); ok {
+		t.Fatal("a void approval kept its code guard")
+	}
+}

@@ -241,6 +241,24 @@ func TestApprovalConcurrentDecideAcrossReplicas(t *testing.T) {
 	}
 }
 
+// A decision that queues an injection names it; one that does not is
+// refused and changes nothing.
+func TestApprovalDecideNeedsAnInjectionID(t *testing.T) {
+	c := fakeclock.New(apprStart)
+	db := openAppr(t, c)
+	mustPut(t, db, emailApproval("a1", c.Now().Add(time.Hour)))
+	if _, _, err := db.Decide(apprCtx, store.Decision{ApprovalID: "a1", State: store.ApprovalGranted, Channel: "email", MessageID: "m1",
+		At: c.Now()}); err == nil {
+		t.Fatal("a grant without an injection id was stored")
+	}
+	if a, _ := db.Approval(apprCtx, "a1"); a.State != store.ApprovalPending {
+		t.Fatalf("approval %s after a refused decision", a.State)
+	}
+	if seen, _ := db.InboundSeen(apprCtx, "email", "m1"); seen {
+		t.Fatal("a refused decision recorded its message")
+	}
+}
+
 func TestApprovalMessageOnce(t *testing.T) {
 	c := fakeclock.New(apprStart)
 	db := openAppr(t, c)
