@@ -53,7 +53,7 @@ type InjectorConfig struct {
 // the audit trail) what keeps failing. It never drops a decision.
 type Injector struct {
 	cfg     InjectorConfig
-	db      *store.DB
+	db      store.Injections
 	senders func(agent string) Sender
 	log     *slog.Logger
 	wake    chan struct{}
@@ -66,7 +66,7 @@ type Injector struct {
 
 // NewInjector builds the worker. senders returns the Sender of an agent
 // (nil when none: the job is retried, then dead-lettered).
-func NewInjector(cfg InjectorConfig, db *store.DB, senders func(agent string) Sender, log *slog.Logger) *Injector {
+func NewInjector(cfg InjectorConfig, db store.Injections, senders func(agent string) Sender, log *slog.Logger) *Injector {
 	if cfg.Lifetime <= 0 {
 		cfg.Lifetime = 24 * time.Hour
 	}

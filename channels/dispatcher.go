@@ -72,11 +72,25 @@ type DispatcherConfig struct {
 	Envelopes *EnvelopeCache
 }
 
+// Outbox is the part of the store a Dispatcher works: it claims due jobs,
+// records their outcomes and reads their envelopes. Every store.Deliveries
+// is one.
+type Outbox interface {
+	ClaimAdmitting(ctx context.Context, max int, lease time.Duration, admit func(*store.Delivery) store.Admission) ([]*store.Delivery, error)
+	Record(ctx context.Context, id string, leaseUntil time.Time, o store.Outcome) (*store.Delivery, error)
+	Release(ctx context.Context, id string, leaseUntil, at time.Time) error
+	RequeueExpired(ctx context.Context, before time.Time) (int, error)
+	NextDue() (t time.Time, ok bool)
+	Envelope(ctx context.Context, id string) (*store.EnvelopeRecord, error)
+}
+
+var _ Outbox = store.Deliveries(nil)
+
 // Dispatcher claims due jobs, hands them to their channel's Deliverer and
 // records the outcome.
 type Dispatcher struct {
 	cfg        DispatcherConfig
-	db         *store.DB
+	db         Outbox
 	deliverers map[string]Deliverer
 	handles    HandleSource
 	log        *slog.Logger
@@ -86,7 +100,7 @@ type Dispatcher struct {
 }
 
 // NewDispatcher builds a dispatcher. It starts nothing; call Run.
-func NewDispatcher(cfg DispatcherConfig, db *store.DB, deliverers map[string]Deliverer, handles HandleSource, obs Observer, log *slog.Logger) (*Dispatcher, error) {
+func NewDispatcher(cfg DispatcherConfig, db Outbox, deliverers map[string]Deliverer, handles HandleSource, obs Observer, log *slog.Logger) (*Dispatcher, error) {
 	if db == nil {
 		return nil, errors.New("dispatcher: nil store")
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/render"
 	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/bolt"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"golang.org/x/sync/errgroup"
@@ -51,7 +52,7 @@ type app struct {
 	dev    bool
 	stdout io.Writer
 
-	db         *store.DB
+	db         store.Store
 	registry   *envelope.Registry
 	renderer   *render.Renderer
 	httpClient *http.Client
@@ -117,10 +118,11 @@ func buildApp(ctx context.Context, cfg *Config, reg *envelope.Registry, log *slo
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data_dir: %w", err)
 	}
-	a.db, err = store.Open(filepath.Join(cfg.DataDir, "beachd.db"), store.Options{})
+	db, err := bolt.Open(filepath.Join(cfg.DataDir, "beachd.db"), bolt.Options{})
 	if err != nil {
 		return nil, err
 	}
+	a.db = db
 	if a.apiMetrics, err = api.NewMetrics(a.metrics, a.db); err != nil {
 		return nil, err
 	}

@@ -33,7 +33,7 @@ type Options struct {
 	Now func() time.Time
 	// Rand is the randomness for ids; default crypto/rand.
 	Rand io.Reader
-	// MaxConns bounds the connection pool; default 16.
+	// MaxConns bounds the connection pool; default 10.
 	MaxConns int32
 	// Log receives the listener's reconnects; default slog.Default().
 	Log *slog.Logger
@@ -64,7 +64,7 @@ func Open(ctx context.Context, dsn string, opt Options) (*DB, error) {
 		opt.Rand = rand.Reader
 	}
 	if opt.MaxConns <= 0 {
-		opt.MaxConns = 16
+		opt.MaxConns = 10
 	}
 	if opt.Log == nil {
 		opt.Log = slog.Default()
