@@ -284,7 +284,7 @@ func (r *ingestRows) add(w *ingestWrite, now time.Time) (*store.IngestResult, er
 		first = in.NotBefore
 	}
 	meta := store.EnvelopeRecord{ID: w.envID, Agent: in.Agent, CreatedAt: now, DeliveryIDs: w.ids, Source: in.Source}
-	doc, err := json.Marshal(&meta)
+	doc, err := convDoc(&meta)
 	if err != nil {
 		return nil, fmt.Errorf("encode envelope: %w", err)
 	}
@@ -302,7 +302,7 @@ func (r *ingestRows) add(w *ingestWrite, now time.Time) (*store.IngestResult, er
 			d.State = store.StateHeld
 		}
 		due := dueNanos(d)
-		doc, err := json.Marshal(d)
+		doc, err := convDoc(d)
 		if err != nil {
 			return nil, fmt.Errorf("encode delivery: %w", err)
 		}
@@ -743,7 +743,7 @@ func (s *DB) UpdateProviderStatus(ctx context.Context, id string, decide func(d 
 			stored.LastError = detail
 		}
 		stored.UpdatedAt = s.now()
-		doc, err := json.Marshal(stored)
+		doc, err := convDoc(stored)
 		if err != nil {
 			return fmt.Errorf("encode delivery: %w", err)
 		}

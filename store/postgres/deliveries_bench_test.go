@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/bolt"
 	"github.com/cool-ai/beachd/store/postgres/pgtest"
 )
 
@@ -29,7 +30,7 @@ func BenchmarkIngestClaimRecord(b *testing.B) {
 		open func(b *testing.B) outbox
 	}{
 		{"bbolt", func(b *testing.B) outbox {
-			db, err := store.Open(filepath.Join(b.TempDir(), "b.db"), store.Options{})
+			db, err := bolt.Open(filepath.Join(b.TempDir(), "b.db"), bolt.Options{})
 			if err != nil {
 				b.Fatal(err)
 			}

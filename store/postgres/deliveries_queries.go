@@ -118,9 +118,9 @@ func (s *DB) CountByState(ctx context.Context) (map[store.State]int, error) {
 }
 
 // QueryDeliveries lists the deliveries matching f, newest first, at most
-// limit (1–1000). The filter's columns narrow the read in the database;
-// every row read is then matched as the embedded store matches it, and at
-// most store.MaxScan rows are read. More reports whether matches may be
+// limit (1–1000). The filter's columns and Before narrow the read in the
+// database; every row read is then matched by f.Match, and at most
+// store.MaxScan rows are read. More reports whether matches may be
 // left (at limit or at MaxScan).
 func (s *DB) QueryDeliveries(ctx context.Context, f store.DeliveryFilter, limit int) (out []*store.Delivery, more bool, err error) {
 	if limit <= 0 || limit > 1000 {
@@ -170,7 +170,7 @@ func (s *DB) QueryDeliveries(ctx context.Context, f store.DeliveryFilter, limit 
 		if err != nil {
 			return nil, false, fmt.Errorf("query deliveries: %w", err)
 		}
-		if !matches(f, d) {
+		if !f.Match(d) {
 			continue
 		}
 		if len(out) == limit {

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -122,7 +121,7 @@ func updateArgs(d *store.Delivery) ([]any, error) {
 		return nil, fmt.Errorf("%w: cannot store a delivery in state %q", store.ErrBadState, d.State)
 	}
 	due := dueNanos(d)
-	doc, err := json.Marshal(d)
+	doc, err := convDoc(d)
 	if err != nil {
 		return nil, fmt.Errorf("encode delivery %s: %w", d.ID, err)
 	}
@@ -244,20 +243,4 @@ func attemptPIDs(o *store.Outcome) []string {
 		}
 	}
 	return out
-}
-
-// matches applies f to d as the embedded store does: zero fields select
-// everything, To matches a part of the recipient ignoring case, Since is
-// inclusive and Until exclusive on CreatedAt.
-func matches(f store.DeliveryFilter, d *store.Delivery) bool {
-	switch {
-	case f.State != "" && d.State != f.State,
-		f.Channel != "" && d.Channel != f.Channel,
-		f.Agent != "" && d.Agent != f.Agent,
-		f.To != "" && !strings.Contains(strings.ToLower(d.To), strings.ToLower(f.To)),
-		!f.Since.IsZero() && d.CreatedAt.Before(f.Since),
-		!f.Until.IsZero() && !d.CreatedAt.Before(f.Until):
-		return false
-	}
-	return true
 }

@@ -1089,3 +1089,23 @@ func TestDeliveryCheckFindsRowsThatDisagree(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// An attempt's error may hold a NUL (a peer's reply), which jsonb refuses:
+// the record keeps it as U+FFFD, and the attempt is recorded.
+func TestDeliveryRecordsAnErrorWithANUL(t *testing.T) {
+	db := openDlv(t, dlvClock())
+	ingestN(t, db, 1)
+	got, _ := db.Claim(dlvCtx, 1, time.Minute, nil)
+	d, err := db.Record(dlvCtx, got[0].ID, got[0].LeaseUntil, store.Outcome{State: store.StateDead, Error: "550 \x00bad", DeadReason: "550\x00",
+		Attempt: store.Attempt{Outcome: "dead", Error: "550 \x00bad"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := db.Delivery(dlvCtx, d.ID)
+	if err != nil || stored.LastError != "550 \ufffdbad" || stored.DeadReason != "550\ufffd" {
+		t.Fatalf("stored %+v, %v", stored, err)
+	}
+	if atts, err := db.Attempts(dlvCtx, d.ID); err != nil || len(atts) != 1 || atts[0].Error != "550 \x00bad" {
+		t.Fatalf("attempts %+v, %v", atts, err)
+	}
+}
