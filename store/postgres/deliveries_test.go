@@ -262,6 +262,22 @@ func TestDeliveryIdempotency(t *testing.T) {
 	}
 }
 
+// An ingest whose approval is refused stores nothing of its envelope.
+func TestDeliveryDuplicateApprovalStoresNothing(t *testing.T) {
+	db := openDlv(t, dlvClock())
+	ap := []store.NewApproval{{Approval: store.Approval{ID: "ap_1"}}}
+	if _, err := db.Ingest(dlvCtx, store.Ingest{Envelope: []byte(`{}`), Deliveries: []store.NewDelivery{{Channel: "email", To: "a@b.c"}}, Approvals: ap}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Ingest(dlvCtx, store.Ingest{Envelope: []byte(`{}`), Deliveries: []store.NewDelivery{{Channel: "email", To: "a@b.c"}}, Approvals: ap}); !errors.Is(err, store.ErrDuplicateApproval) {
+		t.Fatalf("err = %v", err)
+	}
+	all, _ := db.ListDeliveries(dlvCtx, "", "", 100)
+	if len(all) != 1 {
+		t.Fatalf("a rejected ingest left %d deliveries", len(all)-1)
+	}
+}
+
 // Eight replicas' ingests with one idempotency key at once store one
 // envelope; every one answers it.
 func TestDeliveryConcurrentIngestsOneKey(t *testing.T) {
@@ -466,6 +482,13 @@ func TestDeliveryRefusesUnreachableTimesAndHugeKeys(t *testing.T) {
 	}
 	if _, err := db.Ingest(dlvCtx, store.Ingest{Envelope: []byte(`{}`), Deliveries: []store.NewDelivery{{Channel: "web hook", To: "k"}}}); !errors.Is(err, store.ErrBadState) {
 		t.Errorf("a channel name with a space: %v", err)
+	}
+	if _, err := db.Ingest(dlvCtx, store.Ingest{Envelope: []byte(`{}`), Deliveries: []store.NewDelivery{{Channel: "webhook", To: "k"}},
+		Approvals: []store.NewApproval{{Approval: store.Approval{}}}}); err == nil {
+		t.Error("an approval without an id was accepted")
+	}
+	if all, _ := db.ListDeliveries(dlvCtx, "", "", 10); len(all) != 1 {
+		t.Errorf("refused ingests stored %d deliveries", len(all)-1)
 	}
 }
 
