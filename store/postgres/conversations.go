@@ -74,32 +74,15 @@ func convGet[T any](ctx context.Context, q convQuerier, sql string, args ...any)
 	return v, nil
 }
 
-// convDoc is v's JSON for a jsonb column. jsonb refuses the escape \u0000,
-// which a NUL byte in an inbound message's text becomes: it is stored as
-// U+FFFD, as invalid UTF-8 already is by json.Marshal.
+// convDoc is v's JSON for a doc column. The columns are json, not jsonb:
+// json keeps the text as written, so a NUL in outside text (\u0000, which
+// jsonb refuses) is stored and read back as it came.
 func convDoc(v any) ([]byte, error) {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("encode: %w", err)
 	}
-	const nul = `\u0000`
-	if !strings.Contains(string(data), nul) {
-		return data, nil
-	}
-	out := make([]byte, 0, len(data))
-	for i := 0; i < len(data); i++ {
-		switch {
-		case data[i] != '\\':
-			out = append(out, data[i])
-		case strings.HasPrefix(string(data[i:]), nul):
-			out = append(out, `\ufffd`...)
-			i += len(nul) - 1
-		default: // another escape: keep it whole, so that \\u0000 stays text
-			out = append(out, data[i], data[i+1])
-			i++
-		}
-	}
-	return out, nil
+	return data, nil
 }
 
 // RecordInbound writes an inbound message's record, its conversation and
@@ -720,7 +703,7 @@ func (s *DB) checkConversations(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("check conversations: %w", err)
 	}
-	var id, cnv string
+	var id string
 	var updated int64
 	var doc []byte
 	_, err = pgx.ForEachRow(rows, []any{&id, &updated, &doc}, func() error {
@@ -736,14 +719,36 @@ func (s *DB) checkConversations(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	err = s.pool.QueryRow(ctx, `SELECT r.id, r.doc->>'conversationId' FROM inbound_records r
-		WHERE coalesce(r.doc->>'conversationId', '') <> ''
-		AND NOT EXISTS (SELECT 1 FROM conversations c WHERE c.id = r.doc->>'conversationId') LIMIT 1`).Scan(&id, &cnv)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return nil
-	case err != nil:
+	// The records' conversation ids are read in Go: the doc column keeps
+	// outside text as written, which json's operators may refuse to unescape.
+	rows, err = s.pool.Query(ctx, `SELECT id, doc FROM inbound_records`)
+	if err != nil {
 		return fmt.Errorf("check inbound records: %w", err)
 	}
-	return fmt.Errorf("inbound %s names missing conversation %s", id, cnv)
+	named := map[string]string{} // conversation id → an inbound record naming it
+	_, err = pgx.ForEachRow(rows, []any{&id, &doc}, func() error {
+		var r struct {
+			ConversationID string `json:"conversationId"`
+		}
+		if err := json.Unmarshal(doc, &r); err != nil {
+			return fmt.Errorf("inbound %s: %w", id, err)
+		}
+		if r.ConversationID != "" {
+			named[r.ConversationID] = id
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("check inbound records: %w", err)
+	}
+	for cnv, id := range named {
+		var ok bool
+		if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM conversations WHERE id = $1)`, cnv).Scan(&ok); err != nil {
+			return fmt.Errorf("check inbound records: %w", err)
+		}
+		if !ok {
+			return fmt.Errorf("inbound %s names missing conversation %s", id, cnv)
+		}
+	}
+	return nil
 }

@@ -212,12 +212,12 @@ func ingestResult(ctx context.Context, tx pgx.Tx, envID string) (*store.IngestRe
 }
 
 const insertEnvelopesSQL = `INSERT INTO envelopes (id, created_ns, body, doc)
-	SELECT id, $1, body, doc FROM unnest($2::text[], $3::bytea[], $4::jsonb[]) AS u (id, body, doc)`
+	SELECT id, $1, body, doc FROM unnest($2::text[], $3::bytea[], $4::json[]) AS u (id, body, doc)`
 
 const insertDeliveriesSQL = `INSERT INTO deliveries
 	(id, envelope_id, channel, recipient, agent, state, due_ns, created_ns, updated_ns, conversation, doc)
 	SELECT id, envelope_id, channel, recipient, agent, state, due_ns, $1, $1, conversation, doc
-	FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], $9::text[], $10::jsonb[])
+	FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], $9::text[], $10::json[])
 	AS u (id, envelope_id, channel, recipient, agent, state, due_ns, conversation, doc)`
 
 // ingestRows are the rows of envelopes and deliveries an ingest inserts,
@@ -353,7 +353,7 @@ const claimFirstSQL = dueChannelsCTE + `
 // claimNextSQL reads, without locking, the next page of one channel's
 // due jobs after the job ($3, $4); each is locked when it is loaded
 // (lockDueSQL).
-const claimNextSQL = `SELECT id, channel, recipient, due_ns, NULL::jsonb FROM deliveries
+const claimNextSQL = `SELECT id, channel, recipient, due_ns, NULL::json FROM deliveries
 	WHERE channel = $1 AND due_ns <= $2 AND (due_ns, id) > ($3, $4)
 	ORDER BY due_ns, id LIMIT $5`
 

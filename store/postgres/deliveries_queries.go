@@ -411,9 +411,9 @@ func (s *DB) checkDeliveries(ctx context.Context) error {
 	}
 	checks := []struct{ what, sql string }{
 		{"not listed by its envelope", `SELECT d.id FROM deliveries d JOIN envelopes e ON e.id = d.envelope_id
-			WHERE NOT (e.doc->'deliveryIds' ? d.id) LIMIT 1`},
+			WHERE NOT EXISTS (SELECT 1 FROM json_array_elements_text(coalesce(e.doc->'deliveryIds', '[]')) AS x (id) WHERE x.id = d.id) LIMIT 1`},
 		{"listed by its envelope but missing", `SELECT x.id FROM envelopes e
-			CROSS JOIN LATERAL jsonb_array_elements_text(coalesce(e.doc->'deliveryIds', '[]')) AS x (id)
+			CROSS JOIN LATERAL json_array_elements_text(coalesce(e.doc->'deliveryIds', '[]')) AS x (id)
 			WHERE NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.id = x.id) LIMIT 1`},
 	}
 	for _, c := range checks {

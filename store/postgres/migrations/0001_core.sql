@@ -44,14 +44,14 @@ CREATE TABLE singleton_leases (
 -- Schedules: each schedule's state, and its runs.
 CREATE TABLE schedules (
     name text PRIMARY KEY,
-    doc  jsonb NOT NULL
+    doc  json NOT NULL
 );
 CREATE TABLE schedule_runs (
     schedule text NOT NULL,
     slot_ns  bigint NOT NULL,
     manual   boolean NOT NULL,
     state    text NOT NULL,
-    doc      jsonb NOT NULL,
+    doc      json NOT NULL,
     PRIMARY KEY (schedule, slot_ns, manual)
 );
 CREATE INDEX schedule_runs_state ON schedule_runs (state);

@@ -10,7 +10,7 @@ CREATE TABLE envelopes (
     id         text COLLATE "C" PRIMARY KEY,
     created_ns bigint NOT NULL,
     body       bytea NOT NULL,
-    doc        jsonb NOT NULL
+    doc        json NOT NULL
 );
 
 -- One delivery: one envelope to one recipient on one channel.
@@ -35,7 +35,7 @@ CREATE TABLE deliveries (
     created_ns     bigint NOT NULL,
     updated_ns     bigint NOT NULL,
     conversation   text NOT NULL,
-    doc            jsonb NOT NULL,
+    doc            json NOT NULL,
     CHECK ((state = 'sending') = (lease_until_ns IS NOT NULL)),
     CHECK ((due_ns IS NOT NULL) = (state IN ('queued', 'retrying')))
 );
@@ -52,7 +52,7 @@ CREATE INDEX deliveries_held ON deliveries (conversation) WHERE state = 'held';
 CREATE INDEX deliveries_envelope ON deliveries (envelope_id);
 CREATE INDEX deliveries_unfinished ON deliveries (envelope_id) WHERE state NOT IN ('sent', 'dead');
 
--- A delivery's attempts. doc is json, not jsonb: an attempt's receipt is
+-- A delivery's attempts. doc is json, not json: an attempt's receipt is
 -- answered as it was recorded.
 CREATE TABLE attempts (
     delivery_id text COLLATE "C" NOT NULL REFERENCES deliveries (id) ON DELETE CASCADE,

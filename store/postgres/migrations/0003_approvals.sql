@@ -13,7 +13,7 @@ CREATE TABLE approvals (
     id         text COLLATE "C" PRIMARY KEY,
     state      text NOT NULL,
     expires_ns bigint,
-    doc        jsonb NOT NULL,
+    doc        json NOT NULL,
     CHECK (expires_ns IS NULL OR state = 'pending')
 );
 CREATE INDEX approvals_state ON approvals (state, id);
@@ -24,7 +24,7 @@ CREATE INDEX approvals_expiry ON approvals (expires_ns, id) WHERE expires_ns IS 
 CREATE TABLE approval_tokens (
     hash        text COLLATE "C" PRIMARY KEY,
     approval_id text NOT NULL,
-    doc         jsonb NOT NULL
+    doc         json NOT NULL
 );
 
 -- An approval's audit trail (doc: store.AuditEntry), in the order of its
@@ -35,7 +35,7 @@ CREATE TABLE approval_audit (
     approval_id text NOT NULL,
     at_ns       bigint NOT NULL,
     seq         bigint GENERATED ALWAYS AS IDENTITY,
-    doc         jsonb NOT NULL,
+    doc         json NOT NULL,
     PRIMARY KEY (approval_id, at_ns, seq)
 );
 
@@ -53,7 +53,7 @@ CREATE TABLE injections (
     next_ns        bigint,
     lease_until_ns bigint,
     updated_ns     bigint NOT NULL,
-    doc            jsonb NOT NULL,
+    doc            json NOT NULL,
     CHECK ((next_ns IS NOT NULL) = (state = 'pending')),
     CHECK (lease_until_ns IS NULL OR state = 'pending')
 );
@@ -68,7 +68,7 @@ CREATE TABLE approval_code_guards (
     channel     text NOT NULL,
     number      text NOT NULL,
     approval_id text COLLATE "C" NOT NULL,
-    doc         jsonb NOT NULL,
+    doc         json NOT NULL,
     PRIMARY KEY (channel, number, approval_id)
 );
 
@@ -76,5 +76,5 @@ CREATE TABLE approval_code_guards (
 -- doc: store.Counter).
 CREATE TABLE approval_limits (
     key text PRIMARY KEY,
-    doc jsonb NOT NULL
+    doc json NOT NULL
 );

@@ -9,7 +9,7 @@
 CREATE TABLE conversations (
     id         text COLLATE "C" PRIMARY KEY,
     updated_ns bigint NOT NULL,
-    doc        jsonb NOT NULL
+    doc        json NOT NULL
 );
 CREATE INDEX conversations_activity ON conversations (updated_ns, id);
 
@@ -43,7 +43,7 @@ CREATE TABLE inbound_records (
     channel     text NOT NULL,
     msg_id      bytea,
     received_ns bigint NOT NULL,
-    doc         jsonb NOT NULL,
+    doc         json NOT NULL,
     UNIQUE (channel, msg_id)
 );
 
@@ -63,7 +63,7 @@ CREATE TABLE turns (
     state           text NOT NULL,
     due_ns          bigint,
     lease_until_ns  bigint NOT NULL,
-    doc             jsonb NOT NULL,
+    doc             json NOT NULL,
     CHECK ((state IN ('queued', 'sending')) = (due_ns IS NOT NULL))
 );
 CREATE INDEX turns_due ON turns (due_ns, id) WHERE due_ns IS NOT NULL;
