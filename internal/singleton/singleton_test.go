@@ -419,7 +419,7 @@ func TestMetrics(t *testing.T) {
 	b := startReplica(t, clk, db, "b", sh, false)
 	waitReal(t, "b to settle", func() bool { return b.r.Settled("scheduler") })
 	for _, c := range []struct {
-		r        *Runner
+		r         *Runner
 		held, gen string
 	}{{a.r, "1", "1"}, {b.r, "0", "0"}} {
 		reg := prometheus.NewRegistry()
