@@ -53,7 +53,7 @@ type InjectorConfig struct {
 // the audit trail) what keeps failing. It never drops a decision.
 type Injector struct {
 	cfg     InjectorConfig
-	db      *store.DB
+	db      store.Store
 	senders func(agent string) Sender
 	log     *slog.Logger
 	wake    chan struct{}
@@ -66,7 +66,7 @@ type Injector struct {
 
 // NewInjector builds the worker. senders returns the Sender of an agent
 // (nil when none: the job is retried, then dead-lettered).
-func NewInjector(cfg InjectorConfig, db *store.DB, senders func(agent string) Sender, log *slog.Logger) *Injector {
+func NewInjector(cfg InjectorConfig, db store.Store, senders func(agent string) Sender, log *slog.Logger) *Injector {
 	if cfg.Lifetime <= 0 {
 		cfg.Lifetime = 24 * time.Hour
 	}
@@ -164,9 +164,10 @@ func (j *Injector) Wake() {
 }
 
 // Run delivers due injections until ctx ends. It first makes due at once
-// every job a previous process held when it stopped.
+// every job a previous process held when it stopped; on a shared store,
+// where other replicas' claims are live, only the jobs whose lease ran out.
 func (j *Injector) Run(ctx context.Context) error {
-	if n, err := j.db.RequeueClaimedInjections(ctx, j.started, j.cfg.Now()); err != nil {
+	if n, err := j.db.RequeueClaimedInjections(ctx, j.requeueBefore(), j.cfg.Now()); err != nil {
 		return err
 	} else if n > 0 {
 		j.log.Info("approval injections requeued after restart", "count", n)
@@ -184,6 +185,17 @@ func (j *Injector) Run(ctx context.Context) error {
 		Handoff:     j.handoff,
 		ClaimFailed: func(err error) { j.log.Error("claim injections", "err", err) },
 	}.Run(ctx)
+}
+
+// requeueBefore is Run's bound for RequeueClaimedInjections, which takes
+// the jobs claimed (UpdatedAt) before it: alone on the store, those claimed
+// before this process started; on a shared store, those claimed more than
+// a lease ago, whose lease has run out.
+func (j *Injector) requeueBefore() time.Time {
+	if j.db.Shared() {
+		return j.cfg.Now().Add(-j.cfg.Lease)
+	}
+	return j.started
 }
 
 func (j *Injector) attempt(ctx context.Context, inj *store.Injection) {

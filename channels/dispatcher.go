@@ -76,7 +76,7 @@ type DispatcherConfig struct {
 // records the outcome.
 type Dispatcher struct {
 	cfg        DispatcherConfig
-	db         *store.DB
+	db         store.Store
 	deliverers map[string]Deliverer
 	handles    HandleSource
 	log        *slog.Logger
@@ -86,7 +86,7 @@ type Dispatcher struct {
 }
 
 // NewDispatcher builds a dispatcher. It starts nothing; call Run.
-func NewDispatcher(cfg DispatcherConfig, db *store.DB, deliverers map[string]Deliverer, handles HandleSource, obs Observer, log *slog.Logger) (*Dispatcher, error) {
+func NewDispatcher(cfg DispatcherConfig, db store.Store, deliverers map[string]Deliverer, handles HandleSource, obs Observer, log *slog.Logger) (*Dispatcher, error) {
 	if db == nil {
 		return nil, errors.New("dispatcher: nil store")
 	}
@@ -151,7 +151,9 @@ func (d *Dispatcher) Notify() {
 
 // Run dispatches until ctx ends, then waits for the sends in flight and
 // returns nil. At start every job a previous process left leased is
-// re-queued (bbolt admits one process, so none is live).
+// re-queued when the store is this process's alone (none is live); on a
+// shared store the other replicas' leases are live, and only those that
+// ran out are re-queued, at start and every 10 s.
 //
 // Claims come in batches: a pool of Workers goroutines takes jobs from a
 // buffer of the same size, and the buffer is refilled when half of it is
@@ -161,7 +163,11 @@ func (d *Dispatcher) Notify() {
 // waits for its outcome's commit. Jobs still buffered when ctx ends are
 // released unattempted.
 func (d *Dispatcher) Run(ctx context.Context) error {
-	if n, err := d.db.RequeueExpired(ctx, d.cfg.Now().Add(100*365*24*time.Hour)); err != nil {
+	before := d.cfg.Now()
+	if !d.db.Shared() {
+		before = before.Add(100 * 365 * 24 * time.Hour)
+	}
+	if n, err := d.db.RequeueExpired(ctx, before); err != nil {
 		return err
 	} else if n > 0 {
 		d.log.Info("re-queued jobs interrupted by the previous run", "count", n)

@@ -138,7 +138,7 @@ var ErrBadSignature = errors.New("attachment link is not valid or has expired")
 // the turn outbox.
 type Router struct {
 	cfg   Config
-	db    *store.DB
+	db    store.Store
 	dec   Decider
 	ag    Agent
 	send  Sender
@@ -156,7 +156,7 @@ type Router struct {
 
 // New builds the router. dec (approvals), ag and send may be nil in tests
 // of parts that do not use them; st may not.
-func New(cfg Config, st *store.DB, dec Decider, ag Agent, send Sender, log *slog.Logger) (*Router, error) {
+func New(cfg Config, st store.Store, dec Decider, ag Agent, send Sender, log *slog.Logger) (*Router, error) {
 	if st == nil {
 		return nil, errors.New("conversations: no store")
 	}

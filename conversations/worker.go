@@ -24,9 +24,10 @@ import (
 // dead-lettered when its next attempt would come after Lifetime (or after
 // MaxAttempts attempts, when set) or at once on a permanent agent
 // error (RetryTurn brings it back). At start it makes due every turn a
-// previous process held. It returns when ctx ends.
+// previous process held (on a shared store, where other replicas' claims
+// are live, only the turns whose lease ran out). It returns when ctx ends.
 func (r *Router) Run(ctx context.Context) error {
-	if n, err := r.db.RequeueClaimedTurns(ctx, r.start, r.cfg.Now()); err != nil {
+	if n, err := r.db.RequeueClaimedTurns(ctx, r.requeueBefore(), r.cfg.Now()); err != nil {
 		return err
 	} else if n > 0 {
 		r.log.Info("conversation turns requeued after restart", "count", n)
@@ -43,6 +44,17 @@ func (r *Router) Run(ctx context.Context) error {
 		Poke:        r.Wake,
 		ClaimFailed: func(err error) { r.log.Error("claim conversation turns", "err", err) },
 	}.Run(ctx)
+}
+
+// requeueBefore is Run's bound for RequeueClaimedTurns, which takes the
+// turns claimed (UpdatedAt) before it: alone on the store, those claimed
+// before this process started; on a shared store, those claimed more than
+// a lease ago, whose lease has run out.
+func (r *Router) requeueBefore() time.Time {
+	if r.db.Shared() {
+		return r.cfg.Now().Add(-r.cfg.Lease)
+	}
+	return r.start
 }
 
 // RetryTurn makes a dead turn due again now (operator action).
