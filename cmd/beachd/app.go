@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 	"sort"
 	"sync/atomic"
@@ -20,6 +19,7 @@ import (
 	"github.com/cool-ai/beachd/channels"
 	"github.com/cool-ai/beachd/conversations"
 	"github.com/cool-ai/beachd/envelope"
+	"github.com/cool-ai/beachd/internal/singleton"
 	"github.com/cool-ai/beachd/render"
 	"github.com/cool-ai/beachd/store"
 	"github.com/prometheus/client_golang/prometheus"
@@ -51,6 +51,9 @@ type app struct {
 	dev    bool
 	stdout io.Writer
 
+	// store is the store as opened (store.driver); db is the same store
+	// for the parts that take the embedded store's type.
+	store      store.Store
 	db         *store.DB
 	registry   *envelope.Registry
 	renderer   *render.Renderer
@@ -91,6 +94,10 @@ type app struct {
 	devAgent *devAgent
 	// console holds what the operator console shows (wire_console.go).
 	console consoleParts
+	// singletons holds this replica's singleton leases (wire_replicas.go);
+	// wakes are the functions each store wake-up topic calls.
+	singletons *singleton.Runner
+	wakes      map[string][]func()
 }
 
 // buildApp opens the store and builds every part. Nothing runs yet.
@@ -117,8 +124,13 @@ func buildApp(ctx context.Context, cfg *Config, reg *envelope.Registry, log *slo
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data_dir: %w", err)
 	}
-	a.db, err = store.Open(filepath.Join(cfg.DataDir, "beachd.db"), store.Options{})
-	if err != nil {
+	if a.store, err = openStore(ctx, cfg, log); err != nil {
+		return nil, err
+	}
+	if a.db, err = embedded(a.store, cfg.Store.Driver); err != nil {
+		return nil, err
+	}
+	if err := a.wireSingletons(); err != nil {
 		return nil, err
 	}
 	if a.apiMetrics, err = api.NewMetrics(a.metrics, a.db); err != nil {
@@ -159,10 +171,11 @@ func buildApp(ctx context.Context, cfg *Config, reg *envelope.Registry, log *slo
 	// read and a second decode.
 	envelopes := channels.NewEnvelopeCache(4 << 20)
 	a.dispatcher, err = channels.NewDispatcher(channels.DispatcherConfig{Workers: cfg.Dispatch.Workers, Policies: a.policies, Envelopes: envelopes},
-		a.db, a.deliverers, a.handles, a.apiMetrics, log.With("component", "dispatcher"))
+		a.store, a.deliverers, a.handles, a.apiMetrics, log.With("component", "dispatcher"))
 	if err != nil {
 		return nil, err
 	}
+	a.onWake(store.WakeDeliveries, a.dispatcher.Notify)
 	a.enqueuer = api.NewIngester(api.IngestConfig{Registry: reg,
 		Limits:        envelope.Limits{MaxBytes: cfg.Limits.MaxEnvelopeBytes, MaxParts: cfg.Limits.MaxParts},
 		MaxRecipients: cfg.Limits.MaxRecipients, Channels: configured, Endpoints: endpoints, Agents: agents,
@@ -179,17 +192,20 @@ func buildApp(ctx context.Context, cfg *Config, reg *envelope.Registry, log *slo
 		maxBody = envelope.DefaultLimits.MaxBytes
 	}
 	a.server, err = api.New(api.Config{APIKeys: keysOf(cfg.APIKeys, roleFull), ReadKeys: keysOf(cfg.APIKeys, roleRead), MaxBodyBytes: maxBody + 64<<10,
-		Ready: a.readyErr, MetricsRequireKey: cfg.Metrics.RequireKey},
+		Ready: a.readyErr, ReadyDetails: a.readyDetails, MetricsRequireKey: cfg.Metrics.RequireKey},
 		a.db, a.enqueuer, a.apiMetrics, a.metrics, log.With("component", "api"), a.routes)
 	if err != nil {
 		return nil, err
 	}
-	a.workers = append([]worker{{name: "dispatcher", run: a.dispatcher.Run}, {name: "retention", run: a.prune}}, a.workers...)
+	a.workers = append([]worker{{name: "dispatcher", run: a.dispatcher.Run},
+		{name: "retention", run: a.singleton(singletonRetention, a.prune)}}, a.workers...)
+	a.wireWakeups()
 	return a, nil
 }
 
 // prune removes finished work older than the retention period, every ten
-// minutes, in transactions of at most 1,000 envelopes.
+// minutes, in transactions of at most 1,000 envelopes. It is a singleton:
+// one replica prunes.
 func (a *app) prune(ctx context.Context) error {
 	keep := durationOr(a.cfg.Retention, 7*24*time.Hour)
 	t := time.NewTicker(10 * time.Minute)
@@ -320,7 +336,8 @@ func (a *app) run(ctx context.Context) error {
 	for _, f := range a.onListen {
 		f(a.addr())
 	}
-	a.log.Info("beachd is running", "listen", a.addr(), "data_dir", a.cfg.DataDir, "channels", a.channelNames())
+	a.log.Info("beachd is running", "listen", a.addr(), "data_dir", a.cfg.DataDir, "store", a.cfg.Store.Driver,
+		"holder", a.singletons.Holder(), "channels", a.channelNames())
 	err := g.Wait()
 	a.ready.Store(false)
 	a.close()
@@ -364,11 +381,11 @@ func (a *app) close() {
 	if a.listener != nil {
 		a.listener.Close() // already closed by a clean shutdown; not when a build step failed
 	}
-	if a.db != nil {
-		if err := a.db.Close(); err != nil {
+	if a.store != nil {
+		if err := a.store.Close(); err != nil {
 			a.log.Error("close store", "err", err)
 		}
-		a.db = nil
+		a.store, a.db = nil, nil
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/cool-ai/beachd/approvals"
 	"github.com/cool-ai/beachd/channels/webhook"
 	"github.com/cool-ai/beachd/envelope"
+	"github.com/cool-ai/beachd/store"
 )
 
 // lateEnqueuer adapts the Ingester, which is built after approvals, to
@@ -115,7 +116,8 @@ func (a *app) wireApprovals() error {
 		Lifetime:  cfg.InjectionLifetime,
 		Permanent: func(err error) bool { return agent.IsPermanent(err) || approvals.PermanentHTTP(err) },
 		Now:       a.now,
-	}, a.db, func(name string) approvals.Sender { return senders[name] }, log)
+	}, a.store, func(name string) approvals.Sender { return senders[name] }, log)
+	a.onWake(store.WakeInjections, inj.Wake)
 	enq := lateEnqueuer{a}
 	words, err := cfg.words()
 	if err != nil {
@@ -146,6 +148,6 @@ func (a *app) wireApprovals() error {
 		// agent's A2A generation before its first turn.
 		worker{name: "agent-cards", run: func(ctx context.Context) error { a.agents.Resolve(ctx); return nil }},
 		worker{name: "approval-injector", run: inj.Run},
-		worker{name: "approval-expiry", run: approvals.NewSweeper(svc).Run})
+		worker{name: "approval-expiry", run: a.singleton(singletonExpiry, approvals.NewSweeper(svc).Run)})
 	return nil
 }

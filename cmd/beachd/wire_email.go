@@ -87,7 +87,8 @@ func (a *app) wireEmail() error {
 	if err != nil {
 		return fmt.Errorf("email intake: %w", err)
 	}
-	a.workers = append(a.workers, worker{name: "email-intake", run: intake.Run})
+	// One replica reads a mailbox.
+	a.workers = append(a.workers, worker{name: "email-intake", run: a.singleton(imapSingleton(m), intake.Run)})
 	return nil
 }
 
