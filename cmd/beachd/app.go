@@ -198,7 +198,7 @@ func buildApp(ctx context.Context, cfg *Config, reg *envelope.Registry, log *slo
 		return nil, err
 	}
 	a.workers = append([]worker{{name: "dispatcher", run: a.dispatcher.Run},
-		{name: "retention", run: a.singleton(singletonRetention, a.prune)}}, a.workers...)
+		{name: "retention", run: a.singleton(singletonRetention, a.prune), started: a.singletonStarted(singletonRetention, nil)}}, a.workers...)
 	a.wireWakeups()
 	return a, nil
 }

@@ -148,6 +148,7 @@ func (a *app) wireApprovals() error {
 		// agent's A2A generation before its first turn.
 		worker{name: "agent-cards", run: func(ctx context.Context) error { a.agents.Resolve(ctx); return nil }},
 		worker{name: "approval-injector", run: inj.Run},
-		worker{name: "approval-expiry", run: a.singleton(singletonExpiry, approvals.NewSweeper(svc).Run)})
+		worker{name: "approval-expiry", run: a.singleton(singletonExpiry, approvals.NewSweeper(svc).Run),
+			started: a.singletonStarted(singletonExpiry, nil)})
 	return nil
 }

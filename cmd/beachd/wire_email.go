@@ -88,7 +88,8 @@ func (a *app) wireEmail() error {
 		return fmt.Errorf("email intake: %w", err)
 	}
 	// One replica reads a mailbox.
-	a.workers = append(a.workers, worker{name: "email-intake", run: a.singleton(imapSingleton(m), intake.Run)})
+	name := imapSingleton(m)
+	a.workers = append(a.workers, worker{name: "email-intake", run: a.singleton(name, intake.Run), started: a.singletonStarted(name, nil)})
 	return nil
 }
 

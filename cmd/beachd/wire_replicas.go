@@ -59,10 +59,11 @@ func (a *app) singleton(name string, run func(context.Context) error) func(conte
 }
 
 // singletonStarted is a singleton worker's readiness: settled (this
-// replica knows whether it holds name) and, when it holds it, active.
+// replica knows whether it holds name) and, when it holds it, active (nil:
+// at once).
 func (a *app) singletonStarted(name string, active func() bool) func() bool {
 	return func() bool {
-		return a.singletons.Settled(name) && (!a.singletons.Holds(name) || active())
+		return a.singletons.Settled(name) && (!a.singletons.Holds(name) || active == nil || active())
 	}
 }
 

@@ -213,9 +213,13 @@ func (r *Runner) Run(ctx context.Context, name string, fn func(ctx context.Conte
 		actx, cancel := r.withTimeout(ctx, r.cfg.TTL/3)
 		l, ok, err := r.cfg.Leases.AcquireLease(actx, name, r.cfg.Holder, 0, r.cfg.TTL)
 		cancel()
-		r.update(name, func(s *state) { s.settled = true })
+		// The answer settles whether this process holds name, except a
+		// previous process's lease about to be ended (Exclusive); a taken
+		// lease settles it together with held, in hold.
+		settle := func() { r.update(name, func(s *state) { s.settled = true }) }
 		switch {
 		case err != nil:
+			settle()
 			if ctx.Err() != nil {
 				return nil
 			}
@@ -236,6 +240,7 @@ func (r *Runner) Run(ctx context.Context, name string, fn func(ctx context.Conte
 				r.cfg.Log.Warn("end a previous process's singleton lease", "singleton", name, "err", err)
 			}
 		default:
+			settle()
 			if !r.sleep(ctx, r.retryWait(l)) {
 				return nil
 			}
@@ -313,7 +318,7 @@ type renewal struct {
 // was lost and fn has returned.
 func (r *Runner) hold(ctx context.Context, name string, l store.Lease, t0 time.Time, fn func(context.Context) error) (done bool, err error) {
 	gen := l.Generation
-	r.update(name, func(s *state) { s.held, s.gen, s.since = true, gen, t0 })
+	r.update(name, func(s *state) { s.held, s.settled, s.gen, s.since = true, true, gen, t0 })
 	r.cfg.Log.Info("singleton taken", "singleton", name, "generation", gen)
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
