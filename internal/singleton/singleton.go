@@ -320,16 +320,15 @@ func (r *Runner) hold(ctx context.Context, name string, l store.Lease, t0 time.T
 	gen := l.Generation
 	r.update(name, func(s *state) { s.held, s.settled, s.gen, s.since = true, true, gen, t0 })
 	r.cfg.Log.Info("singleton taken", "singleton", name, "generation", gen)
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	result := make(chan error, 1)
-	go func() { result <- call(runCtx, fn) }()
-
 	// deadline is when this process stops acting unless a renewal moved it:
 	// the store's lease ends no earlier than t0+TTL.
 	deadline := t0.Add(r.cfg.TTL - r.cfg.Margin)
 	expire := r.cfg.Clock.After(deadline.Sub(r.cfg.Clock.Now()))
 	renewAt := r.cfg.Clock.After(r.cfg.TTL / 3)
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	result := make(chan error, 1)
+	go func() { result <- call(runCtx, fn) }()
 	var renewing chan renewal
 	var fnErr error
 	fnDone := false
