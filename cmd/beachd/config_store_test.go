@@ -17,7 +17,7 @@ import (
 	"github.com/cool-ai/beachd/store/postgres/pgtest"
 )
 
-const storeConfigBase = "listen: 127.0.0.1:1\napi_keys: [\"0123456789abcdef\"]\n"
+const storeConfigBase = "listen: 127.0.0.1:1\napi_keys: [\"0123456789abcdef\"]\napprovals: {secret: \"0123456789abcdef0123456789abcdef\"}\n"
 
 // The store section is checked like the other keys: each problem names its
 // key and its place in the file, and a password in a DSN is never shown.
@@ -29,14 +29,21 @@ func TestConfigStoreSection(t *testing.T) {
 		{"default", "", nil},
 		{"bolt", "store: {driver: bolt}\n", nil},
 		{"postgres", "store:\n  driver: postgres\n  dsn: postgres://beachd:pw@db.internal:5432/beachd\n  lease_ttl: 30s\n", nil},
-		{"unknown driver", "store:\n  driver: mysql\n", []string{"line 4, column 11: store.driver: must be bolt or postgres"}},
+		{"unknown driver", "store:\n  driver: mysql\n", []string{"line 5, column 11: store.driver: must be bolt or postgres"}},
 		{"postgres without dsn", "store:\n  driver: postgres\n", []string{"store.dsn: required with driver postgres"}},
-		{"dsn with bolt", "store:\n  dsn: postgres://db/x\n", []string{"line 4, column 8: store.dsn: only with driver postgres"}},
-		{"bad dsn", "store:\n  driver: postgres\n  dsn: \"postgres://u:secretpw@host:notaport/db\"\n", []string{"line 5, column 8: store.dsn: not a PostgreSQL connection string"}},
-		{"short ttl", "store:\n  lease_ttl: 1s\n", []string{"line 4, column 14: store.lease_ttl: must be between 3s and 10m0s"}},
+		{"dsn with bolt", "store:\n  dsn: postgres://db/x\n", []string{"line 5, column 8: store.dsn: only with driver postgres"}},
+		{"bad dsn", "store:\n  driver: postgres\n  dsn: \"postgres://u:secretpw@host:notaport/db\"\n", []string{"line 6, column 8: store.dsn: not a PostgreSQL connection string"}},
+		{"short ttl", "store:\n  lease_ttl: 1s\n", []string{"line 5, column 14: store.lease_ttl: must be between 3s and 10m0s"}},
 		{"unknown key", "store:\n  ttl: 1s\n", []string{"store.ttl", "not a known key"}},
 	} {
 		_, _, err := checkConfig([]byte(storeConfigBase+tt.yaml), "c.yaml", env(nil), true)
+		if tt.name == "postgres" && err == nil {
+			// Every replica needs the same approvals secret.
+			noSecret := strings.Replace(storeConfigBase+tt.yaml, "approvals: {secret: \"0123456789abcdef0123456789abcdef\"}\n", "", 1)
+			if _, _, err := checkConfig([]byte(noSecret), "c.yaml", env(nil), true); err == nil || !strings.Contains(err.Error(), "approvals.secret: required with store.driver postgres") {
+				t.Errorf("postgres without approvals.secret: %v", err)
+			}
+		}
 		if len(tt.want) == 0 {
 			if err != nil {
 				t.Errorf("%s: %v", tt.name, err)
@@ -90,7 +97,7 @@ func TestConfigCheckConnectsToPostgres(t *testing.T) {
 	}
 
 	code, out, errs = configCheck(t, "store:\n  driver: postgres\n  dsn: \"postgres://root:secretpw@127.0.0.1:1/test?connect_timeout=2\"\n")
-	if code != 1 || !strings.Contains(errs, "line 5, column 8: store.dsn: cannot connect to root@127.0.0.1:1/test") || strings.Contains(errs+out, "secretpw") {
+	if code != 1 || !strings.Contains(errs, "line 6, column 8: store.dsn: cannot connect to root@127.0.0.1:1/test") || strings.Contains(errs+out, "secretpw") {
 		t.Fatalf("unreachable database: exit %d\n%s%s", code, out, errs)
 	}
 }
