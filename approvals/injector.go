@@ -163,16 +163,21 @@ func (j *Injector) Wake() {
 	}
 }
 
-// Run delivers due injections until ctx ends. It first makes due at once
-// every job a previous process held when it stopped; on a shared store,
-// where other replicas' claims are live, only the jobs whose lease ran out.
+// Run delivers due injections until ctx ends. Alone on its store, it first
+// makes due at once every job a previous process held when it stopped; on
+// a shared store, where other replicas' claims are live, it makes due the
+// jobs whose lease ran out, at start and every 10 s.
 func (j *Injector) Run(ctx context.Context) error {
-	if n, err := j.db.RequeueClaimedInjections(ctx, j.requeueBefore(), j.cfg.Now()); err != nil {
+	var requeue func(context.Context)
+	if j.db.Shared() {
+		requeue = j.requeueExpired
+	} else if n, err := j.db.RequeueClaimedInjections(ctx, j.started, j.cfg.Now()); err != nil {
 		return err
 	} else if n > 0 {
 		j.log.Info("approval injections requeued after restart", "count", n)
 	}
 	return outbox.Loop[*store.Injection]{
+		Requeue: requeue,
 		Workers: j.cfg.Workers,
 		Claim: func(ctx context.Context, n int) ([]*store.Injection, error) {
 			return j.db.ClaimInjections(ctx, j.cfg.Now(), n, j.cfg.Lease)
@@ -187,15 +192,18 @@ func (j *Injector) Run(ctx context.Context) error {
 	}.Run(ctx)
 }
 
-// requeueBefore is Run's bound for RequeueClaimedInjections, which takes
-// the jobs claimed (UpdatedAt) before it: alone on the store, those claimed
-// before this process started; on a shared store, those claimed more than
-// a lease ago, whose lease has run out.
-func (j *Injector) requeueBefore() time.Time {
-	if j.db.Shared() {
-		return j.cfg.Now().Add(-j.cfg.Lease)
+// requeueExpired makes due the jobs whose lease ran out (a replica that
+// died held them): RequeueClaimedInjections takes the jobs claimed
+// (UpdatedAt) before its bound, here more than a lease ago.
+func (j *Injector) requeueExpired(ctx context.Context) {
+	now := j.cfg.Now()
+	n, err := j.db.RequeueClaimedInjections(ctx, now.Add(-j.cfg.Lease), now)
+	switch {
+	case err != nil && ctx.Err() == nil:
+		j.log.Error("requeue approval injections whose lease ran out", "err", err)
+	case n > 0:
+		j.log.Warn("approval injections whose lease ran out requeued", "count", n)
 	}
-	return j.started
 }
 
 func (j *Injector) attempt(ctx context.Context, inj *store.Injection) {
