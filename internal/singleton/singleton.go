@@ -138,9 +138,6 @@ func New(cfg Config) (*Runner, error) {
 // Holder is the id this process holds its leases under.
 func (r *Runner) Holder() string { return r.cfg.Holder }
 
-// TTL is the leases' length.
-func (r *Runner) TTL() time.Duration { return r.cfg.TTL }
-
 // Held lists the singletons this process holds, by name.
 func (r *Runner) Held() []Held {
 	r.mu.Lock()
