@@ -15,6 +15,7 @@ import (
 
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/bolt"
 	"github.com/cool-ai/beachd/store/storetest"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -24,9 +25,9 @@ const key = "test-key-0123456789"
 const env = `{"role":"agent","parts":[{"text":"Your tasks for today: T12, T15, T18.","metadata":{"partType":"response"}}],
 "meta":{"sessionId":"sess_1","turnId":"turn_1","producedAt":"2026-04-20T09:50:00Z","finalizedBy":"complete"}}`
 
-func newTestServer(t *testing.T) (*httptest.Server, *store.DB) {
+func newTestServer(t *testing.T) (*httptest.Server, *bolt.DB) {
 	t.Helper()
-	db := storetest.Open(t, store.Options{})
+	db := storetest.Open(t, bolt.Options{})
 	reg := prometheus.NewRegistry()
 	m, err := NewMetrics(reg, db)
 	if err != nil {
@@ -295,7 +296,7 @@ func FuzzAccept(f *testing.F) {
 	f.Add([]byte(request(`[{"channel":"email","address":"a@b.org"}]`)))
 	f.Add([]byte(`{"envelope":{"role":"agent","parts":[{"data":{"approvalId":"a"},"metadata":{"partType":"approval-request"}}],"meta":{}},"to":[{"channel":"sms","address":"+1"}]}`))
 	f.Add([]byte(`{}`))
-	db := storetest.Open(f, store.Options{})
+	db := storetest.Open(f, bolt.Options{})
 	ing := NewIngester(IngestConfig{Registry: envelope.NewRegistry(), Channels: map[string]bool{"email": true, "sms": true}}, db, nil, nil, nil)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		_, _, err := ing.Accept(t.Context(), b, "", "fuzz")

@@ -86,7 +86,7 @@ func (h approvalHandlers) list(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, h.log, approvalError(err))
 		return
 	}
-	out := map[string]any{"approvals": vs}
+	out := map[string]any{"approvals": approvalViews(vs)}
 	if len(vs) == limit {
 		out["next"] = vs[len(vs)-1].ID
 	}
@@ -99,7 +99,7 @@ func (h approvalHandlers) get(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, h.log, approvalError(err))
 		return
 	}
-	WriteJSON(w, http.StatusOK, v)
+	WriteJSON(w, http.StatusOK, approvalView(v))
 }
 
 // DecisionRequest is the body of POST /v1/approvals/{approvalId}/decision.
@@ -128,7 +128,7 @@ func (h approvalHandlers) decide(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, h.log, approvalError(err))
 		return
 	}
-	WriteJSON(w, http.StatusOK, v)
+	WriteJSON(w, http.StatusOK, approvalView(v))
 }
 
 func (h approvalHandlers) retry(w http.ResponseWriter, r *http.Request) {
@@ -137,7 +137,7 @@ func (h approvalHandlers) retry(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, h.log, approvalError(err))
 		return
 	}
-	WriteJSON(w, http.StatusOK, inj)
+	WriteJSON(w, http.StatusOK, injectionView(inj))
 }
 
 // KeyID names the bearer key of r without revealing it: the first 8 hex

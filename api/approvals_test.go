@@ -13,12 +13,13 @@ import (
 	"github.com/cool-ai/beachd/approvals"
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/bolt"
 	"github.com/cool-ai/beachd/store/storetest"
 )
 
 func TestApprovalRoutes(t *testing.T) {
 	ctx := context.Background()
-	db := storetest.Open(t, store.Options{})
+	db := storetest.Open(t, bolt.Options{})
 	svc, err := approvals.New(approvals.Config{Secret: []byte(strings.Repeat("s", 32)), PublicURL: "http://x"}, db, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -120,7 +121,7 @@ func mustMarshal(v any) string { b, _ := json.Marshal(v); return string(b) }
 // honour (two approvals in one mail with approvals.email_links off) is a
 // 400 naming the recipient, and nothing is stored.
 func TestPreparerRefusalIsA400(t *testing.T) {
-	db := storetest.Open(t, store.Options{})
+	db := storetest.Open(t, bolt.Options{})
 	svc, err := approvals.New(approvals.Config{Secret: []byte(strings.Repeat("s", 32)), PublicURL: "http://x", NoEmailLinks: true}, db, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)

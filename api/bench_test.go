@@ -4,14 +4,14 @@ import (
 	"testing"
 
 	"github.com/cool-ai/beachd/envelope"
-	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/bolt"
 	"github.com/cool-ai/beachd/store/storetest"
 )
 
 // BenchmarkAccept measures acknowledged ingests (decode, validate, one
 // fsync'd transaction shared by concurrent callers) without HTTP.
 func BenchmarkAccept(b *testing.B) {
-	db := storetest.Open(b, store.Options{})
+	db := storetest.Open(b, bolt.Options{})
 	ing := NewIngester(IngestConfig{Registry: envelope.NewRegistry(), Channels: map[string]bool{"webhook": true},
 		Endpoints: map[string]bool{"ops": true}}, db, nil, nil, nil)
 	body := []byte(request(`[{"channel":"webhook","endpoint":"ops"}]`))

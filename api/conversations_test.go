@@ -19,6 +19,7 @@ import (
 
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/bolt"
 	"github.com/cool-ai/beachd/store/storetest"
 )
 
@@ -156,9 +157,9 @@ func newMemConversations() *memConversations {
 }
 
 // newConvServer serves the API with conversations (m) or without (nil).
-func newConvServer(t *testing.T, m *memConversations) (*httptest.Server, *store.DB) {
+func newConvServer(t *testing.T, m *memConversations) (*httptest.Server, *bolt.DB) {
 	t.Helper()
-	db := storetest.Open(t, store.Options{})
+	db := storetest.Open(t, bolt.Options{})
 	agents := map[string]bool{"travel": true, "quiet": true}
 	cfg := IngestConfig{Registry: envelope.NewRegistry(), Channels: map[string]bool{"email": true, "sms": true, "whatsapp": true, "webhook": true},
 		Endpoints: map[string]bool{"ops": true}, Agents: agents}
@@ -576,7 +577,7 @@ func TestIngestToConversationDisabled(t *testing.T) {
 // /v1/inbound and the agent routes under /v1/agents: the mux takes them
 // all, and each request goes where it should.
 func TestConversationRoutesBesideTheOthers(t *testing.T) {
-	db := storetest.Open(t, store.Options{})
+	db := storetest.Open(t, bolt.Options{})
 	m := newMemConversations()
 	hit := ""
 	mark := func(name string) http.Handler {

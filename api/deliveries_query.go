@@ -90,10 +90,7 @@ func (s *Server) queryDeliveries(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, s.log, err)
 		return
 	}
-	if ds == nil {
-		ds = []*store.Delivery{}
-	}
-	out := map[string]any{"deliveries": ds}
+	out := map[string]any{"deliveries": deliveryItems(ds)}
 	if more && len(ds) > 0 {
 		out["next"] = ds[len(ds)-1].ID
 	}
@@ -106,7 +103,7 @@ func (s *Server) deliveryStats(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, s.log, err)
 		return
 	}
-	WriteJSON(w, http.StatusOK, st)
+	WriteJSON(w, http.StatusOK, deliveryStatsView(st))
 }
 
 // BulkRetryRequest is the body of POST /v1/deliveries/retry.
@@ -158,7 +155,7 @@ func (s *Server) bulkRetry(w http.ResponseWriter, r *http.Request) {
 }
 
 // bulkRetry counts (dry run) or retries the dead deliveries req selects.
-func bulkRetry(ctx context.Context, db *store.DB, req BulkRetryRequest) (BulkRetryResult, error) {
+func bulkRetry(ctx context.Context, db store.Deliveries, req BulkRetryRequest) (BulkRetryResult, error) {
 	if req.DryRun {
 		ids, more, err := db.DeadSince(ctx, req.Since, req.Channel)
 		return BulkRetryResult{Count: len(ids), DryRun: true, More: more}, err

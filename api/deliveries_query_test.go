@@ -9,6 +9,7 @@ import (
 
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/bolt"
 	"github.com/cool-ai/beachd/store/storetest"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -16,9 +17,9 @@ import (
 const readOnlyKey = "read-only-key-0123456789"
 
 // newQueryServer is newTestServer with a read-only key too.
-func newQueryServer(t *testing.T) (*httptest.Server, *store.DB) {
+func newQueryServer(t *testing.T) (*httptest.Server, *bolt.DB) {
 	t.Helper()
-	db := storetest.Open(t, store.Options{})
+	db := storetest.Open(t, bolt.Options{})
 	reg := prometheus.NewRegistry()
 	m, err := NewMetrics(reg, db)
 	if err != nil {
@@ -37,7 +38,7 @@ func newQueryServer(t *testing.T) (*httptest.Server, *store.DB) {
 }
 
 // kill makes every due delivery of channel dead.
-func kill(t *testing.T, db *store.DB, channel string) {
+func kill(t *testing.T, db *bolt.DB, channel string) {
 	t.Helper()
 	ds, err := db.Claim(context.Background(), 100, time.Minute, func(d *store.Delivery) bool { return d.Channel == channel })
 	if err != nil {

@@ -57,11 +57,19 @@ type ConversationResolver interface {
 	Resolve(ctx context.Context, id string) (store.NewDelivery, error)
 }
 
+// IngestStore is the part of the store an Ingester writes to: it stores
+// envelopes and looks up the approvals they answer. Every store.Store is
+// one.
+type IngestStore interface {
+	Ingest(ctx context.Context, in store.Ingest) (*store.IngestResult, error)
+	Approval(ctx context.Context, id string) (*store.Approval, error)
+}
+
 // Ingester validates delivery requests and stores them. It is used by the
 // HTTP API, `beachd send`, the scheduler and approvals' confirmations.
 type Ingester struct {
 	cfg      IngestConfig
-	db       *store.DB
+	db       IngestStore
 	preparer ApprovalPreparer
 	notify   func()
 	observe  func(deliveries []*store.Delivery)
@@ -79,7 +87,7 @@ func (in *Ingester) MaxEnvelopeBytes() int64 {
 // NewIngester builds an Ingester. preparer may be nil (approval-request parts
 // are then delivered without tokens); notify is called after each accepted
 // ingest (the dispatcher's wake-up); observe (metrics) may be nil.
-func NewIngester(cfg IngestConfig, db *store.DB, preparer ApprovalPreparer, notify func(), observe func([]*store.Delivery)) *Ingester {
+func NewIngester(cfg IngestConfig, db IngestStore, preparer ApprovalPreparer, notify func(), observe func([]*store.Delivery)) *Ingester {
 	if cfg.MaxRecipients <= 0 {
 		cfg.MaxRecipients = 100
 	}

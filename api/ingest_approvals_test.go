@@ -12,13 +12,13 @@ import (
 	"github.com/cool-ai/beachd/api"
 	"github.com/cool-ai/beachd/approvals"
 	"github.com/cool-ai/beachd/envelope"
-	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/bolt"
 	"github.com/cool-ai/beachd/store/storetest"
 )
 
-func approvalServer(t *testing.T, approvers map[string]map[string]bool) (*httptest.Server, *store.DB) {
+func approvalServer(t *testing.T, approvers map[string]map[string]bool) (*httptest.Server, *bolt.DB) {
 	t.Helper()
-	db := storetest.Open(t, store.Options{})
+	db := storetest.Open(t, bolt.Options{})
 	svc, err := approvals.New(approvals.Config{Secret: []byte(strings.Repeat("s", 32)), PublicURL: "http://x"}, db, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)

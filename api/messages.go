@@ -68,7 +68,7 @@ func (l *MessageLinks) Check(ref string) (string, bool) {
 // MessagePage serves the full messages behind MessageLinks.
 type MessagePage struct {
 	Links *MessageLinks
-	DB    *store.DB
+	DB    store.Deliveries
 	// Render makes the page's HTML document for a delivery's envelope
 	// (the daemon renders it as the email channel would).
 	Render func(env *envelope.Envelope, d *store.Delivery) (string, error)

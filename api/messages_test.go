@@ -10,6 +10,7 @@ import (
 
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/bolt"
 	"github.com/cool-ai/beachd/store/storetest"
 )
 
@@ -47,7 +48,7 @@ func FuzzMessageRef(f *testing.F) {
 }
 
 func TestMessagePage(t *testing.T) {
-	db := storetest.Open(t, store.Options{})
+	db := storetest.Open(t, bolt.Options{})
 	res, err := db.Ingest(context.Background(), store.Ingest{
 		Envelope:   []byte(`{"role":"agent","parts":[{"text":"<b>all</b> of it","metadata":{"partType":"response"}}],"meta":{"sessionId":"s","turnId":"t","producedAt":"2026-01-01T00:00:00Z","finalizedBy":"complete"}}`),
 		Deliveries: []store.NewDelivery{{Channel: "sms", To: "+15555550100"}}})

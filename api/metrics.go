@@ -26,7 +26,7 @@ var _ channels.Observer = (*Metrics)(nil)
 
 // NewMetrics registers the metrics on reg, with a queue-depth collector
 // reading db (cached for a few seconds so scrapes stay cheap).
-func NewMetrics(reg prometheus.Registerer, db *store.DB) (*Metrics, error) {
+func NewMetrics(reg prometheus.Registerer, db StateCounter) (*Metrics, error) {
 	m := &Metrics{
 		ingested: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "beachd_ingested_deliveries_total",
 			Help: "Deliveries accepted at ingest, by channel."}, []string{"channel"}),
@@ -70,10 +70,16 @@ func (m *Metrics) Delivered(channel string, since time.Duration) {
 	m.latency.WithLabelValues(channel).Observe(since.Seconds())
 }
 
+// StateCounter counts deliveries by state, for the queue-depth metric.
+// Every store.Deliveries is one.
+type StateCounter interface {
+	CountByState(ctx context.Context) (map[store.State]int, error)
+}
+
 var depthDesc = prometheus.NewDesc("beachd_queue_depth", "Deliveries by state.", []string{"state"}, nil)
 
 type depthCollector struct {
-	db     *store.DB
+	db     StateCounter
 	mu     sync.Mutex
 	at     time.Time
 	counts map[store.State]int

@@ -5,7 +5,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/bolt"
 	"github.com/cool-ai/beachd/store/storetest"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -13,7 +13,7 @@ import (
 // With MetricsRequireKey, /metrics answers 401 without the bearer key and
 // serves the series with it; without it, Prometheus scrapes keyless.
 func TestMetricsRequireKey(t *testing.T) {
-	db := storetest.Open(t, store.Options{})
+	db := storetest.Open(t, bolt.Options{})
 	for _, require := range []bool{true, false} {
 		reg := prometheus.NewRegistry()
 		m, err := NewMetrics(reg, db)

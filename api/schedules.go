@@ -55,7 +55,7 @@ func (h scheduleHandlers) list(w http.ResponseWriter, r *http.Request) {
 	if st == nil {
 		st = []schedule.Status{}
 	}
-	WriteJSON(w, http.StatusOK, map[string]any{"schedules": st})
+	WriteJSON(w, http.StatusOK, map[string]any{"schedules": scheduleViews(st)})
 }
 
 func (h scheduleHandlers) run(w http.ResponseWriter, r *http.Request) {
@@ -74,7 +74,7 @@ func (h scheduleHandlers) run(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, h.log, err)
 		return
 	}
-	WriteJSON(w, http.StatusAccepted, map[string]any{"run": schedule.View(run)})
+	WriteJSON(w, http.StatusAccepted, map[string]any{"run": runView(run.ID(), run)})
 }
 
 func (h scheduleHandlers) setPaused(pause bool) http.Handler {
@@ -92,6 +92,6 @@ func (h scheduleHandlers) setPaused(pause bool) http.Handler {
 			WriteError(w, h.log, err)
 			return
 		}
-		WriteJSON(w, http.StatusOK, map[string]any{"schedule": st})
+		WriteJSON(w, http.StatusOK, map[string]any{"schedule": scheduleView(st)})
 	})
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -55,7 +54,7 @@ type Server struct {
 	cfg      Config
 	keys     [][32]byte
 	readKeys [][32]byte
-	db       *store.DB
+	db       store.Deliveries
 	ingest   *Ingester
 	log      *slog.Logger
 	metrics  *Metrics
@@ -64,7 +63,7 @@ type Server struct {
 }
 
 // New builds the server and its routes.
-func New(cfg Config, db *store.DB, ingest *Ingester, metrics *Metrics, gatherer prometheus.Gatherer, log *slog.Logger, extra []Route) (*Server, error) {
+func New(cfg Config, db store.Deliveries, ingest *Ingester, metrics *Metrics, gatherer prometheus.Gatherer, log *slog.Logger, extra []Route) (*Server, error) {
 	if len(cfg.APIKeys) == 0 {
 		return nil, errors.New("api: at least one API key is required")
 	}
@@ -206,31 +205,13 @@ func (s *Server) postDeliveries(w http.ResponseWriter, r *http.Request) {
 	WriteJSON(w, http.StatusAccepted, acc)
 }
 
-// DeliveryView is a delivery with its attempts.
-type DeliveryView struct {
-	*store.Delivery
-	AttemptLog []store.Attempt `json:"attemptLog"`
-}
-
-// EnvelopeView is an envelope's deliveries.
-type EnvelopeView struct {
-	ID         string          `json:"id"`
-	CreatedAt  time.Time       `json:"createdAt"`
-	Agent      string          `json:"agent,omitempty"`
-	Source     string          `json:"source,omitempty"`
-	Envelope   json.RawMessage `json:"envelope"`
-	Deliveries []DeliveryView  `json:"deliveries"`
-}
-
+// deliveryView views d with the attempts stored of it.
 func (s *Server) deliveryView(ctx context.Context, d *store.Delivery) (DeliveryView, error) {
 	atts, err := s.db.Attempts(ctx, d.ID)
 	if err != nil {
 		return DeliveryView{}, err
 	}
-	if atts == nil {
-		atts = []store.Attempt{}
-	}
-	return DeliveryView{Delivery: d, AttemptLog: atts}, nil
+	return deliveryViewOf(d, atts), nil
 }
 
 func (s *Server) getDelivery(w http.ResponseWriter, r *http.Request) {
@@ -255,7 +236,7 @@ func (s *Server) getDelivery(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, s.log, err)
 		return
 	}
-	out := EnvelopeView{ID: rec.ID, CreatedAt: rec.CreatedAt, Agent: rec.Agent, Source: rec.Source, Envelope: rec.Envelope, Deliveries: []DeliveryView{}}
+	out := envelopeView(rec)
 	for _, did := range rec.DeliveryIDs {
 		d, err := s.db.Delivery(ctx, did)
 		if err != nil {
@@ -297,10 +278,7 @@ func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, s.log, err)
 		return
 	}
-	if ds == nil {
-		ds = []*store.Delivery{}
-	}
-	out := map[string]any{"deliveries": ds}
+	out := map[string]any{"deliveries": deliveryItems(ds)}
 	if len(ds) == limit {
 		out["next"] = ds[len(ds)-1].ID
 	}
@@ -339,7 +317,7 @@ func (s *Server) retryDelivery(w http.ResponseWriter, r *http.Request) {
 		out = append(out, d)
 	}
 	s.ingest.notify()
-	WriteJSON(w, http.StatusOK, map[string]any{"deliveries": out})
+	WriteJSON(w, http.StatusOK, map[string]any{"deliveries": deliveryItems(out)})
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {

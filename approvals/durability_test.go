@@ -12,6 +12,7 @@ import (
 	"github.com/cool-ai/beachd/agent/agenttest"
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/bolt"
 	"github.com/cool-ai/beachd/store/storetest"
 )
 
@@ -37,7 +38,7 @@ func TestDecisionSurvivesCrashAndRestart(t *testing.T) {
 	cfg := Config{Secret: []byte(strings.Repeat("k", 32)), PublicURL: "http://x"}
 
 	// First life: the decision commits, the worker never runs.
-	db := storetest.OpenAt(t, path, store.Options{})
+	db := storetest.OpenAt(t, path, bolt.Options{})
 	svc, err := New(cfg, db, nil, dropHandoff{lease: time.Hour}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +64,7 @@ func TestDecisionSurvivesCrashAndRestart(t *testing.T) {
 	db.Close() // the crash
 
 	// Second life.
-	db = storetest.OpenAt(t, path, store.Options{})
+	db = storetest.OpenAt(t, path, bolt.Options{})
 	inj := NewInjector(InjectorConfig{MinBackoff: 5 * time.Millisecond, Permanent: agent.IsPermanent}, db,
 		func(string) Sender { return client }, nil)
 	rctx, cancel := context.WithCancel(ctx)

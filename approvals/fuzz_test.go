@@ -10,6 +10,7 @@ import (
 
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/bolt"
 	"github.com/cool-ai/beachd/store/storetest"
 )
 
@@ -120,7 +121,7 @@ func FuzzFindCode(f *testing.F) {
 // page: it never panics, never answers 5xx, and never changes the
 // approval's state except through a POST carrying the page's valid nonce.
 func FuzzLinkHandler(f *testing.F) {
-	db := storetest.Open(f, store.Options{})
+	db := storetest.Open(f, bolt.Options{})
 	svc, err := New(Config{Secret: []byte(strings.Repeat("z", 32)), PublicURL: "http://x"}, db, nil, nil, nil)
 	if err != nil {
 		f.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	"github.com/cool-ai/beachd/internal/testkit/fakeclock"
 	"github.com/cool-ai/beachd/render"
 	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/bolt"
 	"github.com/cool-ai/beachd/store/storetest"
 )
 
@@ -68,7 +69,7 @@ func (f *fakeEnqueuer) Count() int {
 type harness struct {
 	t       testing.TB
 	ctx     context.Context
-	db      *store.DB
+	db      *bolt.DB
 	clock   *fakeclock.Clock // real time plus an offset tests advance
 	svc     *Service
 	inj     *Injector
@@ -92,7 +93,7 @@ func newHarness(t testing.TB, opt harnessOpt) *harness {
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &harness{t: t, ctx: ctx, clock: fakeclock.NewOffset(), enq: &fakeEnqueuer{}}
 	var err error
-	h.db = storetest.Open(t, store.Options{Now: h.clock.Now, MaxBatchDelay: time.Millisecond, NoSync: os.Getenv("APPROVALS_NOSYNC") != ""})
+	h.db = storetest.Open(t, bolt.Options{Now: h.clock.Now, MaxBatchDelay: time.Millisecond, NoSync: os.Getenv("APPROVALS_NOSYNC") != ""})
 	h.agent = agenttest.Start()
 	h.client, err = agent.New(map[string]agent.Target{"travel": {URL: h.agent.URL, Timeout: 5 * time.Second}}, nil)
 	if err != nil {

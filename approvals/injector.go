@@ -46,6 +46,10 @@ type InjectorConfig struct {
 	Rand      io.Reader
 	// Metrics, when set, count attempts and time decisions to injection.
 	Metrics *Metrics
+	// Shared says other processes use the store too (store.Store.Shared):
+	// their claims are live, and only those whose lease ran out are
+	// requeued.
+	Shared bool
 }
 
 // Injector is the worker that delivers queued decisions to agents: at least
@@ -53,7 +57,7 @@ type InjectorConfig struct {
 // the audit trail) what keeps failing. It never drops a decision.
 type Injector struct {
 	cfg     InjectorConfig
-	db      store.Store
+	db      store.Injections
 	senders func(agent string) Sender
 	log     *slog.Logger
 	wake    chan struct{}
@@ -66,7 +70,7 @@ type Injector struct {
 
 // NewInjector builds the worker. senders returns the Sender of an agent
 // (nil when none: the job is retried, then dead-lettered).
-func NewInjector(cfg InjectorConfig, db store.Store, senders func(agent string) Sender, log *slog.Logger) *Injector {
+func NewInjector(cfg InjectorConfig, db store.Injections, senders func(agent string) Sender, log *slog.Logger) *Injector {
 	if cfg.Lifetime <= 0 {
 		cfg.Lifetime = 24 * time.Hour
 	}
@@ -169,7 +173,7 @@ func (j *Injector) Wake() {
 // jobs whose lease ran out, at start and every 10 s.
 func (j *Injector) Run(ctx context.Context) error {
 	var requeue func(context.Context)
-	if j.db.Shared() {
+	if j.cfg.Shared {
 		requeue = j.requeueExpired
 	} else if n, err := j.db.RequeueClaimedInjections(ctx, j.started, j.cfg.Now()); err != nil {
 		return err

@@ -132,12 +132,25 @@ type Handoff interface {
 
 var _ Handoff = (*Injector)(nil)
 
+// Store is the part of the store a Service uses: the approvals, the
+// operator's view of their injections, and the envelopes that asked.
+// Every store.Store is one.
+type Store interface {
+	store.Approvals
+	Injection(ctx context.Context, id string) (*store.Injection, error)
+	ListInjections(ctx context.Context, st string, limit int) ([]*store.Injection, error)
+	ReleaseInjection(ctx context.Context, claimed *store.Injection, at time.Time) error
+	RetryInjection(ctx context.Context, id string, at time.Time) (*store.Injection, error)
+	Envelope(ctx context.Context, id string) (*store.EnvelopeRecord, error)
+	NewID(prefix string) string
+}
+
 // Service is the approvals lifecycle: it mints tokens at ingest, gives the
 // channels their handles at send time, decides on inbound messages, and
 // queues injections.
 type Service struct {
 	cfg Config
-	db  *store.DB
+	db  Store
 	m   minter
 	enq Enqueuer
 	inj Handoff
@@ -147,7 +160,7 @@ type Service struct {
 // New builds the Service. enq may be nil (no confirmations are sent); inj
 // (the Injector) takes each committed decision's injection job at once; when
 // nil, jobs wait for an injector polling the store.
-func New(cfg Config, db *store.DB, enq Enqueuer, inj Handoff, log *slog.Logger) (*Service, error) {
+func New(cfg Config, db Store, enq Enqueuer, inj Handoff, log *slog.Logger) (*Service, error) {
 	cfg.defaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err

@@ -12,13 +12,9 @@ import (
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/internal/testkit/fakeclock"
 	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/bolt"
 	"github.com/cool-ai/beachd/store/storetest"
 )
-
-// sharedStore is a store that other replicas use too.
-type sharedStore struct{ store.Store }
-
-func (sharedStore) Shared() bool { return true }
 
 // On a shared store a starting injector leaves alone a job another replica
 // claimed in its decision's transaction and still holds: it is injected
@@ -34,7 +30,7 @@ func TestStartLeavesLiveClaimsOnASharedStore(t *testing.T) {
 	}
 	ctx := context.Background()
 	c := fakeclock.New(time.Now())
-	db := storetest.Open(t, store.Options{Now: c.Now})
+	db := storetest.Open(t, bolt.Options{Now: c.Now})
 	cfg := Config{Secret: []byte(strings.Repeat("k", 32)), PublicURL: "http://x", Now: c.Now}
 	// The replica that decides claims the job for an hour, and is alive.
 	svc, err := New(cfg, db, nil, dropHandoff{lease: time.Hour}, nil)
@@ -62,8 +58,8 @@ func TestStartLeavesLiveClaimsOnASharedStore(t *testing.T) {
 	c.Advance(time.Minute)
 
 	// Another replica's injector starts.
-	inj := NewInjector(InjectorConfig{MinBackoff: 5 * time.Millisecond, Permanent: agent.IsPermanent, Now: c.Now, Lease: 2 * time.Minute},
-		sharedStore{db}, func(string) Sender { return client }, nil)
+	inj := NewInjector(InjectorConfig{MinBackoff: 5 * time.Millisecond, Permanent: agent.IsPermanent, Now: c.Now, Lease: 2 * time.Minute, Shared: true},
+		db, func(string) Sender { return client }, nil)
 	rctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { inj.Run(rctx) })

@@ -70,13 +70,30 @@ type DispatcherConfig struct {
 	// Envelopes, when set, holds envelopes decoded at ingest; a job whose
 	// envelope is not there reads it from the store.
 	Envelopes *EnvelopeCache
+	// Shared says other processes use the store too (store.Store.Shared):
+	// their leases are live, and only those that ran out are re-queued.
+	Shared bool
 }
+
+// Outbox is the part of the store a Dispatcher works: it claims due jobs,
+// records their outcomes and reads their envelopes. Every store.Deliveries
+// is one.
+type Outbox interface {
+	ClaimAdmitting(ctx context.Context, max int, lease time.Duration, admit func(*store.Delivery) store.Admission) ([]*store.Delivery, error)
+	Record(ctx context.Context, id string, leaseUntil time.Time, o store.Outcome) (*store.Delivery, error)
+	Release(ctx context.Context, id string, leaseUntil, at time.Time) error
+	RequeueExpired(ctx context.Context, before time.Time) (int, error)
+	NextDue() (t time.Time, ok bool)
+	Envelope(ctx context.Context, id string) (*store.EnvelopeRecord, error)
+}
+
+var _ Outbox = store.Deliveries(nil)
 
 // Dispatcher claims due jobs, hands them to their channel's Deliverer and
 // records the outcome.
 type Dispatcher struct {
 	cfg        DispatcherConfig
-	db         store.Store
+	db         Outbox
 	deliverers map[string]Deliverer
 	handles    HandleSource
 	log        *slog.Logger
@@ -86,7 +103,7 @@ type Dispatcher struct {
 }
 
 // NewDispatcher builds a dispatcher. It starts nothing; call Run.
-func NewDispatcher(cfg DispatcherConfig, db store.Store, deliverers map[string]Deliverer, handles HandleSource, obs Observer, log *slog.Logger) (*Dispatcher, error) {
+func NewDispatcher(cfg DispatcherConfig, db Outbox, deliverers map[string]Deliverer, handles HandleSource, obs Observer, log *slog.Logger) (*Dispatcher, error) {
 	if db == nil {
 		return nil, errors.New("dispatcher: nil store")
 	}
@@ -164,7 +181,7 @@ func (d *Dispatcher) Notify() {
 // released unattempted.
 func (d *Dispatcher) Run(ctx context.Context) error {
 	before := d.cfg.Now()
-	if !d.db.Shared() {
+	if !d.cfg.Shared {
 		before = before.Add(100 * 365 * 24 * time.Hour)
 	}
 	if n, err := d.db.RequeueExpired(ctx, before); err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cool-ai/beachd/internal/testkit/fakeclock"
 	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/bolt"
 	"github.com/cool-ai/beachd/store/storetest"
 )
 
@@ -37,10 +38,10 @@ func (s *scripted) Deliver(ctx context.Context, job *Job) (*Result, error) {
 	return &Result{ProviderID: fmt.Sprintf("p%d", n), Receipt: Receipt{Data: map[string]any{"status": 200}, Meta: map[string]any{"source": "http"}}}, nil
 }
 
-func setup(t *testing.T, d Deliverer, policy Policy) (*store.DB, *Dispatcher, *fakeclock.Clock, string) {
+func setup(t *testing.T, d Deliverer, policy Policy) (*bolt.DB, *Dispatcher, *fakeclock.Clock, string) {
 	t.Helper()
 	c := fakeclock.New(time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC))
-	db := storetest.Open(t, store.Options{Now: c.Now})
+	db := storetest.Open(t, bolt.Options{Now: c.Now})
 	disp, err := NewDispatcher(DispatcherConfig{Workers: 2, Now: c.Now, Jitter: func() float64 { return 0.5 },
 		Policies: map[string]Policy{"webhook": policy}}, db, map[string]Deliverer{"webhook": d}, nil, nil, nil)
 	if err != nil {
@@ -55,7 +56,7 @@ func setup(t *testing.T, d Deliverer, policy Policy) (*store.DB, *Dispatcher, *f
 }
 
 // step claims and works every due job once, synchronously.
-func step(t *testing.T, db *store.DB, d *Dispatcher) int {
+func step(t *testing.T, db *bolt.DB, d *Dispatcher) int {
 	t.Helper()
 	jobs, err := db.ClaimAdmitting(context.Background(), 10, d.lease, d.admit)
 	if err != nil {
@@ -148,7 +149,7 @@ func TestUnconfiguredChannelIsDead(t *testing.T) {
 func TestRunDeliversAndStops(t *testing.T) {
 	fd := &scripted{}
 	c := fakeclock.New(time.Now())
-	db := storetest.Open(t, store.Options{})
+	db := storetest.Open(t, bolt.Options{})
 	_ = c
 	d, _ := NewDispatcher(DispatcherConfig{Workers: 4, IdleWait: 20 * time.Millisecond}, db, map[string]Deliverer{"webhook": fd}, nil, nil, nil)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -224,7 +225,7 @@ func (r *refusing) Done(*store.Delivery)       {}
 // A Deliverer that refuses every due job (an open circuit) must not make
 // the dispatcher claim in a tight loop.
 func TestRefusedJobsDoNotSpin(t *testing.T) {
-	db := storetest.Open(t, store.Options{})
+	db := storetest.Open(t, bolt.Options{})
 	r := &refusing{}
 	d, _ := NewDispatcher(DispatcherConfig{Workers: 4, IdleWait: time.Second}, db, map[string]Deliverer{"webhook": r}, nil, nil, nil)
 	db.Ingest(context.Background(), store.Ingest{Envelope: []byte(`{}`), Deliveries: []store.NewDelivery{{Channel: "webhook", To: "a"}}})
@@ -259,7 +260,7 @@ func (s *slow) Deliver(ctx context.Context, job *Job) (*Result, error) {
 // A send in flight when the dispatcher stops finishes within the grace
 // period instead of being cut off (which would leave a maybe-sent message).
 func TestShutdownLetsSendsInFlightFinish(t *testing.T) {
-	db := storetest.Open(t, store.Options{})
+	db := storetest.Open(t, bolt.Options{})
 	sd := &slow{took: 300 * time.Millisecond, started: make(chan struct{})}
 	d, _ := NewDispatcher(DispatcherConfig{Workers: 2, ShutdownGrace: 5 * time.Second}, db, map[string]Deliverer{"webhook": sd}, nil, nil, nil)
 	res, _ := db.Ingest(context.Background(), store.Ingest{Envelope: []byte(`{}`), Deliveries: []store.NewDelivery{{Channel: "webhook", To: "a"}}})
@@ -277,7 +278,7 @@ func TestShutdownLetsSendsInFlightFinish(t *testing.T) {
 
 // A send cut off by shutdown after the grace period is due again at once.
 func TestSendCutOffByShutdownIsDueAtOnce(t *testing.T) {
-	db := storetest.Open(t, store.Options{})
+	db := storetest.Open(t, bolt.Options{})
 	sd := &slow{took: time.Hour, started: make(chan struct{})}
 	d, _ := NewDispatcher(DispatcherConfig{Workers: 2, ShutdownGrace: 50 * time.Millisecond,
 		Policies: map[string]Policy{"webhook": EmailPolicy}}, db, map[string]Deliverer{"webhook": sd}, nil, nil, nil)
@@ -306,7 +307,7 @@ func (b *blocking) Deliver(ctx context.Context, job *Job) (*Result, error) {
 // With every worker busy and the buffer full, due jobs wait for a worker:
 // the loop does not wake every millisecond to find it cannot claim.
 func TestFullBufferDoesNotSpin(t *testing.T) {
-	db := storetest.Open(t, store.Options{})
+	db := storetest.Open(t, bolt.Options{})
 	var nows atomic.Int64
 	now := func() time.Time { nows.Add(1); return time.Now() }
 	b := &blocking{}

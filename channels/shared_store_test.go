@@ -7,13 +7,9 @@ import (
 
 	"github.com/cool-ai/beachd/internal/testkit/fakeclock"
 	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/bolt"
 	"github.com/cool-ai/beachd/store/storetest"
 )
-
-// sharedStore is a store that other replicas use too.
-type sharedStore struct{ store.Store }
-
-func (sharedStore) Shared() bool { return true }
 
 // At start the dispatcher re-queues every lease a previous process left
 // when the store is its own; on a shared store only the leases that ran
@@ -21,7 +17,7 @@ func (sharedStore) Shared() bool { return true }
 func TestStartRequeuesOnlyExpiredLeasesOnASharedStore(t *testing.T) {
 	for _, shared := range []bool{false, true} {
 		c := fakeclock.New(time.Now())
-		db := storetest.Open(t, store.Options{Now: c.Now})
+		db := storetest.Open(t, bolt.Options{Now: c.Now})
 		ctx := context.Background()
 		ingest := func(to string) string {
 			res, err := db.Ingest(ctx, store.Ingest{Envelope: []byte(`{}`), Deliveries: []store.NewDelivery{{Channel: "webhook", To: to}}})
@@ -41,12 +37,8 @@ func TestStartRequeuesOnlyExpiredLeasesOnASharedStore(t *testing.T) {
 		if got, err := db.Claim(ctx, 10, time.Hour, nil); err != nil || len(got) != 1 || got[0].ID != live {
 			t.Fatalf("claim the live replica's job: %v %v", got, err)
 		}
-		var st store.Store = db
-		if shared {
-			st = sharedStore{db}
-		}
 		fd := &scripted{}
-		d, err := NewDispatcher(DispatcherConfig{Workers: 2, IdleWait: 10 * time.Millisecond, Now: c.Now}, st,
+		d, err := NewDispatcher(DispatcherConfig{Workers: 2, IdleWait: 10 * time.Millisecond, Now: c.Now, Shared: shared}, db,
 			map[string]Deliverer{"webhook": fd}, nil, nil, nil)
 		if err != nil {
 			t.Fatal(err)

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/cool-ai/beachd/envelope"
-	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/bolt"
 	"github.com/cool-ai/beachd/store/storetest"
 )
 
@@ -14,7 +14,7 @@ import (
 // refused when the dispatcher is built, naming the channel, instead of
 // retrying on another channel's schedule.
 func TestDispatcherRefusesChannelWithoutPolicy(t *testing.T) {
-	db := storetest.Open(t, store.Options{})
+	db := storetest.Open(t, bolt.Options{})
 	_, err := NewDispatcher(DispatcherConfig{}, db, map[string]Deliverer{"telegram": &scripted{}}, nil, nil, nil)
 	if err == nil || !strings.Contains(err.Error(), `"telegram"`) {
 		t.Fatalf("NewDispatcher with a telegram deliverer and no policy: err = %v, want one naming the channel", err)
@@ -33,7 +33,7 @@ func TestDispatcherRefusesChannelWithoutPolicy(t *testing.T) {
 // Every channel's default policy is its spec's profile, and each known
 // channel gets its own, not the webhook's.
 func TestDefaultPoliciesFromSpecs(t *testing.T) {
-	db := storetest.Open(t, store.Options{})
+	db := storetest.Open(t, bolt.Options{})
 	dels := map[string]Deliverer{}
 	for _, n := range envelope.ChannelNames() {
 		dels[n] = &scripted{}

@@ -132,11 +132,18 @@ type Renditions interface {
 	Render(ctx context.Context, d *store.Delivery) (*Rendition, error)
 }
 
+// Store is the part of the store the console reads and acts on: the
+// deliveries, and ids for what it creates. Every store.Store is one.
+type Store interface {
+	store.Deliveries
+	NewID(prefix string) string
+}
+
 // Deps are the services the console shows and acts through. DB, Approvals
 // and Renditions are required; a nil Schedules, Webhooks, Dev or
 // Conversations hides its screen.
 type Deps struct {
-	DB         *store.DB
+	DB         Store
 	Approvals  Approvals
 	Schedules  Schedules
 	Webhooks   Webhooks

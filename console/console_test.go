@@ -19,6 +19,7 @@ import (
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/schedule"
 	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/bolt"
 	"github.com/cool-ai/beachd/store/storetest"
 )
 
@@ -210,7 +211,7 @@ type fixture struct {
 	t     *testing.T
 	c     *Console
 	srv   *httptest.Server
-	db    *store.DB
+	db    *bolt.DB
 	appr  *fakeApprovals
 	sched *fakeSchedules
 	hooks *fakeWebhooks
@@ -224,7 +225,7 @@ type fixture struct {
 
 func newFixture(t *testing.T, publicURL string) *fixture {
 	t.Helper()
-	db := storetest.Open(t, store.Options{})
+	db := storetest.Open(t, bolt.Options{})
 	f := &fixture{t: t, db: db, sent: map[string]string{}, sched: &fakeSchedules{}, enq: &fakeEnqueuer{}, dev: &fakeDev{}, conv: &fakeConversations{},
 		hooks: &fakeWebhooks{disabled: map[string]bool{"partner-crm": true}}}
 	ctx := context.Background()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cool-ai/beachd/api"
 	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/bolt"
 	"github.com/cool-ai/beachd/store/storetest"
 )
 
@@ -136,7 +137,7 @@ func TestConversationScreens(t *testing.T) {
 }
 
 func TestConversationScreensHiddenWithoutConversations(t *testing.T) {
-	db := storetest.Open(t, store.Options{})
+	db := storetest.Open(t, bolt.Options{})
 	c, err := New(Config{Keys: []Key{{Secret: fullKey}}, Secret: []byte("0123456789abcdef0123")},
 		Deps{DB: db, Approvals: &fakeApprovals{}, Renditions: fakeRenditions{}})
 	if err != nil {

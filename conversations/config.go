@@ -98,6 +98,10 @@ type Config struct {
 	Lease                  time.Duration
 	Poll                   time.Duration
 	Rand                   io.Reader
+	// Shared says other processes use the store too (store.Store.Shared):
+	// their claimed turns are live, and only those whose lease ran out are
+	// requeued.
+	Shared bool
 }
 
 // AgentConfig is one agent's inbound configuration.
@@ -134,11 +138,25 @@ var ErrNotFound = fmt.Errorf("conversations: %w", store.ErrNotFound)
 // expired (which of the two is not said).
 var ErrBadSignature = errors.New("attachment link is not valid or has expired")
 
+// Store is the part of the store a Router uses: the inbound messages,
+// conversations and turns, the deliveries and envelopes of the answers,
+// and the ingest that stores them. Every store.Store is one.
+type Store interface {
+	store.Conversations
+	store.Turns
+	Ingest(ctx context.Context, in store.Ingest) (*store.IngestResult, error)
+	Delivery(ctx context.Context, id string) (*store.Delivery, error)
+	Envelope(ctx context.Context, id string) (*store.EnvelopeRecord, error)
+	Once(ctx context.Context, key string, now time.Time) (bool, error)
+	PruneInbound(ctx context.Context, before time.Time, max int) (int, error)
+	NewID(prefix string) string
+}
+
 // Router routes inbound messages to approvals or conversations and runs
 // the turn outbox.
 type Router struct {
 	cfg   Config
-	db    store.Store
+	db    Store
 	dec   Decider
 	ag    Agent
 	send  Sender
@@ -156,7 +174,7 @@ type Router struct {
 
 // New builds the router. dec (approvals), ag and send may be nil in tests
 // of parts that do not use them; st may not.
-func New(cfg Config, st store.Store, dec Decider, ag Agent, send Sender, log *slog.Logger) (*Router, error) {
+func New(cfg Config, st Store, dec Decider, ag Agent, send Sender, log *slog.Logger) (*Router, error) {
 	if st == nil {
 		return nil, errors.New("conversations: no store")
 	}

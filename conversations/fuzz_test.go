@@ -9,6 +9,7 @@ import (
 
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/bolt"
 )
 
 // FuzzOurDeliveryID: any Message-ID from outside either names a delivery
@@ -61,7 +62,7 @@ func FuzzNormaliseAndAllow(f *testing.F) {
 func FuzzOpenAttachment(f *testing.F) {
 	f.Add("inb_x", 0, "99999999999", "sig")
 	f.Add("", -1, "", "")
-	db, err := store.Open(f.TempDir()+"/beachd.db", store.Options{})
+	db, err := bolt.Open(f.TempDir()+"/beachd.db", bolt.Options{})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/internal/testkit/fakeclock"
 	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/bolt"
 	"github.com/cool-ai/beachd/store/storetest"
 )
 
@@ -66,7 +67,7 @@ type harness struct {
 	t       *testing.T
 	ctx     context.Context
 	path    string
-	db      *store.DB
+	db      *bolt.DB
 	clock   *fakeclock.Clock
 	r       *Router
 	ag      Agent
@@ -116,7 +117,7 @@ func newHarness(t *testing.T, o opts) *harness {
 	if h.path == "" {
 		h.path = filepath.Join(t.TempDir(), "beachd.db")
 	}
-	h.db = storetest.OpenAt(t, h.path, store.Options{Now: h.clock.Now, MaxBatchDelay: time.Millisecond})
+	h.db = storetest.OpenAt(t, h.path, bolt.Options{Now: h.clock.Now, MaxBatchDelay: time.Millisecond})
 	h.ag = o.agent
 	if h.ag == nil {
 		h.srv = agenttest.Start()

@@ -11,11 +11,6 @@ import (
 	"github.com/cool-ai/beachd/store"
 )
 
-// sharedStore is a store that other replicas use too.
-type sharedStore struct{ store.Store }
-
-func (sharedStore) Shared() bool { return true }
-
 // On a shared store a starting turn worker leaves alone a turn another
 // replica holds; it takes the turn once that replica's lease runs out.
 // (Alone on its store it re-queues a previous process's turns at once.)
@@ -32,7 +27,9 @@ func TestStartLeavesLiveTurnsOnASharedStore(t *testing.T) {
 		t.Fatalf("claim: %v %v", claimed, err)
 	}
 	h.clock.Advance(time.Minute)
-	r, err := New(h.cfg, sharedStore{h.db}, h.dec, h.ag, h.send, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	cfg := h.cfg
+	cfg.Shared = true
+	r, err := New(cfg, h.db, h.dec, h.ag, h.send, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

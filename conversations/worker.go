@@ -29,7 +29,7 @@ import (
 // start and every 10 s. It returns when ctx ends.
 func (r *Router) Run(ctx context.Context) error {
 	var requeue func(context.Context)
-	if r.db.Shared() {
+	if r.cfg.Shared {
 		requeue = r.requeueExpired
 	} else if n, err := r.db.RequeueClaimedTurns(ctx, r.start, r.cfg.Now()); err != nil {
 		return err

@@ -26,22 +26,6 @@ type Agents interface {
 
 var _ Agents = (*agent.Client)(nil)
 
-// runStore is the part of *store.DB the scheduler uses. It is an interface
-// only so that the tests can put the scheduler on a disk that stalls or
-// fails at a chosen write.
-type runStore interface {
-	InterruptScheduleRuns(ctx context.Context, now time.Time, reason string) ([]store.ScheduleRun, error)
-	InitScheduleState(ctx context.Context, name string, now time.Time) (store.ScheduleState, error)
-	RewindScheduleCursor(ctx context.Context, name string, to time.Time) (store.ScheduleState, error)
-	ClaimScheduleSlot(ctx context.Context, run store.ScheduleRun) (store.ScheduleState, error)
-	UpdateScheduleRun(ctx context.Context, run store.ScheduleRun) error
-	ScheduleState(ctx context.Context, name string) (store.ScheduleState, bool, error)
-	ScheduleRuns(ctx context.Context, name string, limit int) ([]store.ScheduleRun, error)
-	SetSchedulePaused(ctx context.Context, name string, paused bool, by string, now time.Time) (store.ScheduleState, error)
-}
-
-var _ runStore = (*store.DB)(nil)
-
 // Enqueuer stores a result envelope and its deliveries (api.Ingester does).
 // It returns the envelope id.
 type Enqueuer interface {
@@ -92,7 +76,7 @@ type Config struct {
 // second run can never start while the first one's claim is being written.
 type Scheduler struct {
 	cfg    Config
-	db     runStore
+	db     store.Schedules
 	agents Agents
 	enq    Enqueuer
 	log    *slog.Logger
@@ -137,7 +121,7 @@ type job struct {
 
 // New checks the definitions and builds a Scheduler. It starts nothing.
 // A bad definition is a *ConfigError naming the schedule and key.
-func New(cfg Config, db *store.DB, agents Agents, enq Enqueuer) (*Scheduler, error) {
+func New(cfg Config, db store.Schedules, agents Agents, enq Enqueuer) (*Scheduler, error) {
 	if db == nil || agents == nil || enq == nil {
 		return nil, errors.New("schedule: db, agents and enqueuer are required")
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/cool-ai/beachd/internal/testkit/fakeclock"
 	"github.com/cool-ai/beachd/internal/testkit/poll"
 	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/bolt"
 	"github.com/cool-ai/beachd/store/storetest"
 )
 
@@ -106,7 +107,7 @@ func def(name, spec string) Definition {
 type harness struct {
 	t      *testing.T
 	path   string
-	db     *store.DB
+	db     *bolt.DB
 	disk   *stallingStore // what the scheduler writes through
 	clock  *fakeclock.Clock
 	agents *fakeAgents
@@ -129,7 +130,7 @@ func newHarness(t *testing.T, start time.Time, defs ...Definition) *harness {
 // restarted process would.
 func (h *harness) open(defs ...Definition) {
 	h.t.Helper()
-	db := storetest.OpenAt(h.t, h.path, store.Options{Now: h.clock.Now})
+	db := storetest.OpenAt(h.t, h.path, bolt.Options{Now: h.clock.Now})
 	h.db = db
 	h.reg = prometheus.NewRegistry()
 	var err error
@@ -217,9 +218,9 @@ func (h *harness) seedCursor(name string, at time.Time) {
 // which each of cfg's schedules was last seen at seen (zero: never, so a
 // schedule is first seen when Run looks at it). The store is closed when
 // the test ends.
-func newScheduler(t *testing.T, cfg Config, agents Agents, enq Enqueuer, seen time.Time) (*Scheduler, *store.DB) {
+func newScheduler(t *testing.T, cfg Config, agents Agents, enq Enqueuer, seen time.Time) (*Scheduler, *bolt.DB) {
 	t.Helper()
-	db := storetest.Open(t, store.Options{})
+	db := storetest.Open(t, bolt.Options{})
 	if !seen.IsZero() {
 		for _, d := range cfg.Schedules {
 			if _, err := db.InitScheduleState(context.Background(), d.Name, seen); err != nil {
@@ -343,7 +344,7 @@ func TestRunInterruptedByCrashIsNotRepeated(t *testing.T) {
 	h.at(t0)
 	h.close()
 	// A process claimed the 08:00 slot and died during the turn.
-	db := storetest.OpenAt(t, h.path, store.Options{})
+	db := storetest.OpenAt(t, h.path, bolt.Options{})
 	if _, err := db.ClaimScheduleSlot(context.Background(), store.ScheduleRun{Schedule: "brief",
 		Slot: utc("2026-03-02T08:00:00Z"), Trigger: store.TriggerCron, State: store.RunRunning}); err != nil {
 		t.Fatal(err)

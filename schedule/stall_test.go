@@ -14,6 +14,7 @@ import (
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/internal/testkit/poll"
 	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/bolt"
 	"github.com/cool-ai/beachd/store/storetest"
 )
 
@@ -21,12 +22,12 @@ import (
 // matches an armed stall announces itself, waits until the stall is
 // released, and then fails with the stall's error or goes through.
 type stallingStore struct {
-	*store.DB
+	*bolt.DB
 	mu     sync.Mutex
 	stalls []*stall
 }
 
-var _ runStore = (*stallingStore)(nil)
+var _ store.Schedules = (*stallingStore)(nil)
 
 type stall struct {
 	op, key string // the store method, and the run id (or schedule name) it writes; "": any
@@ -536,7 +537,7 @@ func TestRunNowClaimedDuringShutdown(t *testing.T) {
 // mark interrupted while it runs.
 func TestRunNowRefusedDuringRecovery(t *testing.T) {
 	t0 := utc("2026-03-02T07:00:00Z")
-	db := storetest.Open(t, store.Options{})
+	db := storetest.Open(t, bolt.Options{})
 	s, err := New(Config{Schedules: []Definition{def("brief", "0 8 * * *")}, Agents: map[string]bool{"travel": true},
 		DefaultZone: time.UTC, Now: func() time.Time { return t0 }}, db, &fakeAgents{}, &fakeEnqueuer{reg: envelope.NewRegistry()})
 	if err != nil {

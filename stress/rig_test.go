@@ -31,6 +31,7 @@ import (
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/render"
 	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/bolt"
 )
 
 // Recipients every envelope of the rig goes to.
@@ -70,14 +71,14 @@ const (
 	twilioToken   = "0123456789abcdef0123456789abcdef"
 )
 
-// rig is beachd's delivery path in one process: store.DB, the real
+// rig is beachd's delivery path in one process: bolt.DB, the real
 // channels.Dispatcher and the real webhook, email and Twilio deliverers,
 // each talking to its peer through a toxiproxy proxy.
 type rig struct {
 	t   *testing.T
 	opt rigOptions
 
-	db     *store.DB
+	db     *bolt.DB
 	dbPath string
 
 	webSink *webhook.Sink
@@ -174,7 +175,7 @@ func (r *rig) open() {
 	t := r.t
 	t.Helper()
 	var err error
-	r.db, err = store.Open(r.dbPath, store.Options{})
+	r.db, err = bolt.Open(r.dbPath, bolt.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,6 +54,7 @@ type Server struct {
 
 	mu       sync.Mutex
 	received []Received
+	contexts []string
 	notify   chan struct{}
 }
 
@@ -100,6 +101,14 @@ func (s *Server) Received() []Received {
 	return append([]Received(nil), s.received...)
 }
 
+// Contexts returns the contextId of every new turn started so far (not
+// resumptions), in arrival order.
+func (s *Server) Contexts() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.contexts...)
+}
+
 // Notify is signalled (without blocking) after each received response.
 func (s *Server) Notify() <-chan struct{} { return s.notify }
 
@@ -130,6 +139,9 @@ func (e *executor) Execute(ctx context.Context, rc *a2asrv.RequestContext, q eve
 		done.Final = true
 		return q.Write(ctx, done)
 	}
+	e.s.mu.Lock()
+	e.s.contexts = append(e.s.contexts, rc.ContextID)
+	e.s.mu.Unlock()
 	text := ""
 	for _, p := range msg.Parts {
 		if tp, ok := p.(a2a.TextPart); ok {

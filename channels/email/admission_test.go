@@ -14,6 +14,7 @@ import (
 	"github.com/cool-ai/beachd/channels/webhook"
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/bolt"
 	"github.com/cool-ai/beachd/store/storetest"
 )
 
@@ -61,7 +62,7 @@ func TestSlowMailServerLeavesWorkersForOtherChannels(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	db := storetest.Open(t, store.Options{})
+	db := storetest.Open(t, bolt.Options{})
 	env, _ := json.Marshal(textEnvelope("Your booking is confirmed."))
 	var to []store.NewDelivery
 	for i := range 8 {

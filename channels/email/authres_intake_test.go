@@ -13,6 +13,7 @@ import (
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/internal/testkit/poll"
 	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/bolt"
 	"github.com/cool-ai/beachd/store/storetest"
 )
 
@@ -24,7 +25,7 @@ func (nopEnqueuer) Enqueue(context.Context, *envelope.Envelope, []envelope.Recip
 
 // pendingApproval stores an approval asked of alice@example.org by email,
 // as the API would, and returns its id and her email token.
-func pendingApproval(t *testing.T, db *store.DB, svc *approvals.Service, id string) string {
+func pendingApproval(t *testing.T, db *bolt.DB, svc *approvals.Service, id string) string {
 	t.Helper()
 	ctx := context.Background()
 	raw, err := os.ReadFile("../../testdata/dev-approval.json")
@@ -90,7 +91,7 @@ func TestIntakeSenderVerification(t *testing.T) {
 			ctx := context.Background()
 			cfg, mta := p.open(t)
 			cfg.Parse = ParseOptions{ReplyDomain: "reply.beachd.test", ReplyLocal: "approvals", AuthServID: "mx.example.com"}
-			db := storetest.Open(t, store.Options{})
+			db := storetest.Open(t, bolt.Options{})
 			svc, err := approvals.New(approvals.Config{Secret: []byte(strings.Repeat("s", 32)), PublicURL: "https://beachd.example.org"},
 				db, nopEnqueuer{}, nil, testLogger(t))
 			if err != nil {

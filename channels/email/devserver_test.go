@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/cool-ai/beachd/internal/testkit/poll"
-	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/bolt"
 	"github.com/cool-ai/beachd/store/storetest"
 )
 
@@ -22,7 +22,7 @@ func TestDevServerAgentInbound(t *testing.T) {
 	if d.Agent.Address != "agent@"+DevDomain || d.You.Address != "you@"+DevDomain {
 		t.Fatalf("dev addresses %s, %s", d.Agent.Address, d.You.Address)
 	}
-	db := storetest.Open(t, store.Options{})
+	db := storetest.Open(t, bolt.Options{})
 	dec := &recDecider{}
 	runIntake(t, devIntakeConfig(d), db, dec)
 

@@ -9,7 +9,7 @@ import (
 
 	dovecotkit "github.com/cool-ai/beachd/internal/testkit/dovecot"
 	"github.com/cool-ai/beachd/internal/testkit/poll"
-	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/bolt"
 	"github.com/cool-ai/beachd/store/storetest"
 )
 
@@ -42,7 +42,7 @@ func dovecotIntakeConfig(d *dovecot, mailbox string) IntakeConfig {
 // handles the next reply.
 func TestDovecotIdleMoveAndRestart(t *testing.T) {
 	d := startDovecot(t)
-	db := storetest.Open(t, store.Options{})
+	db := storetest.Open(t, bolt.Options{})
 	dec := &recDecider{}
 	runIntake(t, dovecotIntakeConfig(d, "INBOX"), db, dec)
 	poll.Eventually(t, 10*time.Second, "intake connected", func() bool {
@@ -81,7 +81,7 @@ func TestDovecotIdleMoveAndRestart(t *testing.T) {
 // handles the new message.
 func TestDovecotUIDValidityChange(t *testing.T) {
 	d := startDovecot(t)
-	db := storetest.Open(t, store.Options{})
+	db := storetest.Open(t, bolt.Options{})
 	mta := openMailbox(t, d.addr(), dovecotUser, dovecotPass)
 	if err := mta.c.Create("Replies", nil).Wait(); err != nil {
 		t.Fatal(err)
@@ -133,7 +133,7 @@ func TestDovecotUIDValidityChange(t *testing.T) {
 // conversation.
 func TestDovecotConversationMail(t *testing.T) {
 	d := startDovecot(t)
-	db := storetest.Open(t, store.Options{})
+	db := storetest.Open(t, bolt.Options{})
 	dec := &recDecider{}
 	cfg := dovecotIntakeConfig(d, "INBOX")
 	cfg.ConversationKey = convKey
@@ -195,7 +195,7 @@ func oversizeMail(attBytes int) string {
 // and land, \Seen, in Processed; the oversize mail by its header alone.
 func TestDovecotOversizeAndUnreadableMail(t *testing.T) {
 	d := startDovecot(t)
-	db := storetest.Open(t, store.Options{})
+	db := storetest.Open(t, bolt.Options{})
 	dec := &recDecider{}
 	mta := openMailbox(t, d.addr(), dovecotUser, dovecotPass)
 	big := oversizeMail(200 << 10)

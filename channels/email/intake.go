@@ -29,7 +29,7 @@ type decider interface {
 }
 
 // KV is the small durable key-value store the intake keeps its cursor and
-// the Message-IDs it processed in (store.DB implements it).
+// the Message-IDs it processed in (every store.Store implements it).
 type KV interface {
 	GetKV(ctx context.Context, key string) ([]byte, bool, error)
 	PutKV(ctx context.Context, key string, val []byte) error

@@ -21,7 +21,7 @@ import (
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/internal/testkit/poll"
 	"github.com/cool-ai/beachd/render"
-	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/bolt"
 	"github.com/cool-ai/beachd/store/storetest"
 )
 
@@ -199,7 +199,7 @@ func startDevServer(t testing.TB) *DevServer {
 // server: duplicates, oversize and unreadable mail, a decider that fails.
 func TestIntakeMailboxRules(t *testing.T) {
 	d := startDevServer(t)
-	db := storetest.Open(t, store.Options{})
+	db := storetest.Open(t, bolt.Options{})
 	dec := &recDecider{failFirst: 2}
 	person := openMailbox(t, d.IMAPAddr(), d.Agent.Address, d.Agent.Password)
 	person.appendMsg("INBOX", replyMsg(1, "m1@example.com", "Approve"))
@@ -265,7 +265,7 @@ func TestIntakeMailboxRules(t *testing.T) {
 // intake with its token.
 func TestDevServerRoundTrip(t *testing.T) {
 	d := startDevServer(t)
-	db := storetest.Open(t, store.Options{})
+	db := storetest.Open(t, bolt.Options{})
 	dec := &recDecider{}
 	runIntake(t, devIntakeConfig(d), db, dec)
 
@@ -391,7 +391,7 @@ func (b *blackhole) pipe(dst, src net.Conn) {
 func TestIntakeDetectsDeadConnection(t *testing.T) {
 	d := startDevServer(t)
 	bh := newBlackhole(t, d.IMAPAddr())
-	db := storetest.Open(t, store.Options{})
+	db := storetest.Open(t, bolt.Options{})
 	dec := &recDecider{}
 	cfg := devIntakeConfig(d)
 	cfg.Port = bh.ln.Addr().(*net.TCPAddr).Port
@@ -439,7 +439,7 @@ func openMailboxTLS(t testing.TB, port int, mode string, clientTLS *tls.Config) 
 // time is left unread after MaxFailures tries; the mail behind it flows.
 func TestIntakePoisonMessageIsSkipped(t *testing.T) {
 	d := startDevServer(t)
-	db := storetest.Open(t, store.Options{})
+	db := storetest.Open(t, bolt.Options{})
 	dec := &poisonDecider{poison: "poison@example.com"}
 	mta := openMailbox(t, d.IMAPAddr(), d.Agent.Address, d.Agent.Password)
 	mta.appendMsg("INBOX", replyMsg(1, "poison@example.com", "Approve"))

@@ -8,7 +8,7 @@ import (
 
 	"github.com/cool-ai/beachd/channels/email/smtptest"
 	"github.com/cool-ai/beachd/internal/testkit/poll"
-	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/bolt"
 	"github.com/cool-ai/beachd/store/storetest"
 	"github.com/emersion/go-imap/v2"
 	"github.com/emersion/go-imap/v2/imapserver"
@@ -69,7 +69,7 @@ func TestIntakeTLSModesAndPolling(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			port, clientTLS := startMemIMAP(t, tc.caps, tc.mode)
-			db := storetest.Open(t, store.Options{})
+			db := storetest.Open(t, bolt.Options{})
 			dec := &recDecider{}
 			cfg := IntakeConfig{Host: "127.0.0.1", Port: port, TLS: tc.mode, TLSConfig: clientTLS,
 				Username: "agent@beachd.localhost", Password: "pw", PollInterval: 100 * time.Millisecond, IdleRefresh: 20 * time.Minute,

@@ -14,7 +14,7 @@ import (
 	"github.com/cool-ai/beachd/channels"
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/render"
-	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/bolt"
 )
 
 // The contract tests send our real requests to Prism serving Twilio's own
@@ -40,7 +40,7 @@ func TestContractAgainstTwilioOpenAPI(t *testing.T) {
 	client := newTestClient(t, base, 10*time.Second)
 	ctx := context.Background()
 
-	newDeliverers := func(cfg Config) (*SMS, *WhatsApp, *store.DB) {
+	newDeliverers := func(cfg Config) (*SMS, *WhatsApp, *bolt.DB) {
 		st := openStore(t)
 		deps := Deps{Client: client, Store: st, Limiter: fastLimiter()}
 		sms, err := NewSMS(cfg, deps)

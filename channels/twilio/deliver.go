@@ -23,7 +23,7 @@ import (
 )
 
 // Store is what the deliverers keep between runs (WhatsApp windows,
-// opt-outs). *store.DB implements it.
+// opt-outs). Every store.Store implements it.
 type Store interface {
 	GetKV(ctx context.Context, key string) ([]byte, bool, error)
 	PutKV(ctx context.Context, key string, val []byte) error

@@ -13,6 +13,7 @@ import (
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/render"
 	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/bolt"
 	"github.com/cool-ai/beachd/store/storetest"
 )
 
@@ -30,14 +31,14 @@ func newFakeTwilio(t testing.TB) *twiliotest.Server {
 	return twiliotest.Start(t, testAccount, testToken)
 }
 
-func openStore(t testing.TB) *store.DB {
+func openStore(t testing.TB) *bolt.DB {
 	t.Helper()
 	// Fuzzing and benchmarks measure our code, not fsync.
 	_, fast := t.(*testing.F)
 	if _, ok := t.(*testing.B); ok {
 		fast = true
 	}
-	opt := store.Options{NoSync: fast}
+	opt := bolt.Options{NoSync: fast}
 	if fast {
 		// A lone write need not wait 2ms for company (bbolt Batch).
 		opt.MaxBatchDelay = time.Microsecond

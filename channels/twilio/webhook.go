@@ -23,7 +23,7 @@ type decider interface {
 }
 
 // WebhookStore is what the inbound handler needs from the store.
-// *store.DB implements it.
+// Every store.Store implements it.
 type WebhookStore interface {
 	Store
 	DeliveryByProviderID(ctx context.Context, channel, pid string) (*store.Delivery, error)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/bolt"
 )
 
 const hookURL = "https://beachd.example.org/v1/inbound/twilio"
@@ -87,7 +88,7 @@ func readTestdata(t testing.TB, name string) string {
 
 type hookEnv struct {
 	h   *Handler
-	db  *store.DB
+	db  *bolt.DB
 	dec *recordingDecider
 	now time.Time
 }
@@ -427,7 +428,7 @@ func TestStatusOfAMessageInParts(t *testing.T) {
 // heldStore holds the UpdateProviderStatus of the request whose context
 // carries sid until released, as a slow request would be.
 type heldStore struct {
-	*store.DB
+	*bolt.DB
 	sid     string
 	reached chan struct{}
 	release chan struct{}

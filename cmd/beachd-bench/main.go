@@ -140,6 +140,9 @@ func main() {
 	md := flag.String("md", "", "with -all (or any mode): write a Markdown table here")
 	fuzztime := flag.Duration("fuzztime", 10*time.Second, "with -all: fuzzing time per target")
 	thr := flag.Bool("throughput", false, "with other modes: also run the default daemon-vs-raw throughput bench")
+	backends := flag.Bool("backends", false, "beachd on bbolt, on PostgreSQL with 1 and with 3 replicas (the same load, -n and -c), and the singletons' failover after a SIGKILL")
+	dsn := flag.String("dsn", "postgres://127.0.0.1:5432/test?sslmode=disable", "with -backends: the PostgreSQL server (each run uses a fresh schema)")
+	leaseTTL := flag.Duration("lease-ttl", 15*time.Second, "with -backends: the singletons' lease for the failover measurement")
 	merge := flag.String("merge", "", "comma-separated report JSON files to merge (later sections win) into -o and -md; runs nothing")
 	flag.Parse()
 	if *merge != "" {
@@ -155,6 +158,20 @@ func main() {
 		}
 		if *md != "" {
 			os.WriteFile(*md, []byte(markdown(rep)), 0o644)
+		}
+		return
+	}
+	if *backends {
+		res, err := backendsRun(*n, *c, *bin, *dsn, *leaseTTL)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "beachd-bench:", err)
+			os.Exit(1)
+		}
+		b, _ := json.MarshalIndent(res, "", "  ")
+		fmt.Println(string(b))
+		fmt.Fprint(os.Stderr, "\n"+backendsText(res))
+		if *out != "" {
+			os.WriteFile(*out, append(b, '\n'), 0o644)
 		}
 		return
 	}

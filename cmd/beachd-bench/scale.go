@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/bolt"
 	"github.com/cool-ai/beachd/stress"
 )
 
@@ -60,7 +61,7 @@ func scaleRun(n int, bin string, drain time.Duration) (*scaleResult, error) {
 	res := &scaleResult{Queued: n}
 
 	// 1. Load.
-	db, err := store.Open(dbPath, store.Options{})
+	db, err := bolt.Open(dbPath, bolt.Options{})
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +139,7 @@ func scaleRun(n int, bin string, drain time.Duration) (*scaleResult, error) {
 	p.stop()
 
 	// 4. Claim rate on the same file, in this process.
-	db, err = store.Open(dbPath, store.Options{})
+	db, err = bolt.Open(dbPath, bolt.Options{})
 	if err != nil {
 		return nil, err
 	}

@@ -51,10 +51,7 @@ type app struct {
 	dev    bool
 	stdout io.Writer
 
-	// store is the store as opened (store.driver); db is the same store
-	// for the parts that take the embedded store's type.
-	store      store.Store
-	db         *store.DB
+	db         store.Store
 	registry   *envelope.Registry
 	renderer   *render.Renderer
 	httpClient *http.Client
@@ -124,10 +121,7 @@ func buildApp(ctx context.Context, cfg *Config, reg *envelope.Registry, log *slo
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data_dir: %w", err)
 	}
-	if a.store, err = openStore(ctx, cfg, log); err != nil {
-		return nil, err
-	}
-	if a.db, err = embedded(a.store, cfg.Store.Driver); err != nil {
+	if a.db, err = openStore(ctx, cfg, log); err != nil {
 		return nil, err
 	}
 	if err := a.wireSingletons(); err != nil {
@@ -170,8 +164,9 @@ func buildApp(ctx context.Context, cfg *Config, reg *envelope.Registry, log *slo
 	// Envelopes decoded at ingest go to the dispatcher without a store
 	// read and a second decode.
 	envelopes := channels.NewEnvelopeCache(4 << 20)
-	a.dispatcher, err = channels.NewDispatcher(channels.DispatcherConfig{Workers: cfg.Dispatch.Workers, Policies: a.policies, Envelopes: envelopes},
-		a.store, a.deliverers, a.handles, a.apiMetrics, log.With("component", "dispatcher"))
+	a.dispatcher, err = channels.NewDispatcher(channels.DispatcherConfig{Workers: cfg.Dispatch.Workers, Policies: a.policies, Envelopes: envelopes,
+		Shared: a.db.Shared()},
+		a.db, a.deliverers, a.handles, a.apiMetrics, log.With("component", "dispatcher"))
 	if err != nil {
 		return nil, err
 	}
@@ -381,11 +376,11 @@ func (a *app) close() {
 	if a.listener != nil {
 		a.listener.Close() // already closed by a clean shutdown; not when a build step failed
 	}
-	if a.store != nil {
-		if err := a.store.Close(); err != nil {
+	if a.db != nil {
+		if err := a.db.Close(); err != nil {
 			a.log.Error("close store", "err", err)
 		}
-		a.store, a.db = nil, nil
+		a.db = nil
 	}
 }
 

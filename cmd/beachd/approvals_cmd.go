@@ -7,6 +7,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/cool-ai/beachd/api"
 )
 
 // ApprovalsCmd groups approval commands; they talk to a running beachd.
@@ -43,11 +45,7 @@ func (c *ApprovalsListCmd) Run(g *globals) error {
 		return printJSON(g.stdout, raw)
 	}
 	var out struct {
-		Approvals []struct {
-			ID, State, Agent, Summary, DecidedBy string
-			ExpiresAt                            time.Time
-			Injection                            *struct{ State, LastError string }
-		}
+		Approvals []api.ApprovalView `json:"approvals"`
 	}
 	if err := json.Unmarshal(raw, &out); err != nil {
 		return err

@@ -12,16 +12,16 @@ import (
 	"github.com/cool-ai/beachd/api"
 	"github.com/cool-ai/beachd/approvals"
 	"github.com/cool-ai/beachd/envelope"
-	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/bolt"
 	"github.com/cool-ai/beachd/store/storetest"
 )
 
 // approvalsAPI is a store, an approvals service, an ingester and the API
 // with the approval routes (key "key"), served until the test ends: what the
 // approvals commands talk to.
-func approvalsAPI(t *testing.T) (*store.DB, *approvals.Service, *api.Ingester, *httptest.Server) {
+func approvalsAPI(t *testing.T) (*bolt.DB, *approvals.Service, *api.Ingester, *httptest.Server) {
 	t.Helper()
-	db := storetest.Open(t, store.Options{})
+	db := storetest.Open(t, bolt.Options{})
 	svc, err := approvals.New(approvals.Config{Secret: []byte(strings.Repeat("s", 32)), PublicURL: "http://x"}, db, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -137,7 +137,7 @@ func (c *Config) check(v *validator) *envelope.Registry {
 	if strings.TrimSpace(c.DataDir) == "" {
 		v.errorf("data_dir", "required")
 	}
-	c.checkStore(v)
+	c.Store.validate(v)
 	if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		v.errorf("public_url", "must be an absolute http(s) URL, got %q", c.PublicURL)
 	}

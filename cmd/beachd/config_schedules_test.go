@@ -17,7 +17,7 @@ import (
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/internal/testkit/poll"
 	"github.com/cool-ai/beachd/schedule"
-	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/bolt"
 	"github.com/cool-ai/beachd/store/storetest"
 )
 
@@ -118,7 +118,7 @@ func (cliEnqueuer) Enqueue(ctx context.Context, env *envelope.Envelope, to []env
 // TestSchedulesCommands drives `beachd schedules list|run|pause|resume` against the
 // schedule routes of a running scheduler.
 func TestSchedulesCommands(t *testing.T) {
-	db := storetest.Open(t, store.Options{})
+	db := storetest.Open(t, bolt.Options{})
 	s, err := schedule.New(schedule.Config{Schedules: []schedule.Definition{{Name: "morning-brief",
 		Cron: "CRON_TZ=Europe/London 0 8 * * *", Agent: "travel", Message: "hi",
 		To: []envelope.Recipient{{Channel: "email", Address: "a@example.org"}}}}}, db, cliAgents{}, cliEnqueuer{})

@@ -54,16 +54,6 @@ func (s *StoreConfig) defaults() {
 	}
 }
 
-// checkStore checks the store section and what replicas need beside it:
-// one approvals secret for all (tokens, codes and links made by one
-// replica are checked by another; data_dir/approval.key is one machine's).
-func (c *Config) checkStore(v *validator) {
-	c.Store.validate(v)
-	if c.Store.Driver == driverPostgres && c.Approvals.Secret == "" {
-		v.errorf("approvals.secret", "required with store.driver postgres: every replica must derive approval tokens, codes and links from the same secret (data_dir/approval.key is one machine's)")
-	}
-}
-
 // validate checks the section.
 func (s *StoreConfig) validate(v *validator) {
 	switch s.Driver {

@@ -10,14 +10,20 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/bolt"
 	"github.com/cool-ai/beachd/store/postgres"
 	"github.com/cool-ai/beachd/store/postgres/pgtest"
+	"github.com/cool-ai/beachd/store/storetest"
 )
 
-const storeConfigBase = "listen: 127.0.0.1:1\napi_keys: [\"0123456789abcdef\"]\napprovals: {secret: \"0123456789abcdef0123456789abcdef\"}\n"
+const storeConfigBase = "listen: 127.0.0.1:1\napi_keys: [\"0123456789abcdef\"]\n"
 
 // The store section is checked like the other keys: each problem names its
 // key and its place in the file, and a password in a DSN is never shown.
@@ -29,21 +35,14 @@ func TestConfigStoreSection(t *testing.T) {
 		{"default", "", nil},
 		{"bolt", "store: {driver: bolt}\n", nil},
 		{"postgres", "store:\n  driver: postgres\n  dsn: postgres://beachd:pw@db.internal:5432/beachd\n  lease_ttl: 30s\n", nil},
-		{"unknown driver", "store:\n  driver: mysql\n", []string{"line 5, column 11: store.driver: must be bolt or postgres"}},
+		{"unknown driver", "store:\n  driver: mysql\n", []string{"line 4, column 11: store.driver: must be bolt or postgres"}},
 		{"postgres without dsn", "store:\n  driver: postgres\n", []string{"store.dsn: required with driver postgres"}},
-		{"dsn with bolt", "store:\n  dsn: postgres://db/x\n", []string{"line 5, column 8: store.dsn: only with driver postgres"}},
-		{"bad dsn", "store:\n  driver: postgres\n  dsn: \"postgres://u:secretpw@host:notaport/db\"\n", []string{"line 6, column 8: store.dsn: not a PostgreSQL connection string"}},
-		{"short ttl", "store:\n  lease_ttl: 1s\n", []string{"line 5, column 14: store.lease_ttl: must be between 3s and 10m0s"}},
+		{"dsn with bolt", "store:\n  dsn: postgres://db/x\n", []string{"line 4, column 8: store.dsn: only with driver postgres"}},
+		{"bad dsn", "store:\n  driver: postgres\n  dsn: \"postgres://u:secretpw@host:notaport/db\"\n", []string{"line 5, column 8: store.dsn: not a PostgreSQL connection string"}},
+		{"short ttl", "store:\n  lease_ttl: 1s\n", []string{"line 4, column 14: store.lease_ttl: must be between 3s and 10m0s"}},
 		{"unknown key", "store:\n  ttl: 1s\n", []string{"store.ttl", "not a known key"}},
 	} {
 		_, _, err := checkConfig([]byte(storeConfigBase+tt.yaml), "c.yaml", env(nil), true)
-		if tt.name == "postgres" && err == nil {
-			// Every replica needs the same approvals secret.
-			noSecret := strings.Replace(storeConfigBase+tt.yaml, "approvals: {secret: \"0123456789abcdef0123456789abcdef\"}\n", "", 1)
-			if _, _, err := checkConfig([]byte(noSecret), "c.yaml", env(nil), true); err == nil || !strings.Contains(err.Error(), "approvals.secret: required with store.driver postgres") {
-				t.Errorf("postgres without approvals.secret: %v", err)
-			}
-		}
 		if len(tt.want) == 0 {
 			if err != nil {
 				t.Errorf("%s: %v", tt.name, err)
@@ -97,7 +96,7 @@ func TestConfigCheckConnectsToPostgres(t *testing.T) {
 	}
 
 	code, out, errs = configCheck(t, "store:\n  driver: postgres\n  dsn: \"postgres://root:secretpw@127.0.0.1:1/test?connect_timeout=2\"\n")
-	if code != 1 || !strings.Contains(errs, "line 6, column 8: store.dsn: cannot connect to root@127.0.0.1:1/test") || strings.Contains(errs+out, "secretpw") {
+	if code != 1 || !strings.Contains(errs, "line 5, column 8: store.dsn: cannot connect to root@127.0.0.1:1/test") || strings.Contains(errs+out, "secretpw") {
 		t.Fatalf("unreachable database: exit %d\n%s%s", code, out, errs)
 	}
 }
@@ -163,4 +162,56 @@ func TestReadyWakeupsReachTheirWorkers(t *testing.T) {
 	if s := strings.Join(got, " "); s != "turns injector dispatcher" {
 		t.Fatalf("woken: %s", s)
 	}
+}
+
+// Replicas without approvals.secret share one the first of them wrote
+// into the store: replicas starting together agree on it.
+func TestReadySharedApprovalKey(t *testing.T) {
+	stores := map[string][2]store.Store{}
+	db := storetest.Open(t, bolt.Options{})
+	stores["bolt"] = [2]store.Store{db, db}
+	if pgReachable() || os.Getenv("CI") != "" {
+		dsn := pgtest.DSN(t)
+		var pair [2]store.Store
+		for i := range pair {
+			pg, err := postgres.Open(context.Background(), dsn, postgres.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { pg.Close() })
+			pair[i] = pg
+		}
+		stores["postgres"] = pair
+	}
+	for name, pair := range stores {
+		keys := make([]string, 8)
+		var wg sync.WaitGroup
+		for i := range keys {
+			wg.Go(func() {
+				k, err := sharedApprovalKey(context.Background(), pair[i%2])
+				if err != nil {
+					t.Errorf("%s: %v", name, err)
+				}
+				keys[i] = k
+			})
+		}
+		wg.Wait()
+		for _, k := range keys {
+			if len(k) < 32 || k != keys[0] {
+				t.Fatalf("%s: replicas got the secrets %q", name, keys)
+			}
+		}
+	}
+}
+
+// pgReachable says whether the test PostgreSQL answers.
+func pgReachable() bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, pgtest.Server())
+	if err != nil {
+		return false
+	}
+	conn.Close(ctx)
+	return true
 }

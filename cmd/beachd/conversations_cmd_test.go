@@ -13,6 +13,7 @@ import (
 	"github.com/cool-ai/beachd/api"
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/bolt"
 	"github.com/cool-ai/beachd/store/storetest"
 )
 
@@ -78,7 +79,7 @@ func conversationsAPI(t *testing.T) (*fixedConversations, *httptest.Server) {
 		{At: at.Add(time.Minute), Direction: "in", InboundID: "inb_1", Text: "Any flights\nto Lisbon?", State: "turn"},
 		{At: at.Add(3 * time.Minute), Direction: "out", DeliveryID: "dlv_9", Text: "Two flights tomorrow.", State: "held"},
 	}, Window: &api.Window{Open: false, ClosesAt: at.Add(-time.Hour)}}}
-	db := storetest.Open(t, store.Options{})
+	db := storetest.Open(t, bolt.Options{})
 	agents := map[string]bool{"travel": true}
 	ing := api.NewIngester(api.IngestConfig{Registry: envelope.NewRegistry(), Channels: map[string]bool{"email": true}, Agents: agents, Conversations: f}, db, nil, nil, nil)
 	srv, err := api.New(api.Config{APIKeys: []string{"key"}}, db, ing, nil, nil, nil, api.ConversationRoutes(f, agents, nil))

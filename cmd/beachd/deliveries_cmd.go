@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"text/tabwriter"
 	"time"
+
+	"github.com/cool-ai/beachd/api"
 )
 
 // DeliveriesCmd groups delivery commands.
@@ -38,11 +40,7 @@ func (c *DeliveriesListCmd) Run(g *globals) error {
 		return printJSON(g.stdout, raw)
 	}
 	var out struct {
-		Deliveries []struct {
-			ID, EnvelopeID, Channel, To, State, LastError, DeadReason string
-			Attempts                                                  int
-			UpdatedAt                                                 time.Time
-		}
+		Deliveries []api.DeliveryItem `json:"deliveries"`
 	}
 	if err := json.Unmarshal(raw, &out); err != nil {
 		return err

@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"text/tabwriter"
 	"time"
+
+	"github.com/cool-ai/beachd/api"
 )
 
 // SchedulesCmd groups the schedule commands; they talk to a running beachd.
@@ -22,16 +24,6 @@ type SchedulesListCmd struct {
 	JSON bool `name:"json" help:"Print JSON."`
 }
 
-type scheduleRunView struct {
-	ID         string    `json:"id"`
-	Slot       time.Time `json:"slot"`
-	Trigger    string    `json:"trigger"`
-	State      string    `json:"state"`
-	Reason     string    `json:"reason"`
-	Attempts   int       `json:"attempts"`
-	EnvelopeID string    `json:"envelopeId"`
-}
-
 // Run lists the schedules.
 func (c *SchedulesListCmd) Run(g *globals) error {
 	var raw json.RawMessage
@@ -42,15 +34,7 @@ func (c *SchedulesListCmd) Run(g *globals) error {
 		return printJSON(g.stdout, raw)
 	}
 	var out struct {
-		Schedules []struct {
-			Name, Cron, TimeZone, Agent string
-			Enabled, Running, Paused    bool
-			PausedAt                    time.Time
-			PausedBy                    string
-			Next                        time.Time
-			Last                        *scheduleRunView
-			LastOutcome                 string
-		}
+		Schedules []api.ScheduleView `json:"schedules"`
 	}
 	if err := json.Unmarshal(raw, &out); err != nil {
 		return fmt.Errorf("decode schedules: %w", err)
@@ -113,7 +97,9 @@ func (c *SchedulesRunCmd) Run(g *globals) error {
 	if c.JSON {
 		return printJSON(g.stdout, raw)
 	}
-	var out struct{ Run scheduleRunView }
+	var out struct {
+		Run api.RunView `json:"run"`
+	}
 	if err := json.Unmarshal(raw, &out); err != nil {
 		return fmt.Errorf("decode run: %w", err)
 	}
@@ -154,13 +140,7 @@ func setSchedulePaused(g *globals, a apiFlags, name, verb string, asJSON bool) e
 		return printJSON(g.stdout, raw)
 	}
 	var out struct {
-		Schedule struct {
-			Name     string
-			Paused   bool
-			PausedAt time.Time
-			PausedBy string
-			Next     time.Time
-		}
+		Schedule api.ScheduleView `json:"schedule"`
 	}
 	if err := json.Unmarshal(raw, &out); err != nil {
 		return fmt.Errorf("decode schedule: %w", err)

@@ -15,12 +15,13 @@ import (
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
+	bbolt "go.etcd.io/bbolt"
 
 	"github.com/cool-ai/beachd/channels/email/smtptest"
 	"github.com/cool-ai/beachd/channels/twilio/twiliotest"
 	"github.com/cool-ai/beachd/channels/webhook"
 	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/bolt"
 	"github.com/cool-ai/beachd/store/storetest"
 )
 
@@ -299,11 +300,11 @@ twilio:
 	// SIDs we recorded.
 	dbPath := filepath.Join(dataDir, "beachd.db")
 	boltCheck := "ok"
-	bdb, err := bolt.Open(dbPath, 0o600, &bolt.Options{ReadOnly: true, Timeout: 5 * time.Second})
+	bdb, err := bbolt.Open(dbPath, 0o600, &bbolt.Options{ReadOnly: true, Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := bdb.View(func(tx *bolt.Tx) error {
+	if err := bdb.View(func(tx *bbolt.Tx) error {
 		for err := range tx.Check() {
 			return err
 		}
@@ -315,7 +316,7 @@ twilio:
 	bdb.Close()
 	// The daemon is gone: the test opens its database to read the outcome,
 	// and storetest checks the outbox invariants when the test ends.
-	db := storetest.OpenAt(t, dbPath, store.Options{})
+	db := storetest.OpenAt(t, dbPath, bolt.Options{})
 	for _, a := range all {
 		del, err := db.Delivery(context.Background(), a.id)
 		if err != nil {

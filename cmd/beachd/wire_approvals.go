@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"time"
 
 	"github.com/cool-ai/beachd/agent"
 	"github.com/cool-ai/beachd/api"
@@ -68,7 +69,16 @@ var errKeyFileMode = errors.New("key file permissions too open")
 func (a *app) wireApprovals() error {
 	cfg := a.cfg.Approvals
 	secret := cfg.Secret
-	if secret == "" {
+	switch {
+	case secret == "" && a.db.Shared():
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		s, err := sharedApprovalKey(ctx, a.db)
+		if err != nil {
+			return fmt.Errorf("approvals.secret: %w", err)
+		}
+		secret = s
+	case secret == "":
 		s, err := approvalKey(filepath.Join(a.cfg.DataDir, "approval.key"))
 		if err != nil {
 			return fmt.Errorf("approvals.secret: %w", err)
@@ -116,7 +126,8 @@ func (a *app) wireApprovals() error {
 		Lifetime:  cfg.InjectionLifetime,
 		Permanent: func(err error) bool { return agent.IsPermanent(err) || approvals.PermanentHTTP(err) },
 		Now:       a.now,
-	}, a.store, func(name string) approvals.Sender { return senders[name] }, log)
+		Shared:    a.db.Shared(),
+	}, a.db, func(name string) approvals.Sender { return senders[name] }, log)
 	a.onWake(store.WakeInjections, inj.Wake)
 	enq := lateEnqueuer{a}
 	words, err := cfg.words()

@@ -48,7 +48,8 @@ func (a *app) wireConversations() error {
 		Metrics:           metrics,
 		Enqueue:           lateEnqueuer{a},
 		Media:             lateMedia{a},
-	}, a.store, a.inbound, a.agents, lateNotifier{a}, a.log.With("component", "conversations"))
+		Shared:            a.db.Shared(),
+	}, a.db, a.inbound, a.agents, lateNotifier{a}, a.log.With("component", "conversations"))
 	if err != nil {
 		return err
 	}

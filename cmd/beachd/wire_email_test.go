@@ -8,12 +8,12 @@ import (
 
 	"github.com/cool-ai/beachd/channels"
 	"github.com/cool-ai/beachd/envelope"
-	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/bolt"
 	"github.com/cool-ai/beachd/store/storetest"
 )
 
 func TestWireEmailDevAndConfigured(t *testing.T) {
-	db := storetest.Open(t, store.Options{})
+	db := storetest.Open(t, bolt.Options{})
 	newApp := func(cfg *Config, dev bool) *app {
 		return &app{cfg: cfg, log: slog.New(slog.DiscardHandler), now: time.Now, dev: dev, db: db,
 			registry: envelope.NewRegistry(), deliverers: map[string]channels.Deliverer{}, policies: map[string]channels.Policy{}}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/cool-ai/beachd/internal/singleton"
 	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/bolt"
 	"github.com/cool-ai/beachd/store/postgres"
 )
 
@@ -32,7 +34,7 @@ func openStore(ctx context.Context, cfg *Config, log *slog.Logger) (store.Store,
 		}
 		return db, nil
 	}
-	db, err := store.Open(cfg.boltPath(), store.Options{})
+	db, err := bolt.Open(cfg.boltPath(), bolt.Options{})
 	if err != nil {
 		return nil, err
 	}
@@ -43,7 +45,7 @@ func openStore(ctx context.Context, cfg *Config, log *slog.Logger) (store.Store,
 // leases, with its metrics. On the embedded store every lease is this
 // process's.
 func (a *app) wireSingletons() error {
-	r, err := singleton.New(singleton.Config{Leases: a.store, Exclusive: !a.store.Shared(), TTL: a.cfg.Store.LeaseTTL,
+	r, err := singleton.New(singleton.Config{Leases: a.db, Exclusive: !a.db.Shared(), TTL: a.cfg.Store.LeaseTTL,
 		Log: a.log.With("component", "singleton")})
 	if err != nil {
 		return err
@@ -79,7 +81,7 @@ func (a *app) onWake(topic string, f func()) {
 // wireWakeups adds the worker that passes the store's wake-ups to the
 // parts that wait for due work; the embedded store has none.
 func (a *app) wireWakeups() {
-	ch := a.store.Wakeups()
+	ch := a.db.Wakeups()
 	if ch == nil {
 		return
 	}
@@ -118,12 +120,54 @@ func (a *app) readyDetails() map[string]any {
 	return map[string]any{"store": a.cfg.Store.Driver, "holder": a.singletons.Holder(), "singletons": held}
 }
 
-// embedded is the store as the embedded store's type, which the parts
-// built on it still take.
-func embedded(st store.Store, driver string) (*store.DB, error) {
-	db, ok := st.(*store.DB)
-	if !ok {
-		return nil, fmt.Errorf("store.driver %s: this beachd runs its parts on the embedded store (driver bolt) only", driver)
+// approvalKeyKV is where replicas on a shared store keep the approvals
+// secret the first of them generated, when approvals.secret is not set:
+// tokens, codes and links made by one replica are checked by another, and
+// data_dir/approval.key is one machine's.
+const approvalKeyKV = "approvals/secret"
+
+// sharedApprovalKey reads the replicas' approvals secret from the store,
+// or generates it there: under a lease, so that replicas starting together
+// agree on one.
+func sharedApprovalKey(ctx context.Context, st store.Store) (string, error) {
+	holder := singleton.NewHolderID()
+	for {
+		v, ok, err := st.GetKV(ctx, approvalKeyKV)
+		if err != nil {
+			return "", fmt.Errorf("read the replicas' secret: %w", err)
+		}
+		if ok {
+			return string(v), nil
+		}
+		l, took, err := st.AcquireLease(ctx, approvalKeyKV, holder, 0, 30*time.Second)
+		if err != nil {
+			return "", fmt.Errorf("lock the replicas' secret: %w", err)
+		}
+		if took {
+			s, err := createSharedKey(ctx, st)
+			if rerr := st.ReleaseLease(context.WithoutCancel(ctx), approvalKeyKV, holder, l.Generation); rerr != nil && err == nil {
+				err = fmt.Errorf("unlock the replicas' secret: %w", rerr)
+			}
+			return s, err
+		}
+		// Another replica is writing it.
+		select {
+		case <-ctx.Done():
+			return "", fmt.Errorf("wait for another replica to write the replicas' secret: %w", ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
-	return db, nil
+}
+
+// createSharedKey writes a new secret unless one was written meanwhile
+// (the caller holds the lease).
+func createSharedKey(ctx context.Context, st store.Store) (string, error) {
+	if v, ok, err := st.GetKV(ctx, approvalKeyKV); err != nil || ok {
+		return string(v), err
+	}
+	s := randomToken(32)
+	if err := st.PutKV(ctx, approvalKeyKV, []byte(s)); err != nil {
+		return "", fmt.Errorf("write the replicas' secret: %w", err)
+	}
+	return s, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/bolt"
 	"github.com/cool-ai/beachd/store/storetest"
 )
 
@@ -225,7 +226,7 @@ func leaseOf(t *testing.T, leases store.Leases, name string) store.Lease {
 }
 
 func openStore(t *testing.T, clk *fakeClock) store.Leases {
-	return storetest.Open(t, store.Options{Now: clk.Now})
+	return storetest.Open(t, bolt.Options{Now: clk.Now})
 }
 
 // Two replicas on one store: exactly one runs the singleton, through

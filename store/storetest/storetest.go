@@ -1,7 +1,7 @@
 // Package storetest opens stores for tests: a fresh database in the test's
 // temporary directory that is checked and closed when the test ends. Every
-// test that needs a store outside package store opens it here, so every
-// such test also proves the outbox invariants (store.DB.CheckInvariants)
+// test that needs a store outside package store/bolt opens it here, so every
+// such test also proves the outbox invariants (bolt.DB.CheckInvariants)
 // still hold after it ran. Production code never imports this package.
 package storetest
 
@@ -10,15 +10,15 @@ import (
 	"path/filepath"
 	"testing"
 
-	bolt "go.etcd.io/bbolt"
+	bbolt "go.etcd.io/bbolt"
 
-	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/bolt"
 )
 
 // Open opens a new store in t.TempDir() with opts. When the test ends the
 // store's invariants are checked (a violation fails the test) and it is
 // closed.
-func Open(t testing.TB, opts store.Options) *store.DB {
+func Open(t testing.TB, opts bolt.Options) *bolt.DB {
 	t.Helper()
 	return OpenAt(t, filepath.Join(t.TempDir(), "beachd.db"), opts)
 }
@@ -28,15 +28,15 @@ func Open(t testing.TB, opts store.Options) *store.DB {
 // invariants are checked and the store closed; a store the test already
 // closed is reopened for the check, so a test that ends on a crash and a
 // restart is checked too.
-func OpenAt(t testing.TB, path string, opts store.Options) *store.DB {
+func OpenAt(t testing.TB, path string, opts bolt.Options) *bolt.DB {
 	t.Helper()
-	db, err := store.Open(path, opts)
+	db, err := bolt.Open(path, opts)
 	if err != nil {
 		t.Fatalf("open test store: %v", err)
 	}
 	t.Cleanup(func() {
 		err := db.CheckInvariants()
-		if errors.Is(err, bolt.ErrDatabaseNotOpen) {
+		if errors.Is(err, bbolt.ErrDatabaseNotOpen) {
 			check(t, path)
 			return
 		}
@@ -55,7 +55,7 @@ func OpenAt(t testing.TB, path string, opts store.Options) *store.DB {
 
 // check reopens the closed store at path and checks its invariants.
 func check(t testing.TB, path string) {
-	db, err := store.Open(path, store.Options{})
+	db, err := bolt.Open(path, bolt.Options{})
 	if err != nil {
 		t.Errorf("reopen test store to check it: %v", err)
 		return

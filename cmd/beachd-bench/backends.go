@@ -1,0 +1,378 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// The backend comparison (-backends): the same load through beachd on the
+// embedded bbolt file, on PostgreSQL with one replica, and on PostgreSQL
+// with three replicas, in one run on one machine; then the singletons'
+// failover time after a SIGKILL of their holder.
+
+// backendRun is one configuration's figures.
+type backendRun struct {
+	Name     string `json:"name"`
+	Replicas int    `json:"replicas"`
+	// Envelopes acknowledged per second while the clients posted, and
+	// delivered per second from the first post to the last delivery.
+	IngestRate   float64 `json:"ingestPerSec"`
+	DeliveryRate float64 `json:"deliveredPerSec"`
+	IngestP99ms  float64 `json:"ingestP99ms"`
+	E2EP50ms     float64 `json:"e2eP50ms"`
+	E2EP99ms     float64 `json:"e2eP99ms"`
+	// CPU per envelope: the beachd processes, and the PostgreSQL server's
+	// processes (0 on bbolt).
+	CPUPerEnvelopeUs         float64 `json:"cpuPerEnvelopeUs"`
+	PostgresCPUPerEnvelopeUs float64 `json:"postgresCpuPerEnvelopeUs"`
+	Lost                     int     `json:"lost"`
+	Duplicates               int     `json:"duplicates"`
+}
+
+// failover is how long the singletons took to move after a SIGKILL.
+type failover struct {
+	LeaseTTL string `json:"leaseTtl"`
+	// Singletons is each singleton's time from the kill to another
+	// replica holding its lease, in ms.
+	Singletons map[string]float64 `json:"singletonsMs"`
+}
+
+// backendsResult is the comparison.
+type backendsResult struct {
+	Machine  string       `json:"machine"`
+	N        int          `json:"n"`
+	C        int          `json:"c"`
+	Runs     []backendRun `json:"runs"`
+	Failover *failover    `json:"failover,omitempty"`
+	Note     string       `json:"note"`
+}
+
+// backendsRun runs the comparison against the PostgreSQL server at dsn, each
+// configuration on a fresh schema that is dropped afterwards.
+func backendsRun(n, c int, bin, dsn string, leaseTTL time.Duration) (*backendsResult, error) {
+	dir, err := os.MkdirTemp("", "beachd-bench-backends-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	if bin, err = buildBeachd(bin, dir); err != nil {
+		return nil, err
+	}
+	res := &backendsResult{Machine: machine(), N: n, C: c,
+		Note: fmt.Sprintf("%d CPUs: the replicas, PostgreSQL, the clients and the sink share them, so three replicas show the cost of sharing one database, not the gain of three machines", runtime.NumCPU())}
+	for _, cfg := range []struct {
+		name     string
+		replicas int
+		postgres bool
+	}{{"bbolt", 1, false}, {"postgres", 1, true}, {"postgres", 3, true}} {
+		var store string
+		if cfg.postgres {
+			schemaDSN, drop, err := freshSchema(dsn)
+			if err != nil {
+				return nil, err
+			}
+			defer drop()
+			store = fmt.Sprintf("store: {driver: postgres, dsn: %q}\n", schemaDSN)
+		}
+		r, err := backendLoad(n, c, bin, dir, cfg.replicas, store)
+		if err != nil {
+			return nil, fmt.Errorf("%s with %d replicas: %w", cfg.name, cfg.replicas, err)
+		}
+		r.Name, r.Replicas = cfg.name, cfg.replicas
+		res.Runs = append(res.Runs, *r)
+	}
+	fo, err := failoverRun(bin, dir, dsn, leaseTTL)
+	if err != nil {
+		return nil, fmt.Errorf("failover: %w", err)
+	}
+	res.Failover = fo
+	return res, nil
+}
+
+// backendLoad posts n envelopes from c clients spread over the replicas and
+// waits for every delivery at the sink.
+func backendLoad(n, c int, bin, dir string, replicas int, storeCfg string) (*backendRun, error) {
+	s := &sink{first: map[string]time.Time{}, done: make(chan struct{})}
+	s.expect(n)
+	sinkCfg, stopSink, err := startSink(s)
+	if err != nil {
+		return nil, err
+	}
+	defer stopSink()
+	procs := make([]*proc, 0, replicas)
+	defer func() {
+		for _, p := range procs {
+			p.stop()
+		}
+	}()
+	for i := 0; i < replicas; i++ {
+		p, err := startDaemon(bin, dir, filepath.Join(dir, fmt.Sprintf("data-%d-%d", time.Now().UnixNano(), i)), storeCfg+sinkCfg, 60*time.Second)
+		if err != nil {
+			return nil, err
+		}
+		procs = append(procs, p)
+	}
+	pgCPU0 := postgresCPU()
+	tr := &http.Transport{MaxIdleConns: c * 2, MaxIdleConnsPerHost: c * 2, IdleConnTimeout: time.Minute}
+	hc := &http.Client{Transport: tr, Timeout: time.Minute}
+	body := []byte(`{"to":[{"channel":"webhook","endpoint":"sink"}],"envelope":` + envelopeJSON + `}`)
+	posted := make([]time.Time, n)
+	acked := make([]time.Duration, n)
+	ids := make([]string, n)
+	start := time.Now()
+	err = drive(n, c, func(i int) error {
+		base := procs[i%len(procs)].base
+		req, _ := http.NewRequest("POST", base+"/v1/deliveries", bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+benchKey)
+		req.Header.Set("Content-Type", "application/json")
+		t0 := time.Now()
+		resp, err := hc.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		var a struct {
+			Deliveries []struct{ ID string } `json:"deliveries"`
+		}
+		if resp.StatusCode != http.StatusAccepted {
+			b, _ := io.ReadAll(resp.Body)
+			return fmt.Errorf("ingest: HTTP %d: %s", resp.StatusCode, b)
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&a); err != nil || len(a.Deliveries) != 1 {
+			return fmt.Errorf("ingest answer: %v", err)
+		}
+		posted[i], acked[i], ids[i] = t0, time.Since(t0), a.Deliveries[0].ID
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	ingestTook := time.Since(start)
+	select {
+	case <-s.done:
+	case <-time.After(5 * time.Minute):
+	}
+	deliverTook := time.Since(start)
+	var cpu float64
+	for _, p := range procs {
+		cpu += cpuSeconds(p.cmd.Process.Pid)
+	}
+	pgCPU := postgresCPU() - pgCPU0
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var e2e []time.Duration
+	lost := 0
+	for i, id := range ids {
+		t, ok := s.first[id]
+		if !ok {
+			lost++
+			continue
+		}
+		e2e = append(e2e, t.Sub(posted[i]))
+	}
+	r := &backendRun{IngestRate: float64(n) / ingestTook.Seconds(), DeliveryRate: float64(n-lost) / deliverTook.Seconds(),
+		IngestP99ms: pct(acked, 99), E2EP50ms: pct(e2e, 50), E2EP99ms: pct(e2e, 99),
+		CPUPerEnvelopeUs: cpu / float64(n) * 1e6, Lost: lost, Duplicates: s.dups}
+	if storeCfg != "" {
+		r.PostgresCPUPerEnvelopeUs = pgCPU / float64(n) * 1e6
+	}
+	return r, nil
+}
+
+// failoverRun starts three replicas on a fresh schema, SIGKILLs the replica
+// that holds the singletons' leases, and measures until another replica
+// holds each of them (read from the database).
+func failoverRun(bin, dir, dsn string, ttl time.Duration) (*failover, error) {
+	schemaDSN, drop, err := freshSchema(dsn)
+	if err != nil {
+		return nil, err
+	}
+	defer drop()
+	cfg := fmt.Sprintf("store: {driver: postgres, dsn: %q, lease_ttl: %s}\n", schemaDSN, ttl)
+	var procs []*proc
+	defer func() {
+		for _, p := range procs {
+			if p != nil {
+				p.stop()
+			}
+		}
+	}()
+	for i := 0; i < 3; i++ {
+		p, err := startDaemon(bin, dir, filepath.Join(dir, fmt.Sprintf("fo-%d-%d", time.Now().UnixNano(), i)), cfg, 60*time.Second)
+		if err != nil {
+			return nil, err
+		}
+		procs = append(procs, p)
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, schemaDSN)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close(ctx)
+	type lease struct {
+		holder string
+		until  int64
+	}
+	read := func() (map[string]lease, error) {
+		rows, err := conn.Query(ctx, `SELECT name, holder, until_ns FROM singleton_leases WHERE generation > 0`)
+		if err != nil {
+			return nil, err
+		}
+		defer rows.Close()
+		out := map[string]lease{}
+		for rows.Next() {
+			var name string
+			var l lease
+			if err := rows.Scan(&name, &l.holder, &l.until); err != nil {
+				return nil, err
+			}
+			out[name] = l
+		}
+		return out, rows.Err()
+	}
+	// Wait until the singletons are held, then find the holder's process:
+	// holder ids name the pid.
+	var before map[string]lease
+	deadline := time.Now().Add(3 * ttl)
+	for {
+		if before, err = read(); err != nil {
+			return nil, err
+		}
+		if len(before) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("no singleton lease taken within %s", 3*ttl)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	victim := -1
+	for _, l := range before {
+		for i, p := range procs {
+			if strings.Contains(l.holder, "/"+strconv.Itoa(p.cmd.Process.Pid)+"/") {
+				victim = i
+			}
+		}
+		break
+	}
+	if victim < 0 {
+		return nil, fmt.Errorf("no replica's pid in the lease holders %v", before)
+	}
+	victimHolder := ""
+	held := map[string]bool{}
+	for name, l := range before {
+		if strings.Contains(l.holder, "/"+strconv.Itoa(procs[victim].cmd.Process.Pid)+"/") {
+			held[name], victimHolder = true, l.holder
+		}
+	}
+	killed := time.Now()
+	procs[victim].kill()
+	procs[victim] = nil
+	fo := &failover{LeaseTTL: ttl.String(), Singletons: map[string]float64{}}
+	deadline = killed.Add(3*ttl + 10*time.Second)
+	for len(fo.Singletons) < len(held) {
+		now, err := read()
+		if err != nil {
+			return nil, err
+		}
+		for name := range held {
+			if _, done := fo.Singletons[name]; done {
+				continue
+			}
+			if l, ok := now[name]; ok && l.holder != victimHolder {
+				fo.Singletons[name] = float64(time.Since(killed).Microseconds()) / 1000
+			}
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("singletons not taken over within %s: %v", time.Since(killed).Round(time.Second), now)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fo, nil
+}
+
+// freshSchema creates an empty schema on the server at dsn and returns a
+// DSN whose search_path is that schema, and the function that drops it.
+func freshSchema(dsn string) (string, func(), error) {
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return "", nil, fmt.Errorf("PostgreSQL at %s: %w (set -dsn)", dsn, err)
+	}
+	defer conn.Close(ctx)
+	var b [6]byte
+	rand.Read(b[:])
+	schema := "beachd_bench_" + hex.EncodeToString(b[:])
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		return "", nil, err
+	}
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return "", nil, err
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	drop := func() {
+		if c, err := pgx.Connect(ctx, dsn); err == nil {
+			c.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE")
+			c.Close(ctx)
+		}
+	}
+	return u.String(), drop, nil
+}
+
+// postgresCPU is the CPU seconds of every process named postgres (the
+// server and its connection backends) that is alive now.
+func postgresCPU() float64 {
+	entries, _ := os.ReadDir("/proc")
+	var total float64
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+		if err != nil || strings.TrimSpace(string(comm)) != "postgres" {
+			continue
+		}
+		total += cpuSeconds(pid)
+	}
+	return total
+}
+
+// backendsText is the comparison as a table for the terminal.
+func backendsText(r *backendsResult) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-10s %8s %12s %14s %10s %10s %10s %12s %12s\n", "store", "replicas", "ingest/s", "delivered/s", "ingest p99", "e2e p50", "e2e p99", "cpu µs/env", "pg cpu µs/env")
+	base := r.Runs[0]
+	for _, x := range r.Runs {
+		fmt.Fprintf(&b, "%-10s %8d %12.0f %14.0f %8.1fms %8.1fms %8.1fms %12.0f %12.0f   (delivered %.2f× bbolt)\n", x.Name, x.Replicas, x.IngestRate, x.DeliveryRate,
+			x.IngestP99ms, x.E2EP50ms, x.E2EP99ms, x.CPUPerEnvelopeUs, x.PostgresCPUPerEnvelopeUs, x.DeliveryRate/base.DeliveryRate)
+	}
+	if r.Failover != nil {
+		fmt.Fprintf(&b, "failover after SIGKILL (lease %s):", r.Failover.LeaseTTL)
+		for name, ms := range r.Failover.Singletons {
+			fmt.Fprintf(&b, " %s %.0f ms;", name, ms)
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString(r.Note + "\n")
+	return b.String()
+}

@@ -1,0 +1,168 @@
+package store
+
+import (
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/cool-ai/beachd/envelope"
+)
+
+// Approval states.
+const (
+	ApprovalPending = "pending"
+	ApprovalGranted = "granted"
+	ApprovalDenied  = "denied"
+	ApprovalExpired = "expired"
+	ApprovalVoid    = "void"
+)
+
+// Approval is a pending or decided approval request.
+type Approval struct {
+	ID         string          `json:"id"`
+	EnvelopeID string          `json:"envelopeId"`
+	Agent      string          `json:"agent,omitempty"`
+	Request    json.RawMessage `json:"request"`
+	Session    string          `json:"session,omitempty"`
+	Turn       string          `json:"turn,omitempty"`
+	State      string          `json:"state"`
+	CreatedAt  time.Time       `json:"createdAt"`
+	ExpiresAt  time.Time       `json:"expiresAt"`
+	DecidedAt  time.Time       `json:"decidedAt,omitzero"`
+	DecidedBy  string          `json:"decidedBy,omitempty"`
+	Channel    string          `json:"channel,omitempty"`
+	MessageID  string          `json:"messageId,omitempty"`
+	Reason     string          `json:"reason,omitempty"`
+	// Recipients are who was asked, on which channel; Nonce is the per-
+	// recipient secret input from which their tokens are derived (with the
+	// server's key, which is not stored here).
+	Recipients []ApprovalRecipient `json:"recipients,omitempty"`
+	// InjectionID is the injection job queued by the decision.
+	InjectionID string `json:"injectionId,omitempty"`
+}
+
+// ApprovalRecipient is one (recipient, channel) an approval was sent to.
+type ApprovalRecipient struct {
+	Channel string `json:"channel"`
+	Address string `json:"address"`
+	Nonce   string `json:"nonce,omitempty"`
+}
+
+// Decision returns the approval-response decision of a decided approval
+// ("granted" or "denied"; expired approvals are denied).
+func (a *Approval) Decision() string {
+	switch a.State {
+	case ApprovalGranted:
+		return envelope.DecisionGranted
+	case ApprovalDenied, ApprovalExpired:
+		return envelope.DecisionDenied
+	}
+	return ""
+}
+
+// TokenBinding is what a token hash resolves to: the approval, and the
+// recipient and channel it was issued to.
+type TokenBinding struct {
+	ApprovalID string `json:"approvalId"`
+	Channel    string `json:"channel"`
+	Recipient  string `json:"recipient"`
+	Kind       string `json:"kind"` // token, code, button, link
+	// Decision is set for a WhatsApp button: pressing it decides this.
+	Decision string `json:"decision,omitempty"`
+}
+
+// NewApproval is an approval to create at ingest, with its token hashes.
+type NewApproval struct {
+	Approval Approval
+	Tokens   map[string]TokenBinding // token hash (see approvals) → binding
+}
+
+// AuditEntry is one event in an approval's life.
+type AuditEntry struct {
+	At         time.Time `json:"at"`
+	ApprovalID string    `json:"approvalId"`
+	// Event: created, decided, expired, voided, duplicate, already-decided,
+	// wrong-sender, quarantined, ignored, not-understood, wrong-code,
+	// rate-limited, opt-out, injected, injection-failed, injection-dead,
+	// injection-retry.
+	Event     string `json:"event"`
+	Channel   string `json:"channel,omitempty"`
+	Actor     string `json:"actor,omitempty"`
+	MessageID string `json:"messageId,omitempty"`
+	Decision  string `json:"decision,omitempty"`
+	Detail    string `json:"detail,omitempty"`
+}
+
+// Sentinel errors of approvals.
+var (
+	// ErrDuplicateApproval: an approval with that id already exists.
+	ErrDuplicateApproval = errors.New("approval id already exists")
+	// ErrDuplicateInbound: this (channel, message id) was processed before.
+	ErrDuplicateInbound = errors.New("inbound message already processed")
+	// ErrAlreadyDecided: the approval is no longer pending.
+	ErrAlreadyDecided = errors.New("approval already decided")
+)
+
+// Decision is a decision to apply to a pending approval.
+type Decision struct {
+	ApprovalID string
+	// State: granted, denied, expired (denied by policy) or void (withdrawn:
+	// nothing is injected).
+	State     string
+	Reason    string
+	DecidedBy string
+	Channel   string
+	MessageID string
+	At        time.Time
+	// InjectionID names the injection job to queue (ignored for void).
+	InjectionID string
+	// ClaimFor, when positive, creates the injection job already claimed
+	// for that long (its first attempt counted), so that the caller can hand
+	// it straight to a worker without a second transaction; if the worker
+	// never records it, it is claimed again when the lease runs out.
+	ClaimFor time.Duration
+}
+
+// Counter is a wrong-code counter (TryCode, CodeGuard) or a once-only
+// marker.
+type Counter struct {
+	Count       int       `json:"count"`
+	WindowStart time.Time `json:"windowStart"`
+	LockedUntil time.Time `json:"lockedUntil,omitzero"`
+}
+
+// TokenKindCode is TokenBinding.Kind of a short SMS/WhatsApp code.
+const TokenKindCode = "code"
+
+// CodeAttempt is one SMS or WhatsApp message presenting a short code.
+type CodeAttempt struct {
+	Channel string
+	// Number is the sender, normalised as the recipients are.
+	Number string
+	// Hash is the token hash the presented code yields for Number.
+	Hash string
+	At   time.Time
+	// Max wrong codes within Window lock an approval's code for Number for
+	// LockFor. Max ≤ 0 never locks.
+	Max     int
+	Window  time.Duration
+	LockFor time.Duration
+}
+
+// CodeResult is what TryCode found.
+type CodeResult struct {
+	// Binding and Approval are set when the code matched one of Number's
+	// codes and that approval's code is not locked for Number (the
+	// approval may be decided already: the caller says so).
+	Binding  *TokenBinding
+	Approval *Approval
+	// Locked: the code matched an approval whose code is locked for
+	// Number (Approval is set, Binding is not), or this wrong code locked
+	// or found locked every approval pending for Number. LockedUntil is
+	// the latest lock concerned.
+	Locked      bool
+	LockedUntil time.Time
+	// Wrong is the highest count of wrong codes among Number's pending
+	// approvals after this attempt (0 when it matched).
+	Wrong int
+}

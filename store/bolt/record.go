@@ -1,0 +1,102 @@
+package bolt
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"go.etcd.io/bbolt"
+
+	"github.com/cool-ai/beachd/store"
+)
+
+// Record stores the outcome of an attempt on a job this worker claimed
+// (lease held until leaseUntil). If the job's lease has meanwhile been
+// re-claimed by someone else, it returns ErrLeaseLost and changes nothing.
+// Concurrent Records share a commit with each other and with ingests and
+// claims. The outcome's ProviderID, and the ids its receipt lists in meta
+// "parts", find the delivery until it is pruned.
+func (s *DB) Record(ctx context.Context, id string, leaseUntil time.Time, o store.Outcome) (*store.Delivery, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	switch {
+	case o.State != store.StateSent && o.State != store.StateRetrying && o.State != store.StateDead:
+		return nil, fmt.Errorf("record %s: %w: outcome state %q", id, store.ErrBadState, o.State)
+	case o.State == store.StateRetrying && o.NextAttemptAt.IsZero():
+		// A zero time would sort after every real one: never due again.
+		return nil, fmt.Errorf("record %s: %w: retrying without a next attempt time", id, store.ErrBadState)
+	case len(o.ProviderID) > maxStoredKey:
+		return nil, fmt.Errorf("record %s: provider id of %d bytes; at most %d", id, len(o.ProviderID), maxStoredKey)
+	}
+	pids := attemptPIDs(&o) // decoded outside the shared transaction
+	now := s.now()
+	var out *store.Delivery
+	err := s.write(func(tx *bbolt.Tx) error {
+		out = nil
+		stored, err := takeLease(tx, id, leaseUntil)
+		if err != nil {
+			return err
+		}
+		d, prev := *stored, *stored
+		d.Attempts++
+		o.Attempt.N = d.Attempts
+		d.State = o.State
+		d.UpdatedAt = now
+		d.LastError = o.Error
+		d.MaybeSent = o.MaybeSent
+		if o.ProviderID != "" {
+			d.ProviderID = o.ProviderID
+		}
+		for _, pid := range pids {
+			if err := putProviderIDTx(tx, &d, pid); err != nil {
+				return err
+			}
+		}
+		switch o.State {
+		case store.StateSent:
+			d.SentAt = now
+			d.DeadReason = ""
+		case store.StateRetrying:
+			d.NextAttemptAt = o.NextAttemptAt
+		case store.StateDead:
+			d.DeadReason = o.DeadReason
+		}
+		if err := putDeliveryTx(tx, &d, prev.State); err != nil {
+			return err
+		}
+		var k [4]byte
+		binary.BigEndian.PutUint32(k[:], uint32(o.Attempt.N))
+		if err := putJSON(tx.Bucket(bAttempts), append([]byte(d.ID+"/"), k[:]...), o.Attempt); err != nil {
+			return err
+		}
+		out = &d
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("record attempt of %s: %w", id, err)
+	}
+	return out, nil
+}
+
+// Release puts a claimed job back in the queue without counting an attempt
+// (the worker is shutting down, or a rate limit refused it), due at `at`.
+func (s *DB) Release(ctx context.Context, id string, leaseUntil, at time.Time) error {
+	if at.IsZero() {
+		return fmt.Errorf("release %s: %w: no due time", id, store.ErrBadState)
+	}
+	err := s.write(func(tx *bbolt.Tx) error {
+		d, err := takeLease(tx, id, leaseUntil)
+		if err != nil {
+			return err
+		}
+		d.NextAttemptAt = at
+		d.UpdatedAt = s.now()
+		return putDeliveryTx(tx, d, d.State)
+	})
+	if err != nil {
+		return fmt.Errorf("release %s: %w", id, err)
+	}
+	return nil
+}

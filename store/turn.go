@@ -1,0 +1,43 @@
+package store
+
+import "time"
+
+// Turn states.
+const (
+	TurnQueued   = "queued"
+	TurnSending  = "sending"
+	TurnAnswered = "answered"
+	TurnDead     = "dead"
+)
+
+// Turn is one queued A2A turn: an inbound message to send to the agent, in
+// the conversation's context, and the answer to ingest.
+type Turn struct {
+	ID             string `json:"id"`
+	ConversationID string `json:"conversationId"`
+	Agent          string `json:"agent"`
+	InboundID      string `json:"inboundId"`
+	// MessageID is the A2A messageId, derived from the provider's id so
+	// that a message delivered twice is one turn.
+	MessageID        string    `json:"messageId"`
+	State            string    `json:"state"`
+	Attempts         int       `json:"attempts"`
+	Claims           int       `json:"claims"`
+	NextAttemptAt    time.Time `json:"nextAttemptAt,omitzero"`
+	LeaseUntil       time.Time `json:"leaseUntil,omitzero"`
+	LastError        string    `json:"lastError,omitempty"`
+	TaskID           string    `json:"taskId,omitempty"`
+	AnswerEnvelopeID string    `json:"answerEnvelopeId,omitempty"`
+	CreatedAt        time.Time `json:"createdAt"`
+	UpdatedAt        time.Time `json:"updatedAt"`
+}
+
+// TurnOutcome is the result of one attempt of a turn.
+type TurnOutcome struct {
+	// State: answered, queued (retry at NextAt) or dead.
+	State            string
+	NextAt           time.Time
+	Error            string
+	AnswerEnvelopeID string
+	At               time.Time
+}
