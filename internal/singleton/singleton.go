@@ -207,7 +207,7 @@ func (r *Runner) Run(ctx context.Context, name string, fn func(ctx context.Conte
 	cleared := false
 	for ctx.Err() == nil {
 		t0 := r.cfg.Clock.Now()
-		actx, cancel := r.withTimeout(ctx, r.cfg.TTL/3)
+		actx, cancel := r.withTimeout(ctx, r.callTimeout())
 		l, ok, err := r.cfg.Leases.AcquireLease(actx, name, r.cfg.Holder, 0, r.cfg.TTL)
 		cancel()
 		// The answer settles whether this process holds name, except a
@@ -277,6 +277,11 @@ func (r *Runner) endStale(ctx context.Context, name string) error {
 	}
 	return nil
 }
+
+// callTimeout bounds one lease call: a quarter of the ttl, so that a call
+// given up leaves time for another before the renewal interval (ttl/3)
+// is over.
+func (r *Runner) callTimeout() time.Duration { return r.cfg.TTL / 4 }
 
 // withTimeout is context.WithTimeout on the runner's clock: a store call
 // that hangs (a database out of reach) is given up after d.
@@ -367,7 +372,7 @@ func (r *Runner) hold(ctx context.Context, name string, l store.Lease, t0 time.T
 			renewing = ch
 			go func() {
 				at := r.cfg.Clock.Now()
-				rctx, cancel := r.withTimeout(runCtx, r.cfg.TTL/3)
+				rctx, cancel := r.withTimeout(runCtx, r.callTimeout())
 				defer cancel()
 				l, ok, err := r.cfg.Leases.AcquireLease(rctx, name, r.cfg.Holder, gen, r.cfg.TTL)
 				ch <- renewal{at: at, lease: l, ok: ok, err: err}

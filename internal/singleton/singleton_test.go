@@ -26,8 +26,9 @@ type fakeClock struct {
 }
 
 type waiter struct {
-	at time.Time
-	ch chan time.Time
+	at  time.Time
+	ch  chan time.Time
+	who string // the replica waiting (tagged)
 }
 
 func newFakeClock() *fakeClock {
@@ -40,7 +41,9 @@ func (c *fakeClock) Now() time.Time {
 	return c.now
 }
 
-func (c *fakeClock) After(d time.Duration) <-chan time.Time {
+func (c *fakeClock) After(d time.Duration) <-chan time.Time { return c.after(d, "") }
+
+func (c *fakeClock) after(d time.Duration, who string) <-chan time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	ch := make(chan time.Time, 1)
@@ -48,9 +51,17 @@ func (c *fakeClock) After(d time.Duration) <-chan time.Time {
 		ch <- c.now
 		return ch
 	}
-	c.waiters = append(c.waiters, waiter{at: c.now.Add(d), ch: ch})
+	c.waiters = append(c.waiters, waiter{at: c.now.Add(d), ch: ch, who: who})
 	return ch
 }
+
+// tagged is the clock as one replica sees it: its waits carry its name.
+type tagged struct {
+	*fakeClock
+	who string
+}
+
+func (c tagged) After(d time.Duration) <-chan time.Time { return c.after(d, c.who) }
 
 // advance moves the clock by d and fires the waits that have come due.
 func (c *fakeClock) advance(d time.Duration) {
@@ -87,6 +98,35 @@ func run(clk *fakeClock, limit time.Duration, cond func() bool) bool {
 		time.Sleep(2 * time.Millisecond)
 	}
 	return cond()
+}
+
+// waiting reports whether who waits on the clock until at.
+func (c *fakeClock) waiting(who string, at time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, w := range c.waiters {
+		if w.who == who && w.at.Equal(at) {
+			return true
+		}
+	}
+	return false
+}
+
+// renew moves the clock through n renewals of the singleton's lease in
+// db, one at a time: it waits (in real time) until the holder waits for
+// its next renewal, moves the clock to it, and waits for the renewal to be
+// written. However slow the machine, the holder never misses one.
+func renew(t *testing.T, clk *fakeClock, db store.Leases, n int) {
+	t.Helper()
+	for range n {
+		l := leaseOf(t, db, "scheduler")
+		// The holder renews ttl/3 after its last take or renewal, which the
+		// store dated until-ttl (the clock stands still meanwhile).
+		next := l.Until.Add(-ttl + ttl/3)
+		waitReal(t, "the holder to wait for its renewal", func() bool { return clk.waiting(l.Holder, next) })
+		clk.advance(next.Sub(clk.Now()))
+		waitReal(t, "a renewal", func() bool { return leaseOf(t, db, "scheduler").Until.After(l.Until) })
+	}
 }
 
 // advanceTo moves the clock to t in small steps, as run does.
@@ -159,7 +199,7 @@ type shared struct {
 func startReplica(t *testing.T, clk *fakeClock, leases store.Leases, holder string, sh *shared, exclusive bool) *replica {
 	t.Helper()
 	f := &flaky{Leases: leases}
-	r, err := New(Config{Leases: f, Holder: holder, TTL: ttl, Clock: clk, Exclusive: exclusive})
+	r, err := New(Config{Leases: f, Holder: holder, TTL: ttl, Clock: tagged{clk, holder}, Exclusive: exclusive})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +283,7 @@ func TestOneHolderAtATimeAndTakeoverAfterKill(t *testing.T) {
 	if b.r.Holds("scheduler") {
 		t.Fatal("b holds the singleton a holds")
 	}
-	run(clk, time.Minute, func() bool { return false })
+	renew(t, clk, db, 12)
 	if !a.running.Load() || b.running.Load() || a.starts.Load() != 1 || b.starts.Load() != 0 {
 		t.Fatalf("after a minute of renewals: a running %v (%d starts), b running %v (%d starts)",
 			a.running.Load(), a.starts.Load(), b.running.Load(), b.starts.Load())
@@ -280,7 +320,7 @@ func TestGracefulStopHandsOverAtOnce(t *testing.T) {
 	waitReal(t, "a to run the singleton", a.running.Load)
 	b := startReplica(t, clk, db, "b", sh, false)
 	waitReal(t, "b to settle", func() bool { return b.r.Settled("scheduler") })
-	run(clk, 20*time.Second, func() bool { return false })
+	renew(t, clk, db, 4)
 	stoppedAt := clk.Now()
 	a.stop(t)
 	if a.r.Holds("scheduler") || len(a.r.Held()) != 0 {
@@ -307,9 +347,7 @@ func TestFailedRenewalsStopBeforeTheLeaseEnds(t *testing.T) {
 			db := openStore(t, clk)
 			a := startReplica(t, clk, db, "a", &shared{}, false)
 			waitReal(t, "a to run the singleton", a.running.Load)
-			first := leaseOf(t, db, "scheduler").Until
-			advanceTo(clk, clk.Now().Add(ttl/3))
-			waitReal(t, "a renewal", func() bool { return leaseOf(t, db, "scheduler").Until.After(first) })
+			renew(t, clk, db, 1)
 			if mode == "fail" {
 				a.leases.fail.Store(true)
 			} else {
