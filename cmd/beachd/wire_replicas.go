@@ -127,11 +127,11 @@ func (a *app) readyDetails() map[string]any {
 const approvalKeyKV = "approvals/secret"
 
 // sharedApprovalKey reads the replicas' approvals secret from the store,
-// or generates it there: under a lease, so that replicas starting together
-// agree on one.
-func sharedApprovalKey(ctx context.Context, st store.Store) (string, error) {
-	holder := singleton.NewHolderID()
-	for {
+// or generates it there. Replicas starting together agree on one: only the
+// first to record its claim (store Once) writes it; the others wait for it
+// until ctx ends.
+func sharedApprovalKey(ctx context.Context, st store.Store, now time.Time) (string, error) {
+	for claimed := false; ; {
 		v, ok, err := st.GetKV(ctx, approvalKeyKV)
 		if err != nil {
 			return "", fmt.Errorf("read the replicas' secret: %w", err)
@@ -139,35 +139,24 @@ func sharedApprovalKey(ctx context.Context, st store.Store) (string, error) {
 		if ok {
 			return string(v), nil
 		}
-		l, took, err := st.AcquireLease(ctx, approvalKeyKV, holder, 0, 30*time.Second)
-		if err != nil {
-			return "", fmt.Errorf("lock the replicas' secret: %w", err)
-		}
-		if took {
-			s, err := createSharedKey(ctx, st)
-			if rerr := st.ReleaseLease(context.WithoutCancel(ctx), approvalKeyKV, holder, l.Generation); rerr != nil && err == nil {
-				err = fmt.Errorf("unlock the replicas' secret: %w", rerr)
+		if !claimed {
+			claimed = true
+			first, err := st.Once(ctx, approvalKeyKV, now)
+			if err != nil {
+				return "", fmt.Errorf("claim the replicas' secret: %w", err)
 			}
-			return s, err
+			if first {
+				s := randomToken(32)
+				if err := st.PutKV(ctx, approvalKeyKV, []byte(s)); err != nil {
+					return "", fmt.Errorf("write the replicas' secret: %w", err)
+				}
+				return s, nil
+			}
 		}
-		// Another replica is writing it.
 		select {
 		case <-ctx.Done():
-			return "", fmt.Errorf("wait for another replica to write the replicas' secret: %w", ctx.Err())
+			return "", fmt.Errorf("another replica claimed to write the replicas' secret and has not: set approvals.secret (the same on every replica): %w", ctx.Err())
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-}
-
-// createSharedKey writes a new secret unless one was written meanwhile
-// (the caller holds the lease).
-func createSharedKey(ctx context.Context, st store.Store) (string, error) {
-	if v, ok, err := st.GetKV(ctx, approvalKeyKV); err != nil || ok {
-		return string(v), err
-	}
-	s := randomToken(32)
-	if err := st.PutKV(ctx, approvalKeyKV, []byte(s)); err != nil {
-		return "", fmt.Errorf("write the replicas' secret: %w", err)
-	}
-	return s, nil
 }
