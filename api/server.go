@@ -40,7 +40,10 @@ type Config struct {
 	MaxBodyBytes int64
 	// Ready reports readiness for /readyz; nil means always ready.
 	Ready func() error
-	Now   func() time.Time
+	// ReadyDetails, when set, adds its fields to the /readyz answer (the
+	// singletons this replica holds).
+	ReadyDetails func() map[string]any
+	Now          func() time.Time
 	// MetricsRequireKey makes /metrics need a bearer key (its series name
 	// endpoints and approval outcomes); false serves it to anyone.
 	MetricsRequireKey bool
@@ -322,13 +325,21 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	body := map[string]any{}
+	if s.cfg.ReadyDetails != nil {
+		for k, v := range s.cfg.ReadyDetails() {
+			body[k] = v
+		}
+	}
 	if s.cfg.Ready != nil {
 		if err := s.cfg.Ready(); err != nil {
-			WriteJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": err.Error()})
+			body["status"], body["reason"] = "not ready", err.Error()
+			WriteJSON(w, http.StatusServiceUnavailable, body)
 			return
 		}
 	}
-	WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	body["status"] = "ready"
+	WriteJSON(w, http.StatusOK, body)
 }
 
 // jsonBody reports whether a request declares a JSON body (RFC 9110 §8.3):

@@ -46,6 +46,10 @@ type InjectorConfig struct {
 	Rand      io.Reader
 	// Metrics, when set, count attempts and time decisions to injection.
 	Metrics *Metrics
+	// Shared says other processes use the store too (store.Store.Shared):
+	// their claims are live, and only those whose lease ran out are
+	// requeued.
+	Shared bool
 }
 
 // Injector is the worker that delivers queued decisions to agents: at least
@@ -163,15 +167,21 @@ func (j *Injector) Wake() {
 	}
 }
 
-// Run delivers due injections until ctx ends. It first makes due at once
-// every job a previous process held when it stopped.
+// Run delivers due injections until ctx ends. Alone on its store, it first
+// makes due at once every job a previous process held when it stopped; on
+// a shared store, where other replicas' claims are live, it makes due the
+// jobs whose lease ran out, at start and every 10 s.
 func (j *Injector) Run(ctx context.Context) error {
-	if n, err := j.db.RequeueClaimedInjections(ctx, j.started, j.cfg.Now()); err != nil {
+	var requeue func(context.Context)
+	if j.cfg.Shared {
+		requeue = j.requeueExpired
+	} else if n, err := j.db.RequeueClaimedInjections(ctx, j.started, j.cfg.Now()); err != nil {
 		return err
 	} else if n > 0 {
 		j.log.Info("approval injections requeued after restart", "count", n)
 	}
 	return outbox.Loop[*store.Injection]{
+		Requeue: requeue,
 		Workers: j.cfg.Workers,
 		Claim: func(ctx context.Context, n int) ([]*store.Injection, error) {
 			return j.db.ClaimInjections(ctx, j.cfg.Now(), n, j.cfg.Lease)
@@ -184,6 +194,20 @@ func (j *Injector) Run(ctx context.Context) error {
 		Handoff:     j.handoff,
 		ClaimFailed: func(err error) { j.log.Error("claim injections", "err", err) },
 	}.Run(ctx)
+}
+
+// requeueExpired makes due the jobs whose lease ran out (a replica that
+// died held them): RequeueClaimedInjections takes the jobs claimed
+// (UpdatedAt) before its bound, here more than a lease ago.
+func (j *Injector) requeueExpired(ctx context.Context) {
+	now := j.cfg.Now()
+	n, err := j.db.RequeueClaimedInjections(ctx, now.Add(-j.cfg.Lease), now)
+	switch {
+	case err != nil && ctx.Err() == nil:
+		j.log.Error("requeue approval injections whose lease ran out", "err", err)
+	case n > 0:
+		j.log.Warn("approval injections whose lease ran out requeued", "count", n)
+	}
 }
 
 func (j *Injector) attempt(ctx context.Context, inj *store.Injection) {

@@ -70,6 +70,9 @@ type DispatcherConfig struct {
 	// Envelopes, when set, holds envelopes decoded at ingest; a job whose
 	// envelope is not there reads it from the store.
 	Envelopes *EnvelopeCache
+	// Shared says other processes use the store too (store.Store.Shared):
+	// their leases are live, and only those that ran out are re-queued.
+	Shared bool
 }
 
 // Outbox is the part of the store a Dispatcher works: it claims due jobs,
@@ -165,7 +168,9 @@ func (d *Dispatcher) Notify() {
 
 // Run dispatches until ctx ends, then waits for the sends in flight and
 // returns nil. At start every job a previous process left leased is
-// re-queued (bbolt admits one process, so none is live).
+// re-queued when the store is this process's alone (none is live); on a
+// shared store the other replicas' leases are live, and only those that
+// ran out are re-queued, at start and every 10 s.
 //
 // Claims come in batches: a pool of Workers goroutines takes jobs from a
 // buffer of the same size, and the buffer is refilled when half of it is
@@ -175,7 +180,11 @@ func (d *Dispatcher) Notify() {
 // waits for its outcome's commit. Jobs still buffered when ctx ends are
 // released unattempted.
 func (d *Dispatcher) Run(ctx context.Context) error {
-	if n, err := d.db.RequeueExpired(ctx, d.cfg.Now().Add(100*365*24*time.Hour)); err != nil {
+	before := d.cfg.Now()
+	if !d.cfg.Shared {
+		before = before.Add(100 * 365 * 24 * time.Hour)
+	}
+	if n, err := d.db.RequeueExpired(ctx, before); err != nil {
 		return err
 	} else if n > 0 {
 		d.log.Info("re-queued jobs interrupted by the previous run", "count", n)

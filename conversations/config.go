@@ -98,6 +98,10 @@ type Config struct {
 	Lease                  time.Duration
 	Poll                   time.Duration
 	Rand                   io.Reader
+	// Shared says other processes use the store too (store.Store.Shared):
+	// their claimed turns are live, and only those whose lease ran out are
+	// requeued.
+	Shared bool
 }
 
 // AgentConfig is one agent's inbound configuration.

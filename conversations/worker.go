@@ -23,15 +23,21 @@ import (
 // attempt is retried with exponential backoff and jitter; a turn is
 // dead-lettered when its next attempt would come after Lifetime (or after
 // MaxAttempts attempts, when set) or at once on a permanent agent
-// error (RetryTurn brings it back). At start it makes due every turn a
-// previous process held. It returns when ctx ends.
+// error (RetryTurn brings it back). Alone on its store, it makes due at
+// start every turn a previous process held; on a shared store, where other
+// replicas' claims are live, it makes due the turns whose lease ran out, at
+// start and every 10 s. It returns when ctx ends.
 func (r *Router) Run(ctx context.Context) error {
-	if n, err := r.db.RequeueClaimedTurns(ctx, r.start, r.cfg.Now()); err != nil {
+	var requeue func(context.Context)
+	if r.cfg.Shared {
+		requeue = r.requeueExpired
+	} else if n, err := r.db.RequeueClaimedTurns(ctx, r.start, r.cfg.Now()); err != nil {
 		return err
 	} else if n > 0 {
 		r.log.Info("conversation turns requeued after restart", "count", n)
 	}
 	return outbox.Loop[*store.Turn]{
+		Requeue: requeue,
 		Workers: r.cfg.Workers,
 		Claim: func(ctx context.Context, n int) ([]*store.Turn, error) {
 			return r.db.ClaimTurns(ctx, r.cfg.Now(), n, r.cfg.Lease)
@@ -43,6 +49,20 @@ func (r *Router) Run(ctx context.Context) error {
 		Poke:        r.Wake,
 		ClaimFailed: func(err error) { r.log.Error("claim conversation turns", "err", err) },
 	}.Run(ctx)
+}
+
+// requeueExpired makes due the turns whose lease ran out (a replica that
+// died held them): RequeueClaimedTurns takes the turns claimed (UpdatedAt)
+// before its bound, here more than a lease ago.
+func (r *Router) requeueExpired(ctx context.Context) {
+	now := r.cfg.Now()
+	n, err := r.db.RequeueClaimedTurns(ctx, now.Add(-r.cfg.Lease), now)
+	switch {
+	case err != nil && ctx.Err() == nil:
+		r.log.Error("requeue conversation turns whose lease ran out", "err", err)
+	case n > 0:
+		r.log.Warn("conversation turns whose lease ran out requeued", "count", n)
+	}
 }
 
 // RetryTurn makes a dead turn due again now (operator action).

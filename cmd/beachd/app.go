@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"runtime/debug"
 	"sort"
 	"sync/atomic"
@@ -20,9 +19,9 @@ import (
 	"github.com/cool-ai/beachd/channels"
 	"github.com/cool-ai/beachd/conversations"
 	"github.com/cool-ai/beachd/envelope"
+	"github.com/cool-ai/beachd/internal/singleton"
 	"github.com/cool-ai/beachd/render"
 	"github.com/cool-ai/beachd/store"
-	"github.com/cool-ai/beachd/store/bolt"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"golang.org/x/sync/errgroup"
@@ -92,6 +91,10 @@ type app struct {
 	devAgent *devAgent
 	// console holds what the operator console shows (wire_console.go).
 	console consoleParts
+	// singletons holds this replica's singleton leases (wire_replicas.go);
+	// wakes are the functions each store wake-up topic calls.
+	singletons *singleton.Runner
+	wakes      map[string][]func()
 }
 
 // buildApp opens the store and builds every part. Nothing runs yet.
@@ -118,11 +121,12 @@ func buildApp(ctx context.Context, cfg *Config, reg *envelope.Registry, log *slo
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data_dir: %w", err)
 	}
-	db, err := bolt.Open(filepath.Join(cfg.DataDir, "beachd.db"), bolt.Options{})
-	if err != nil {
+	if a.db, err = openStore(ctx, cfg, log); err != nil {
 		return nil, err
 	}
-	a.db = db
+	if err := a.wireSingletons(); err != nil {
+		return nil, err
+	}
 	if a.apiMetrics, err = api.NewMetrics(a.metrics, a.db); err != nil {
 		return nil, err
 	}
@@ -160,11 +164,13 @@ func buildApp(ctx context.Context, cfg *Config, reg *envelope.Registry, log *slo
 	// Envelopes decoded at ingest go to the dispatcher without a store
 	// read and a second decode.
 	envelopes := channels.NewEnvelopeCache(4 << 20)
-	a.dispatcher, err = channels.NewDispatcher(channels.DispatcherConfig{Workers: cfg.Dispatch.Workers, Policies: a.policies, Envelopes: envelopes},
+	a.dispatcher, err = channels.NewDispatcher(channels.DispatcherConfig{Workers: cfg.Dispatch.Workers, Policies: a.policies, Envelopes: envelopes,
+		Shared: a.db.Shared()},
 		a.db, a.deliverers, a.handles, a.apiMetrics, log.With("component", "dispatcher"))
 	if err != nil {
 		return nil, err
 	}
+	a.onWake(store.WakeDeliveries, a.dispatcher.Notify)
 	a.enqueuer = api.NewIngester(api.IngestConfig{Registry: reg,
 		Limits:        envelope.Limits{MaxBytes: cfg.Limits.MaxEnvelopeBytes, MaxParts: cfg.Limits.MaxParts},
 		MaxRecipients: cfg.Limits.MaxRecipients, Channels: configured, Endpoints: endpoints, Agents: agents,
@@ -181,17 +187,20 @@ func buildApp(ctx context.Context, cfg *Config, reg *envelope.Registry, log *slo
 		maxBody = envelope.DefaultLimits.MaxBytes
 	}
 	a.server, err = api.New(api.Config{APIKeys: keysOf(cfg.APIKeys, roleFull), ReadKeys: keysOf(cfg.APIKeys, roleRead), MaxBodyBytes: maxBody + 64<<10,
-		Ready: a.readyErr, MetricsRequireKey: cfg.Metrics.RequireKey},
+		Ready: a.readyErr, ReadyDetails: a.readyDetails, MetricsRequireKey: cfg.Metrics.RequireKey},
 		a.db, a.enqueuer, a.apiMetrics, a.metrics, log.With("component", "api"), a.routes)
 	if err != nil {
 		return nil, err
 	}
-	a.workers = append([]worker{{name: "dispatcher", run: a.dispatcher.Run}, {name: "retention", run: a.prune}}, a.workers...)
+	a.workers = append([]worker{{name: "dispatcher", run: a.dispatcher.Run},
+		{name: "retention", run: a.singleton(singletonRetention, a.prune), started: a.singletonStarted(singletonRetention, nil)}}, a.workers...)
+	a.wireWakeups()
 	return a, nil
 }
 
 // prune removes finished work older than the retention period, every ten
-// minutes, in transactions of at most 1,000 envelopes.
+// minutes, in transactions of at most 1,000 envelopes. It is a singleton:
+// one replica prunes.
 func (a *app) prune(ctx context.Context) error {
 	keep := durationOr(a.cfg.Retention, 7*24*time.Hour)
 	t := time.NewTicker(10 * time.Minute)
@@ -322,7 +331,8 @@ func (a *app) run(ctx context.Context) error {
 	for _, f := range a.onListen {
 		f(a.addr())
 	}
-	a.log.Info("beachd is running", "listen", a.addr(), "data_dir", a.cfg.DataDir, "channels", a.channelNames())
+	a.log.Info("beachd is running", "listen", a.addr(), "data_dir", a.cfg.DataDir, "store", a.cfg.Store.Driver,
+		"holder", a.singletons.Holder(), "channels", a.channelNames())
 	err := g.Wait()
 	a.ready.Store(false)
 	a.close()

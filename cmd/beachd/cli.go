@@ -165,10 +165,20 @@ type ConfigCmd struct {
 type ConfigCheckCmd struct{}
 
 // Run validates the configuration and the template override directory,
-// and prints every problem at once: what `beachd serve` would refuse.
+// and prints every problem at once: what `beachd serve` would refuse. With
+// store.driver postgres it connects to the database, without changing it,
+// and says its schema version.
 func (ConfigCheckCmd) Run(g *globals) error {
-	if _, _, err := loadServeConfig(g.configPath, g.getenv); err != nil {
+	cfg, _, err := loadServeConfig(g.configPath, g.getenv)
+	if err != nil {
 		return err
+	}
+	info, err := cfg.Store.probe(g.ctx)
+	if err != nil {
+		return storeProblem(g.configPath, "store.dsn", err)
+	}
+	if info != "" {
+		fmt.Fprintln(g.stdout, info)
 	}
 	fmt.Fprintf(g.stdout, "%s: ok\n", g.configPath)
 	return nil

@@ -20,11 +20,14 @@ import (
 // Config is beachd's configuration file (docs/configuration.md). Sections owned by a
 // channel or feature live in config_<area>.go beside this file.
 type Config struct {
-	Listen    string    `yaml:"listen"`
-	DataDir   string    `yaml:"data_dir"`
-	PublicURL string    `yaml:"public_url"`
-	APIKeys   []APIKey  `yaml:"api_keys"`
-	Log       LogConfig `yaml:"log"`
+	Listen  string `yaml:"listen"`
+	DataDir string `yaml:"data_dir"`
+	// Store is where the records are kept: the embedded file under
+	// data_dir, or PostgreSQL shared by several replicas (config_store.go).
+	Store     StoreConfig `yaml:"store"`
+	PublicURL string      `yaml:"public_url"`
+	APIKeys   []APIKey    `yaml:"api_keys"`
+	Log       LogConfig   `yaml:"log"`
 	// Metrics guards /metrics.
 	Metrics MetricsConfig `yaml:"metrics"`
 
@@ -96,6 +99,7 @@ func (c *Config) defaults() {
 			c.PublicURL = "http://" + c.Listen
 		}
 	}
+	c.Store.defaults()
 	if c.Log.Format == "" {
 		c.Log.Format = "text"
 	}
@@ -133,6 +137,7 @@ func (c *Config) check(v *validator) *envelope.Registry {
 	if strings.TrimSpace(c.DataDir) == "" {
 		v.errorf("data_dir", "required")
 	}
+	c.Store.validate(v)
 	if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		v.errorf("public_url", "must be an absolute http(s) URL, got %q", c.PublicURL)
 	}

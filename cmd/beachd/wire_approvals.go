@@ -9,12 +9,14 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"time"
 
 	"github.com/cool-ai/beachd/agent"
 	"github.com/cool-ai/beachd/api"
 	"github.com/cool-ai/beachd/approvals"
 	"github.com/cool-ai/beachd/channels/webhook"
 	"github.com/cool-ai/beachd/envelope"
+	"github.com/cool-ai/beachd/store"
 )
 
 // lateEnqueuer adapts the Ingester, which is built after approvals, to
@@ -67,7 +69,16 @@ var errKeyFileMode = errors.New("key file permissions too open")
 func (a *app) wireApprovals() error {
 	cfg := a.cfg.Approvals
 	secret := cfg.Secret
-	if secret == "" {
+	switch {
+	case secret == "" && a.db.Shared():
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		s, err := sharedApprovalKey(ctx, a.db, a.now())
+		if err != nil {
+			return fmt.Errorf("approvals.secret: %w", err)
+		}
+		secret = s
+	case secret == "":
 		s, err := approvalKey(filepath.Join(a.cfg.DataDir, "approval.key"))
 		if err != nil {
 			return fmt.Errorf("approvals.secret: %w", err)
@@ -115,7 +126,9 @@ func (a *app) wireApprovals() error {
 		Lifetime:  cfg.InjectionLifetime,
 		Permanent: func(err error) bool { return agent.IsPermanent(err) || approvals.PermanentHTTP(err) },
 		Now:       a.now,
+		Shared:    a.db.Shared(),
 	}, a.db, func(name string) approvals.Sender { return senders[name] }, log)
+	a.onWake(store.WakeInjections, inj.Wake)
 	enq := lateEnqueuer{a}
 	words, err := cfg.words()
 	if err != nil {
@@ -146,6 +159,7 @@ func (a *app) wireApprovals() error {
 		// agent's A2A generation before its first turn.
 		worker{name: "agent-cards", run: func(ctx context.Context) error { a.agents.Resolve(ctx); return nil }},
 		worker{name: "approval-injector", run: inj.Run},
-		worker{name: "approval-expiry", run: approvals.NewSweeper(svc).Run})
+		worker{name: "approval-expiry", run: a.singleton(singletonExpiry, approvals.NewSweeper(svc).Run),
+			started: a.singletonStarted(singletonExpiry, nil)})
 	return nil
 }

@@ -48,11 +48,13 @@ func (a *app) wireConversations() error {
 		Metrics:           metrics,
 		Enqueue:           lateEnqueuer{a},
 		Media:             lateMedia{a},
+		Shared:            a.db.Shared(),
 	}, a.db, a.inbound, a.agents, lateNotifier{a}, a.log.With("component", "conversations"))
 	if err != nil {
 		return err
 	}
 	a.conversations = r
+	a.onWake(store.WakeTurns, r.Wake)
 	a.inbound = r
 	names := make(map[string]bool, len(a.cfg.Agents))
 	for n := range a.cfg.Agents {

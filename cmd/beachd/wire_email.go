@@ -87,7 +87,9 @@ func (a *app) wireEmail() error {
 	if err != nil {
 		return fmt.Errorf("email intake: %w", err)
 	}
-	a.workers = append(a.workers, worker{name: "email-intake", run: intake.Run})
+	// One replica reads a mailbox.
+	name := imapSingleton(m)
+	a.workers = append(a.workers, worker{name: "email-intake", run: a.singleton(name, intake.Run), started: a.singletonStarted(name, nil)})
 	return nil
 }
 

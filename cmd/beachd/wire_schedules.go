@@ -41,7 +41,10 @@ func (a *app) wireSchedules() error {
 	}
 	a.console.scheduler = s
 	a.routes = append(a.routes, api.ScheduleRoutes(s, log)...)
-	a.workers = append(a.workers, worker{name: "schedules", run: s.Run, started: s.Active})
+	// The scheduler is a singleton: one replica fires the schedules (the
+	// store refuses a second claim of a slot all the same).
+	a.workers = append(a.workers, worker{name: "schedules", run: a.singleton(singletonScheduler, s.Run),
+		started: a.singletonStarted(singletonScheduler, s.Active)})
 	if a.dev && len(defs) > 0 {
 		a.banner = append(a.banner, fmt.Sprintf("schedules: %d configured (beachd schedules list)", len(defs)))
 	}

@@ -33,6 +33,11 @@ type Loop[T any] struct {
 	ClaimFailed func(error)
 	// MaxWait is the longest sleep between looks (default 1s).
 	MaxWait time.Duration
+	// Requeue, when set, runs before a claim at most every RequeueEvery
+	// (default 10s): on a store shared by replicas it makes due the jobs
+	// whose lease ran out in a replica that died.
+	Requeue      func(ctx context.Context)
+	RequeueEvery time.Duration
 }
 
 // Run runs the loop until ctx ends, then waits for the attempts in flight.
@@ -43,6 +48,11 @@ func (l Loop[T]) Run(ctx context.Context) error {
 	if maxWait <= 0 {
 		maxWait = time.Second
 	}
+	requeueEvery := l.RequeueEvery
+	if requeueEvery <= 0 {
+		requeueEvery = 10 * time.Second
+	}
+	var requeued time.Time
 	sem := make(chan struct{}, max(l.Workers, 1))
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -58,6 +68,10 @@ func (l Loop[T]) Run(ctx context.Context) error {
 	}
 	for {
 		free := cap(sem) - len(sem)
+		if now := l.Now(); l.Requeue != nil && now.Sub(requeued) >= requeueEvery {
+			requeued = now
+			l.Requeue(ctx)
+		}
 		var jobs []T
 		if free > 0 {
 			var err error

@@ -86,3 +86,59 @@ func TestLoop(t *testing.T) {
 		t.Errorf("%d claim failures reported, want 1", claimErrs.Load())
 	}
 }
+
+// Requeue runs before the first claim, then at most every RequeueEvery.
+func TestLoopRequeuesPeriodically(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	var requeues, claims atomic.Int32
+	ctx, cancel := context.WithCancel(context.Background())
+	l := Loop[int]{
+		Workers: 1,
+		Claim: func(ctx context.Context, n int) ([]int, error) {
+			if requeues.Load() == 0 {
+				t.Error("claimed before the first requeue")
+			}
+			claims.Add(1)
+			return nil, nil
+		},
+		Attempt:      func(context.Context, int) {},
+		Next:         func() (time.Time, bool) { return time.Time{}, false },
+		Now:          clock,
+		Requeue:      func(context.Context) { requeues.Add(1) },
+		RequeueEvery: 10 * time.Second,
+		MaxWait:      time.Millisecond,
+	}
+	ended := make(chan error, 1)
+	go func() { ended <- l.Run(ctx) }()
+	// waitClaims waits for n more looks.
+	waitClaims := func(n int32) {
+		t.Helper()
+		want := claims.Load() + n
+		for end := time.Now().Add(5 * time.Second); claims.Load() < want; time.Sleep(time.Millisecond) {
+			if time.Now().After(end) {
+				t.Fatal("the loop stopped looking")
+			}
+		}
+	}
+	waitClaims(3)
+	if n := requeues.Load(); n != 1 {
+		t.Fatalf("%d requeues at start, want 1", n)
+	}
+	advance(9 * time.Second)
+	waitClaims(3)
+	if n := requeues.Load(); n != 1 {
+		t.Fatalf("%d requeues after 9 s, want 1", n)
+	}
+	advance(time.Second)
+	waitClaims(3)
+	if n := requeues.Load(); n != 2 {
+		t.Fatalf("%d requeues after 10 s, want 2", n)
+	}
+	cancel()
+	if err := <-ended; err != nil {
+		t.Fatal(err)
+	}
+}

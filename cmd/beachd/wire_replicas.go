@@ -1,0 +1,162 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/cool-ai/beachd/internal/singleton"
+	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/bolt"
+	"github.com/cool-ai/beachd/store/postgres"
+)
+
+// Singletons: the parts that run in one replica at a time (docs/replicas.md).
+const (
+	singletonScheduler = "scheduler"
+	singletonExpiry    = "approval-expiry"
+	singletonRetention = "retention"
+)
+
+// imapSingleton names a mailbox's intake: one per account and mailbox.
+func imapSingleton(m *IMAPConfig) string {
+	return "imap:" + m.Username + "@" + m.Host + "/" + m.Mailbox
+}
+
+// openStore opens the configured store: the embedded file under data_dir
+// (one process), or PostgreSQL (shared by replicas).
+func openStore(ctx context.Context, cfg *Config, log *slog.Logger) (store.Store, error) {
+	if cfg.Store.Driver == driverPostgres {
+		db, err := postgres.Open(ctx, cfg.Store.DSN, postgres.Options{Log: log.With("component", "store")})
+		if err != nil {
+			return nil, err
+		}
+		return db, nil
+	}
+	db, err := bolt.Open(cfg.boltPath(), bolt.Options{})
+	if err != nil {
+		return nil, err
+	}
+	return db, nil
+}
+
+// wireSingletons builds the runner that holds this replica's singleton
+// leases, with its metrics. On the embedded store every lease is this
+// process's.
+func (a *app) wireSingletons() error {
+	r, err := singleton.New(singleton.Config{Leases: a.db, Exclusive: !a.db.Shared(), TTL: a.cfg.Store.LeaseTTL,
+		Log: a.log.With("component", "singleton")})
+	if err != nil {
+		return err
+	}
+	a.singletons = r
+	return r.Register(a.metrics)
+}
+
+// singleton is run as the singleton name: it runs only while this replica
+// holds name's lease (always, on the embedded store).
+func (a *app) singleton(name string, run func(context.Context) error) func(context.Context) error {
+	return func(ctx context.Context) error { return a.singletons.Run(ctx, name, run) }
+}
+
+// singletonStarted is a singleton worker's readiness: settled (this
+// replica knows whether it holds name) and, when it holds it, active (nil:
+// at once).
+func (a *app) singletonStarted(name string, active func() bool) func() bool {
+	return func() bool {
+		return a.singletons.Settled(name) && (!a.singletons.Holds(name) || active == nil || active())
+	}
+}
+
+// onWake makes f run when another replica makes work of topic due
+// (store.Wakeups).
+func (a *app) onWake(topic string, f func()) {
+	if a.wakes == nil {
+		a.wakes = map[string][]func(){}
+	}
+	a.wakes[topic] = append(a.wakes[topic], f)
+}
+
+// wireWakeups adds the worker that passes the store's wake-ups to the
+// parts that wait for due work; the embedded store has none.
+func (a *app) wireWakeups() {
+	ch := a.db.Wakeups()
+	if ch == nil {
+		return
+	}
+	wakes := a.wakes
+	a.workers = append(a.workers, worker{name: "wakeups", run: func(ctx context.Context) error {
+		routeWakeups(ctx, ch, wakes)
+		return nil
+	}})
+}
+
+// routeWakeups calls the functions of each topic received on ch until ctx
+// ends or ch is closed.
+func routeWakeups(ctx context.Context, ch <-chan string, wakes map[string][]func()) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case topic, ok := <-ch:
+			if !ok {
+				return
+			}
+			for _, f := range wakes[topic] {
+				f()
+			}
+		}
+	}
+}
+
+// readyDetails is what /readyz adds to its status: this replica's holder
+// id and the singletons it holds.
+func (a *app) readyDetails() map[string]any {
+	held := a.singletons.Held()
+	if held == nil {
+		held = []singleton.Held{}
+	}
+	return map[string]any{"store": a.cfg.Store.Driver, "holder": a.singletons.Holder(), "singletons": held}
+}
+
+// approvalKeyKV is where replicas on a shared store keep the approvals
+// secret the first of them generated, when approvals.secret is not set:
+// tokens, codes and links made by one replica are checked by another, and
+// data_dir/approval.key is one machine's.
+const approvalKeyKV = "approvals/secret"
+
+// sharedApprovalKey reads the replicas' approvals secret from the store,
+// or generates it there. Replicas starting together agree on one: only the
+// first to record its claim (store Once) writes it; the others wait for it
+// until ctx ends.
+func sharedApprovalKey(ctx context.Context, st store.Store, now time.Time) (string, error) {
+	for claimed := false; ; {
+		v, ok, err := st.GetKV(ctx, approvalKeyKV)
+		if err != nil {
+			return "", fmt.Errorf("read the replicas' secret: %w", err)
+		}
+		if ok {
+			return string(v), nil
+		}
+		if !claimed {
+			claimed = true
+			first, err := st.Once(ctx, approvalKeyKV, now)
+			if err != nil {
+				return "", fmt.Errorf("claim the replicas' secret: %w", err)
+			}
+			if first {
+				s := randomToken(32)
+				if err := st.PutKV(ctx, approvalKeyKV, []byte(s)); err != nil {
+					return "", fmt.Errorf("write the replicas' secret: %w", err)
+				}
+				return s, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return "", fmt.Errorf("another replica claimed to write the replicas' secret and has not: set approvals.secret (the same on every replica): %w", ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
