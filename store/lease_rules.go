@@ -21,3 +21,8 @@ func DecideLease(cur Lease, name, holder string, gen uint64, ttl time.Duration, 
 		return Lease{Name: name, Holder: holder, Generation: cur.Generation + 1, Until: until}, true
 	}
 }
+
+// LivenessLease is the name of the lease a replica on a shared store holds
+// for as long as it runs, under its holder id: the jobs it leased are
+// re-queued as soon as this lease runs out, without waiting for their own.
+func LivenessLease(holder string) string { return "replica/" + holder }

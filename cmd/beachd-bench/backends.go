@@ -230,7 +230,7 @@ func failoverRun(bin, dir, dsn string, ttl time.Duration) (*failover, error) {
 		until  int64
 	}
 	read := func() (map[string]lease, error) {
-		rows, err := conn.Query(ctx, `SELECT name, holder, until_ns FROM singleton_leases WHERE generation > 0`)
+		rows, err := conn.Query(ctx, `SELECT name, holder, until_ns FROM singleton_leases WHERE generation > 0 AND name NOT LIKE 'replica/%'`)
 		if err != nil {
 			return nil, err
 		}

@@ -121,10 +121,13 @@ func buildApp(ctx context.Context, cfg *Config, reg *envelope.Registry, log *slo
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data_dir: %w", err)
 	}
-	if a.db, err = openStore(ctx, cfg, log); err != nil {
+	// One id names this process in the singletons' leases and on the jobs
+	// it leases from a shared store.
+	holder := singleton.NewHolderID()
+	if a.db, err = openStore(ctx, cfg, holder, log); err != nil {
 		return nil, err
 	}
-	if err := a.wireSingletons(); err != nil {
+	if err := a.wireSingletons(holder); err != nil {
 		return nil, err
 	}
 	if a.apiMetrics, err = api.NewMetrics(a.metrics, a.db); err != nil {
@@ -194,6 +197,14 @@ func buildApp(ctx context.Context, cfg *Config, reg *envelope.Registry, log *slo
 	}
 	a.workers = append([]worker{{name: "dispatcher", run: a.dispatcher.Run},
 		{name: "retention", run: a.singleton(singletonRetention, a.prune), started: a.singletonStarted(singletonRetention, nil)}}, a.workers...)
+	if a.db.Shared() {
+		// This replica's liveness: while it holds the lease, the jobs it
+		// leased are its own; once it dies, the others re-queue them.
+		a.workers = append(a.workers, worker{name: "liveness", run: a.singleton(store.LivenessLease(holder), func(ctx context.Context) error {
+			<-ctx.Done()
+			return nil
+		})})
+	}
 	a.wireWakeups()
 	return a, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/internal/testkit/poll"
+	"github.com/cool-ai/beachd/store/postgres/pgtest"
 )
 
 // TestScheduleEndToEnd fires a schedule against the dev a2a-go agent
@@ -17,7 +18,17 @@ func TestScheduleEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the daemon with its mail server")
 	}
+	t.Run("bolt", func(t *testing.T) { scheduleEndToEnd(t, "") })
+	t.Run("postgres", func(t *testing.T) { scheduleEndToEnd(t, pgtest.DSN(t)) })
+}
+
+// scheduleEndToEnd runs the schedule test with the records in PostgreSQL
+// at dsn, or in the embedded file when dsn is "".
+func scheduleEndToEnd(t *testing.T, dsn string) {
 	d := startDev(t, func(c *Config) {
+		if dsn != "" {
+			c.Store = StoreConfig{Driver: "postgres", DSN: dsn}
+		}
 		c.Schedules = []ScheduleConfig{{Name: "morning-brief", Cron: "CRON_TZ=Europe/London 0 8 * * 1-5", Agent: devAgentName,
 			Message: "Today's tasks", To: []envelope.Recipient{
 				{Channel: envelope.ChannelWebhook, Endpoint: devSinkEndpoint},

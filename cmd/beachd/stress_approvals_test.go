@@ -20,6 +20,7 @@ import (
 	"github.com/cool-ai/beachd/agent/a2ajstest"
 	"github.com/cool-ai/beachd/agent/agenttest"
 	"github.com/cool-ai/beachd/channels/webhook"
+	"github.com/cool-ai/beachd/store/postgres/pgtest"
 )
 
 // TestCrashLoopApprovals: a real agent suspends turns on approval
@@ -35,11 +36,21 @@ func TestCrashLoopApprovals(t *testing.T) {
 		t.Skip("builds and runs the daemon")
 	}
 	for _, gen := range []string{agent.V03, agent.V10} {
-		t.Run("a2a-"+gen, func(t *testing.T) { crashLoopApprovals(t, gen) })
+		t.Run("a2a-"+gen, func(t *testing.T) { crashLoopApprovals(t, gen, "") })
 	}
+	// The same loop with the records in PostgreSQL.
+	t.Run("postgres", func(t *testing.T) {
+		crashLoopApprovals(t, agent.V03, pgtest.DSN(t))
+	})
 }
 
-func crashLoopApprovals(t *testing.T, gen string) {
+// crashLoopApprovals runs the loop against an agent of generation gen, with
+// the records in PostgreSQL at dsn, or in the embedded file when dsn is "".
+func crashLoopApprovals(t *testing.T, gen, dsn string) {
+	storeCfg := ""
+	if dsn != "" {
+		storeCfg = fmt.Sprintf("store: {driver: postgres, dsn: %q}\n", dsn)
+	}
 	bin, err := buildOnce()
 	if err != nil {
 		t.Fatal(err)
@@ -103,12 +114,12 @@ func crashLoopApprovals(t *testing.T, gen string) {
 data_dir: %s
 api_keys: ["%s"]
 log: {level: warn}
-agents:
+%sagents:
   travel: {a2a_url: "%s"}
 webhooks:
   endpoints:
     sink: {url: "%s/hook", secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}
-`, addr, filepath.Join(dir, "data"), e2eKey, agentURL, srv.URL)
+`, addr, filepath.Join(dir, "data"), e2eKey, storeCfg, agentURL, srv.URL)
 	cfgPath := filepath.Join(dir, "beachd.yaml")
 	os.WriteFile(cfgPath, []byte(cfg), 0o600)
 	d := &daemon{t: t, bin: bin, cfg: cfgPath, base: "http://" + addr}
@@ -202,6 +213,10 @@ webhooks:
 		}
 	}
 	d.stop()
+	if dsn != "" {
+		checkPostgres(t, dsn)
+		return
+	}
 	db, err := bolt.Open(filepath.Join(dir, "data", "beachd.db"), 0o600, &bolt.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)

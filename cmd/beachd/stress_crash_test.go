@@ -22,6 +22,8 @@ import (
 	"github.com/cool-ai/beachd/channels/webhook"
 	"github.com/cool-ai/beachd/store"
 	"github.com/cool-ai/beachd/store/bolt"
+	"github.com/cool-ai/beachd/store/postgres"
+	"github.com/cool-ai/beachd/store/postgres/pgtest"
 	"github.com/cool-ai/beachd/store/storetest"
 )
 
@@ -95,6 +97,18 @@ func TestCrashLoopMixed(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the daemon")
 	}
+	t.Run("bolt", func(t *testing.T) { crashLoopMixed(t, "") })
+	// The same loop with the records in PostgreSQL.
+	t.Run("postgres", func(t *testing.T) { crashLoopMixed(t, pgtest.DSN(t)) })
+}
+
+// crashLoopMixed runs the loop with the records in PostgreSQL at dsn, or in
+// the embedded file when dsn is "".
+func crashLoopMixed(t *testing.T, dsn string) {
+	storeCfg := ""
+	if dsn != "" {
+		storeCfg = fmt.Sprintf("store: {driver: postgres, dsn: %q}\n", dsn)
+	}
 	kills := 20
 	if *stressLong || os.Getenv("BEACHD_STRESS_LONG") != "" {
 		kills = 100
@@ -129,7 +143,7 @@ data_dir: %s
 public_url: http://%s
 api_keys: ["%s"]
 log: {level: error}
-dispatch: {workers: %d}
+%sdispatch: {workers: %d}
 webhooks:
   endpoints:
     sink: {url: "%s/hook", secret: "%s"}
@@ -147,7 +161,7 @@ twilio:
   timeout: 5s
   whatsapp_templates:
     result: {content_sid: HX0123456789abcdef0123456789abcdef, variables: {"1": "{{.Text}}"}}
-`, addr, dataDir, addr, e2eKey, workers, hookSrv.URL, secret, mailPort, fakeTwilioAccount, fakeTwilioToken, tw.URL)
+`, addr, dataDir, addr, e2eKey, storeCfg, workers, hookSrv.URL, secret, mailPort, fakeTwilioAccount, fakeTwilioToken, tw.URL)
 	cfgPath := filepath.Join(dir, "beachd.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -296,27 +310,39 @@ twilio:
 		t.Errorf("%d duplicates for %d kills of %d workers (bound %d)", dups, kills, workers, bound)
 	}
 
-	// The file: bbolt's check, then the outbox invariants and the Twilio
-	// SIDs we recorded.
-	dbPath := filepath.Join(dataDir, "beachd.db")
+	// The store: bbolt's check of the file, then the outbox invariants and
+	// the Twilio SIDs we recorded. The daemon is gone: the test opens its
+	// store to read the outcome.
+	var db store.Deliveries
 	boltCheck := "ok"
-	bdb, err := bbolt.Open(dbPath, 0o600, &bbolt.Options{ReadOnly: true, Timeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := bdb.View(func(tx *bbolt.Tx) error {
-		for err := range tx.Check() {
-			return err
+	if dsn != "" {
+		checkPostgres(t, dsn)
+		boltCheck = "not bbolt"
+		pg, err := postgres.Open(context.Background(), dsn, postgres.Options{})
+		if err != nil {
+			t.Fatal(err)
 		}
-		return nil
-	}); err != nil {
-		boltCheck = err.Error()
-		t.Errorf("bbolt check: %v", err)
+		defer pg.Close()
+		db = pg
+	} else {
+		dbPath := filepath.Join(dataDir, "beachd.db")
+		bdb, err := bbolt.Open(dbPath, 0o600, &bbolt.Options{ReadOnly: true, Timeout: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := bdb.View(func(tx *bbolt.Tx) error {
+			for err := range tx.Check() {
+				return err
+			}
+			return nil
+		}); err != nil {
+			boltCheck = err.Error()
+			t.Errorf("bbolt check: %v", err)
+		}
+		bdb.Close()
+		// storetest checks the outbox invariants when the test ends.
+		db = storetest.OpenAt(t, dbPath, bolt.Options{})
 	}
-	bdb.Close()
-	// The daemon is gone: the test opens its database to read the outcome,
-	// and storetest checks the outbox invariants when the test ends.
-	db := storetest.OpenAt(t, dbPath, bolt.Options{})
 	for _, a := range all {
 		del, err := db.Delivery(context.Background(), a.id)
 		if err != nil {

@@ -25,10 +25,11 @@ func imapSingleton(m *IMAPConfig) string {
 }
 
 // openStore opens the configured store: the embedded file under data_dir
-// (one process), or PostgreSQL (shared by replicas).
-func openStore(ctx context.Context, cfg *Config, log *slog.Logger) (store.Store, error) {
+// (one process), or PostgreSQL (shared by replicas), where holder names
+// this replica on the jobs it leases.
+func openStore(ctx context.Context, cfg *Config, holder string, log *slog.Logger) (store.Store, error) {
 	if cfg.Store.Driver == driverPostgres {
-		db, err := postgres.Open(ctx, cfg.Store.DSN, postgres.Options{Log: log.With("component", "store")})
+		db, err := postgres.Open(ctx, cfg.Store.DSN, postgres.Options{Log: log.With("component", "store"), Holder: holder})
 		if err != nil {
 			return nil, err
 		}
@@ -44,8 +45,8 @@ func openStore(ctx context.Context, cfg *Config, log *slog.Logger) (store.Store,
 // wireSingletons builds the runner that holds this replica's singleton
 // leases, with its metrics. On the embedded store every lease is this
 // process's.
-func (a *app) wireSingletons() error {
-	r, err := singleton.New(singleton.Config{Leases: a.db, Exclusive: !a.db.Shared(), TTL: a.cfg.Store.LeaseTTL,
+func (a *app) wireSingletons(holder string) error {
+	r, err := singleton.New(singleton.Config{Leases: a.db, Exclusive: !a.db.Shared(), TTL: a.cfg.Store.LeaseTTL, Holder: holder,
 		Log: a.log.With("component", "singleton")})
 	if err != nil {
 		return err

@@ -69,7 +69,8 @@ func (s *DB) ForgetSeen(ctx context.Context, key string) error {
 }
 
 // PruneRecords removes, up to max of each kind, the idempotency keys,
-// handled inbound message ids and provider callbacks older than before.
+// handled inbound message ids and provider callbacks older than before, and
+// the liveness leases of replicas that stopped before it.
 func (s *DB) PruneRecords(ctx context.Context, before time.Time, max int) (int, error) {
 	if max <= 0 {
 		max = 10000
@@ -79,6 +80,9 @@ func (s *DB) PruneRecords(ctx context.Context, before time.Time, max int) (int, 
 		`DELETE FROM idempotency WHERE key IN (SELECT key FROM idempotency WHERE created_ns < $1 LIMIT $2)`,
 		`DELETE FROM inbound_seen WHERE (channel, msg_id) IN (SELECT channel, msg_id FROM inbound_seen WHERE at_ns < $1 LIMIT $2)`,
 		`DELETE FROM callbacks_seen WHERE key IN (SELECT key FROM callbacks_seen WHERE at_ns < $1 LIMIT $2)`,
+		// Stopped replicas' liveness leases (one per process start).
+		`DELETE FROM singleton_leases WHERE name IN (SELECT name FROM singleton_leases
+			WHERE name LIKE 'replica/%' AND until_ns < $1 LIMIT $2)`,
 	} {
 		tag, err := s.pool.Exec(ctx, q, nanos(before), max)
 		if err != nil {

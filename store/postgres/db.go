@@ -37,6 +37,12 @@ type Options struct {
 	MaxConns int32
 	// Log receives the listener's reconnects; default slog.Default().
 	Log *slog.Logger
+	// Holder names this replica on the jobs it leases. While the replica
+	// holds its liveness lease (store.LivenessLease(Holder)) the jobs are
+	// its; once that lease has run out, RequeueExpired re-queues them
+	// without waiting for their own leases. Empty: jobs wait for their
+	// leases.
+	Holder string
 }
 
 // DB is beachd's store in PostgreSQL.
@@ -45,6 +51,8 @@ type DB struct {
 	now  func() time.Time
 	rand io.Reader
 	log  *slog.Logger
+	// holder is Options.Holder.
+	holder string
 	// channel is the NOTIFY channel: one per schema, so that two beachd
 	// installations (or two tests) in one database do not wake each other.
 	channel string
@@ -82,7 +90,7 @@ func Open(ctx context.Context, dsn string, opt Options) (*DB, error) {
 		pool.Close()
 		return nil, fmt.Errorf("open postgres %s: %w", redact(cfg.ConnConfig), err)
 	}
-	s := &DB{pool: pool, now: opt.Now, rand: opt.Rand, log: opt.Log, wake: make(chan string, 16), done: make(chan struct{})}
+	s := &DB{pool: pool, now: opt.Now, rand: opt.Rand, log: opt.Log, holder: opt.Holder, wake: make(chan string, 16), done: make(chan struct{})}
 	var schema string
 	if err := pool.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
 		pool.Close()

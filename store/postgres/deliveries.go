@@ -402,8 +402,8 @@ func (s *DB) ClaimAdmitting(ctx context.Context, max int, lease time.Duration, a
 		for i, d := range choice.Taken {
 			ids[i] = d.ID
 		}
-		if _, err := tx.Exec(ctx, `UPDATE deliveries SET state = 'sending', due_ns = NULL, lease_until_ns = $2
-			WHERE id = ANY($1)`, ids, nanos(until)); err != nil {
+		if _, err := tx.Exec(ctx, `UPDATE deliveries SET state = 'sending', due_ns = NULL, lease_until_ns = $2,
+			lease_holder = NULLIF($3, '') WHERE id = ANY($1)`, ids, nanos(until), s.holder); err != nil {
 			return fmt.Errorf("lease: %w", err)
 		}
 		out = choice.Taken
@@ -652,8 +652,13 @@ func (s *DB) RequeueExpired(ctx context.Context, before time.Time) (int, error) 
 	n := 0
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		n = 0
-		rows, err := tx.Query(ctx, `SELECT doc, NULL::bigint FROM deliveries
-			WHERE lease_until_ns IS NOT NULL AND lease_until_ns <= $1 ORDER BY id FOR UPDATE SKIP LOCKED`, clampNanos(before))
+		// A lease ends when it runs out, or when the replica holding it
+		// stopped renewing its liveness lease (it died): its jobs need not
+		// wait for their own, longer leases.
+		rows, err := tx.Query(ctx, `SELECT doc, NULL::bigint FROM deliveries d
+			WHERE lease_until_ns IS NOT NULL AND (lease_until_ns <= $1 OR EXISTS (
+				SELECT 1 FROM singleton_leases l WHERE l.name = $3 || d.lease_holder AND l.until_ns <= $2))
+			ORDER BY id FOR UPDATE SKIP LOCKED`, clampNanos(before), nanos(now), store.LivenessLease(""))
 		if err != nil {
 			return err
 		}

@@ -109,7 +109,7 @@ func takeLease(ctx context.Context, tx pgx.Tx, id string, leaseUntil time.Time) 
 
 // updateDeliverySQL rewrites a delivery's record and the columns that
 // follow it (updateArgs).
-const updateDeliverySQL = `UPDATE deliveries SET state = $2, due_ns = $3, lease_until_ns = NULL,
+const updateDeliverySQL = `UPDATE deliveries SET state = $2, due_ns = $3, lease_until_ns = NULL, lease_holder = NULL,
 	updated_ns = $4, doc = $5 WHERE id = $1`
 
 // updateArgs are updateDeliverySQL's arguments for the stored record d of

@@ -32,6 +32,11 @@ CREATE TABLE deliveries (
     state          text NOT NULL,
     due_ns         bigint,
     lease_until_ns bigint,
+    -- lease_holder: the replica that holds the lease (postgres.Options
+    -- Holder); when that replica's liveness lease (singleton_leases
+    -- 'replica/<holder>') has run out, the job is re-queued at once rather
+    -- than at the end of its own lease.
+    lease_holder   text,
     created_ns     bigint NOT NULL,
     updated_ns     bigint NOT NULL,
     conversation   text NOT NULL,

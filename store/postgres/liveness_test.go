@@ -1,0 +1,56 @@
+package postgres
+
+import (
+	"testing"
+	"time"
+
+	"github.com/cool-ai/beachd/store"
+)
+
+// A job leased by a replica whose liveness lease ran out is re-queued at
+// once; a live replica's job waits for its own lease.
+func TestRequeueJobsOfADeadReplica(t *testing.T) {
+	c := dlvClock()
+	reps := openReplicas(t, c, 2)
+	a, b := reps[0], reps[1]
+	a.holder, b.holder = "host/1/a", "host/2/b"
+	for _, r := range reps {
+		if _, ok, err := r.AcquireLease(dlvCtx, store.LivenessLease(r.holder), r.holder, 0, 15*time.Second); err != nil || !ok {
+			t.Fatalf("liveness lease of %s: %v %v", r.holder, ok, err)
+		}
+	}
+	ingestN(t, a, 2)
+	ja, err := a.Claim(dlvCtx, 1, 5*time.Minute, nil)
+	if err != nil || len(ja) != 1 {
+		t.Fatalf("claim on a: %v %v", ja, err)
+	}
+	jb, err := b.Claim(dlvCtx, 1, 5*time.Minute, nil)
+	if err != nil || len(jb) != 1 {
+		t.Fatalf("claim on b: %v %v", jb, err)
+	}
+	// Both replicas alive: nothing is re-queued before the leases end.
+	c.Advance(10 * time.Second)
+	if n, err := b.RequeueExpired(dlvCtx, c.Now()); err != nil || n != 0 {
+		t.Fatalf("re-queued %d with both replicas alive: %v", n, err)
+	}
+	// a stops renewing; b renews. Once a's liveness lease has run out, its
+	// job is re-queued (maybe sent), b's is not.
+	if _, ok, err := b.AcquireLease(dlvCtx, store.LivenessLease(b.holder), b.holder, 1, 15*time.Second); err != nil || !ok {
+		t.Fatalf("renew b: %v %v", ok, err)
+	}
+	c.Advance(6 * time.Second)
+	if n, err := b.RequeueExpired(dlvCtx, c.Now()); err != nil || n != 1 {
+		t.Fatalf("re-queued %d after a's liveness ran out, want 1: %v", n, err)
+	}
+	got, err := b.Delivery(dlvCtx, ja[0].ID)
+	if err != nil || got.State == store.StateSending || !got.MaybeSent {
+		t.Fatalf("a's job after re-queue: %+v %v", got, err)
+	}
+	if got, err := b.Delivery(dlvCtx, jb[0].ID); err != nil || got.State != store.StateSending {
+		t.Fatalf("b's job: %+v %v", got, err)
+	}
+	// a's late outcome is refused: its lease is gone.
+	if _, err := a.Record(dlvCtx, ja[0].ID, ja[0].LeaseUntil, store.Outcome{State: store.StateSent}); err == nil {
+		t.Fatal("a recorded an outcome for a job re-queued after its death")
+	}
+}
