@@ -210,7 +210,7 @@ func (s *DB) decideTx(ctx context.Context, tx pgx.Tx, d store.Decision) (a *stor
 		}
 		a.InjectionID = d.InjectionID
 		job = newInjection(a, d)
-		if err := insertInjectionTx(ctx, tx, job); err != nil {
+		if err := insertInjectionTx(ctx, tx, job, s.holder); err != nil {
 			return nil, nil, false, err
 		}
 		if err := s.notify(ctx, tx, store.WakeInjections); err != nil {

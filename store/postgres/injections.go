@@ -34,14 +34,16 @@ func injectionColumns(inj *store.Injection) (next, leaseUntil *int64, doc []byte
 	return next, leaseUntil, doc, nil
 }
 
-// insertInjectionTx stores a new job.
-func insertInjectionTx(ctx context.Context, tx pgx.Tx, inj *store.Injection) error {
+// insertInjectionTx stores a new job; one leased already (claimed by its
+// decision) names holder, this replica, as its lease's holder.
+func insertInjectionTx(ctx context.Context, tx pgx.Tx, inj *store.Injection, holder string) error {
 	next, lease, doc, err := injectionColumns(inj)
 	if err != nil {
 		return err
 	}
-	_, err = tx.Exec(ctx, `INSERT INTO injections (id, approval_id, state, next_ns, lease_until_ns, updated_ns, doc)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)`, inj.ID, inj.ApprovalID, inj.State, next, lease, nanos(inj.UpdatedAt), doc)
+	_, err = tx.Exec(ctx, `INSERT INTO injections (id, approval_id, state, next_ns, lease_until_ns, updated_ns, doc, lease_holder)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, CASE WHEN $5::bigint IS NULL THEN NULL ELSE NULLIF($8, '') END)`,
+		inj.ID, inj.ApprovalID, inj.State, next, lease, nanos(inj.UpdatedAt), doc, holder)
 	if err != nil {
 		return fmt.Errorf("store injection %s: %w", inj.ID, err)
 	}
@@ -49,8 +51,8 @@ func insertInjectionTx(ctx context.Context, tx pgx.Tx, inj *store.Injection) err
 }
 
 // updateInjectionSQL writes a job over its row.
-const updateInjectionSQL = `UPDATE injections SET state = $2, next_ns = $3, lease_until_ns = $4, updated_ns = $5, doc = $6
-	WHERE id = $1`
+const updateInjectionSQL = `UPDATE injections SET state = $2, next_ns = $3, lease_until_ns = $4, updated_ns = $5, doc = $6,
+	lease_holder = CASE WHEN $4::bigint IS NULL THEN NULL ELSE lease_holder END WHERE id = $1`
 
 // updateInjectionTx writes inj over its row.
 func updateInjectionTx(ctx context.Context, tx pgx.Tx, inj *store.Injection) error {
@@ -102,8 +104,12 @@ func (s *DB) ClaimInjections(ctx context.Context, now time.Time, max int, lease 
 	var out []*store.Injection
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		out = nil
-		rows, err := tx.Query(ctx, `SELECT doc FROM injections WHERE next_ns <= $1
-			ORDER BY next_ns, id LIMIT $2 FOR UPDATE SKIP LOCKED`, nanos(now), max)
+		// Due jobs, and jobs leased by a replica whose liveness lease ran
+		// out (it died): they need not wait for their own leases.
+		rows, err := tx.Query(ctx, `SELECT doc FROM injections i WHERE next_ns <= $1
+			OR (lease_holder IS NOT NULL AND EXISTS (SELECT 1 FROM singleton_leases l
+				WHERE l.name = $3 || i.lease_holder AND l.until_ns <= $1))
+			ORDER BY next_ns, id LIMIT $2 FOR UPDATE SKIP LOCKED`, nanos(now), max, store.LivenessLease(""))
 		if err != nil {
 			return err
 		}
@@ -124,6 +130,7 @@ func (s *DB) ClaimInjections(ctx context.Context, now time.Time, max int, lease 
 				return err
 			}
 			b.Queue(updateInjectionSQL, inj.ID, inj.State, next, until, nanos(inj.UpdatedAt), doc)
+			b.Queue(`UPDATE injections SET lease_holder = NULLIF($2, '') WHERE id = $1`, inj.ID, s.holder)
 			out = append(out, inj)
 		}
 		return tx.SendBatch(ctx, b).Close()

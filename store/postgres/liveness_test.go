@@ -54,3 +54,32 @@ func TestRequeueJobsOfADeadReplica(t *testing.T) {
 		t.Fatal("a recorded an outcome for a job re-queued after its death")
 	}
 }
+
+// An injection claimed by a replica whose liveness lease ran out is taken
+// by another replica before its own lease ends; a live replica's is not.
+func TestInjectionOfADeadReplicaIsClaimedAgain(t *testing.T) {
+	c := dlvClock()
+	reps := openReplicas(t, c, 2)
+	a, b := reps[0], reps[1]
+	a.holder, b.holder = "host/1/a", "host/2/b"
+	if _, ok, err := a.AcquireLease(dlvCtx, store.LivenessLease(a.holder), a.holder, 0, 15*time.Second); err != nil || !ok {
+		t.Fatalf("liveness lease of a: %v %v", ok, err)
+	}
+	decided(t, a, c, "a1", store.ApprovalGranted, 0)
+	got, err := a.ClaimInjections(dlvCtx, c.Now(), 1, 2*time.Minute)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("claim on a: %+v %v", got, err)
+	}
+	c.Advance(10 * time.Second)
+	if again, err := b.ClaimInjections(dlvCtx, c.Now(), 1, 2*time.Minute); err != nil || len(again) != 0 {
+		t.Fatalf("b took a live replica's injection: %+v %v", again, err)
+	}
+	c.Advance(10 * time.Second) // a's liveness lease has run out
+	again, err := b.ClaimInjections(dlvCtx, c.Now(), 1, 2*time.Minute)
+	if err != nil || len(again) != 1 || again[0].ID != got[0].ID {
+		t.Fatalf("b did not take the dead replica's injection: %+v %v", again, err)
+	}
+	if _, err := a.RecordInjection(dlvCtx, got[0], store.InjectionOutcome{State: store.InjectionDone, At: c.Now()}); err == nil {
+		t.Fatal("a recorded an injection taken over after its death")
+	}
+}

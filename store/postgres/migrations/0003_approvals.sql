@@ -52,6 +52,9 @@ CREATE TABLE injections (
     state          text NOT NULL,
     next_ns        bigint,
     lease_until_ns bigint,
+    -- lease_holder: the replica holding the lease; a job whose holder's
+    -- liveness lease ran out is claimable before its own lease ends.
+    lease_holder   text,
     updated_ns     bigint NOT NULL,
     doc            json NOT NULL,
     CHECK ((next_ns IS NOT NULL) = (state = 'pending')),
