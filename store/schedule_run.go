@@ -87,3 +87,23 @@ func (r ScheduleRun) Finished() bool {
 	}
 	return false
 }
+
+// SetPaused pauses (paused true) or resumes the schedule at now and
+// reports whether that changed it. Pausing a paused schedule keeps the
+// first PausedAt and PausedBy. Resuming moves the cursor forward to now, so
+// that the slots that came due while the schedule was paused are skipped
+// rather than caught up.
+func (st *ScheduleState) SetPaused(paused bool, by string, now time.Time) bool {
+	switch {
+	case paused == st.Paused:
+		return false
+	case paused:
+		st.Paused, st.PausedAt, st.PausedBy = true, now, by
+	default:
+		st.Paused, st.PausedAt, st.PausedBy = false, time.Time{}, ""
+		if st.Cursor.Before(now) {
+			st.Cursor = now
+		}
+	}
+	return true
+}

@@ -35,15 +35,15 @@ func checkApprovalsTx(tx *bbolt.Tx, as []store.NewApproval) error {
 	ids, tokens := map[string]bool{}, map[string]bool{}
 	for _, na := range as {
 		id := na.Approval.ID
-		if id == "" || len(id) > maxStoredKey {
-			return refuse(fmt.Errorf("approval id %q: empty or longer than %d bytes", id, maxStoredKey))
+		if id == "" || len(id) > store.MaxKey {
+			return refuse(fmt.Errorf("approval id %q: empty or longer than %d bytes", id, store.MaxKey))
 		}
 		if ids[id] || tx.Bucket(bApprovals).Get([]byte(id)) != nil {
 			return refuse(fmt.Errorf("approval %q: %w", id, store.ErrDuplicateApproval))
 		}
 		ids[id] = true
 		for h := range na.Tokens {
-			if h == "" || len(h) > maxStoredKey {
+			if h == "" || len(h) > store.MaxKey {
 				return refuse(fmt.Errorf("approval %q: empty or oversize token hash", id))
 			}
 			if tokens[h] || tx.Bucket(bApprovalTokens).Get([]byte(h)) != nil {

@@ -12,11 +12,6 @@ import (
 	"github.com/cool-ai/beachd/store"
 )
 
-// maxStoredKey bounds the caller-given values the store uses as keys
-// (idempotency keys, provider ids), far below bbolt's 32 KiB key limit:
-// a key bbolt refused would fail its whole group commit after writing.
-const maxStoredKey = 1024
-
 // Claim takes up to max due jobs (next attempt ≤ now), leases them until
 // now+lease, and returns them in state sending. admit, when set, is asked
 // for each candidate inside the transaction and must be fast and free of

@@ -5,8 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"time"
 
 	bbolt "go.etcd.io/bbolt"
@@ -70,74 +68,23 @@ func (s *DB) QueryDeliveries(ctx context.Context, f store.DeliveryFilter, limit 
 // DeliveryStats counts deliveries by state and channel and the rates of the
 // last hour and day, as of now.
 func (s *DB) DeliveryStats(ctx context.Context, now time.Time) (*store.DeliveryStats, error) {
-	st := &store.DeliveryStats{At: now, ByState: map[store.State]int{}}
-	byCh := map[string]*store.ChannelStats{}
-	h1, h24 := now.Add(-time.Hour), now.Add(-24*time.Hour)
+	c := store.NewStatsCounter(now)
 	err := s.bolt.View(func(tx *bbolt.Tx) error {
-		c := tx.Bucket(bDeliveries).Cursor()
-		scanned := 0
-		for k, v := c.Last(); k != nil; k, v = c.Prev() {
-			if scanned++; scanned > store.MaxScan {
-				st.Truncated = true
-				return nil
-			}
+		cur := tx.Bucket(bDeliveries).Cursor()
+		for k, v := cur.Last(); k != nil && !c.Full(); k, v = cur.Prev() {
 			var d store.Delivery
 			if err := decodeDelivery(v, &d); err != nil {
 				return fmt.Errorf("delivery %s: %w", k, err)
 			}
 			overlayLease(tx, &d)
-			cs := byCh[d.Channel]
-			if cs == nil {
-				cs = &store.ChannelStats{Channel: d.Channel, ByState: map[store.State]int{}}
-				byCh[d.Channel] = cs
-			}
-			st.ByState[d.State]++
-			cs.ByState[d.State]++
-			if !d.CreatedAt.Before(h1) {
-				st.Created1h++
-			}
-			if !d.CreatedAt.Before(h24) {
-				st.Created24++
-			}
-			switch d.State {
-			case store.StateSent:
-				if !d.SentAt.Before(h1) {
-					st.Sent1h++
-					cs.Sent1h++
-				}
-				if !d.SentAt.Before(h24) {
-					st.Sent24h++
-					cs.Sent24h++
-				}
-				if d.SentAt.After(cs.LastSentAt) {
-					cs.LastSentAt = d.SentAt
-				}
-			case store.StateDead:
-				st.Dead++
-				if !d.UpdatedAt.Before(h1) {
-					st.Dead1h++
-					cs.Dead1h++
-				}
-				if !d.UpdatedAt.Before(h24) {
-					st.Dead24h++
-					cs.Dead24h++
-				}
-			case store.StateRetrying:
-				cs.Retrying++
-			}
-			if d.LastError != "" && d.State != store.StateSent && d.UpdatedAt.After(cs.LastErrorAt) {
-				cs.LastError, cs.LastErrorAt = d.LastError, d.UpdatedAt
-			}
+			c.Add(&d)
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	for _, name := range slices.Sorted(maps.Keys(byCh)) {
-		st.Channels = append(st.Channels, byCh[name])
-	}
-	return st, nil
+	return c.Stats(), nil
 }
 
 // DeadSince lists the ids of dead deliveries that died at or after since

@@ -152,7 +152,7 @@ func (s *DB) ConversationMessages(ctx context.Context, id string, limit int) ([]
 // conversation updated. Ingest calls it for every delivery.
 func indexConversationDeliveryTx(tx *bbolt.Tx, d *store.Delivery) error {
 	cnv := d.Extra[envelope.ExtraConversation]
-	if cnv == "" || len(cnv) > maxStoredKey {
+	if cnv == "" || len(cnv) > store.MaxKey {
 		return nil
 	}
 	if err := tx.Bucket(bConvMessages).Put(convMessageKey(cnv, d.CreatedAt, 'o', d.ID), nil); err != nil {

@@ -31,8 +31,8 @@ func (s *DB) RecordInbound(ctx context.Context, w store.InboundWrite) (*store.In
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if len(w.Record.MessageID) > maxStoredKey {
-		w.Record.MessageID = w.Record.MessageID[:maxStoredKey]
+	if len(w.Record.MessageID) > store.MaxKey {
+		w.Record.MessageID = w.Record.MessageID[:store.MaxKey]
 	}
 	var out *store.InboundWritten
 	var dup bool

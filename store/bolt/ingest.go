@@ -26,8 +26,8 @@ func (s *DB) Ingest(ctx context.Context, in store.Ingest) (*store.IngestResult, 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if len(in.IdempotencyKey) > maxStoredKey {
-		return nil, fmt.Errorf("ingest: idempotency key of %d bytes; at most %d", len(in.IdempotencyKey), maxStoredKey)
+	if len(in.IdempotencyKey) > store.MaxKey {
+		return nil, fmt.Errorf("ingest: idempotency key of %d bytes; at most %d", len(in.IdempotencyKey), store.MaxKey)
 	}
 	for _, d := range in.Deliveries {
 		// Checked here, before the shared commit: a failure after writing

@@ -3,8 +3,6 @@ package bolt
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"slices"
 
 	"go.etcd.io/bbolt"
 
@@ -14,34 +12,6 @@ import (
 func providerKey(channel, pid string) []byte { return []byte(channel + "\x00" + pid) }
 
 func deliveryPIDKey(id, pid string) []byte { return []byte(id + "\x00" + pid) }
-
-// attemptPIDs are the provider ids an outcome gives its delivery: its
-// ProviderID, and the ids its receipt lists in meta "parts" (an SMS sent as
-// several messages, each of which gets its own status callbacks). A part id
-// too long to be a key is left out: it only helps find the delivery.
-func attemptPIDs(o *store.Outcome) []string {
-	var out []string
-	if o.ProviderID != "" {
-		out = append(out, o.ProviderID)
-	}
-	if !bytes.Contains(o.Attempt.Receipt, []byte(`"parts"`)) {
-		return out
-	}
-	var r struct {
-		Meta struct {
-			Parts []string `json:"parts"`
-		} `json:"meta"`
-	}
-	if json.Unmarshal(o.Attempt.Receipt, &r) != nil {
-		return out // not a receipt with a list of ids: nothing more to find it by
-	}
-	for _, pid := range r.Meta.Parts {
-		if pid != "" && len(pid) <= maxStoredKey && !slices.Contains(out, pid) {
-			out = append(out, pid)
-		}
-	}
-	return out
-}
 
 // putProviderIDTx makes pid find d, and lists it under d so that pruning d
 // removes the entry (deleteProviderIDsTx). An id a provider reuses (an SMTP

@@ -21,16 +21,10 @@ func (s *DB) Record(ctx context.Context, id string, leaseUntil time.Time, o stor
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	switch {
-	case o.State != store.StateSent && o.State != store.StateRetrying && o.State != store.StateDead:
-		return nil, fmt.Errorf("record %s: %w: outcome state %q", id, store.ErrBadState, o.State)
-	case o.State == store.StateRetrying && o.NextAttemptAt.IsZero():
-		// A zero time would sort after every real one: never due again.
-		return nil, fmt.Errorf("record %s: %w: retrying without a next attempt time", id, store.ErrBadState)
-	case len(o.ProviderID) > maxStoredKey:
-		return nil, fmt.Errorf("record %s: provider id of %d bytes; at most %d", id, len(o.ProviderID), maxStoredKey)
+	if err := store.CheckOutcome(id, o); err != nil {
+		return nil, err
 	}
-	pids := attemptPIDs(&o) // decoded outside the shared transaction
+	pids := store.OutcomeProviderIDs(&o) // decoded outside the shared transaction
 	now := s.now()
 	var out *store.Delivery
 	err := s.write(func(tx *bbolt.Tx) error {
@@ -40,28 +34,11 @@ func (s *DB) Record(ctx context.Context, id string, leaseUntil time.Time, o stor
 			return err
 		}
 		d, prev := *stored, *stored
-		d.Attempts++
-		o.Attempt.N = d.Attempts
-		d.State = o.State
-		d.UpdatedAt = now
-		d.LastError = o.Error
-		d.MaybeSent = o.MaybeSent
-		if o.ProviderID != "" {
-			d.ProviderID = o.ProviderID
-		}
+		store.ApplyOutcome(&d, &o, now)
 		for _, pid := range pids {
 			if err := putProviderIDTx(tx, &d, pid); err != nil {
 				return err
 			}
-		}
-		switch o.State {
-		case store.StateSent:
-			d.SentAt = now
-			d.DeadReason = ""
-		case store.StateRetrying:
-			d.NextAttemptAt = o.NextAttemptAt
-		case store.StateDead:
-			d.DeadReason = o.DeadReason
 		}
 		if err := putDeliveryTx(tx, &d, prev.State); err != nil {
 			return err

@@ -287,18 +287,8 @@ func (s *DB) SetSchedulePaused(ctx context.Context, name string, paused bool, by
 		} else if err != nil {
 			return err
 		}
-		switch {
-		case paused && st.Paused, !paused && !st.Paused:
-			if err == nil {
-				return nil
-			}
-		case paused:
-			st.Paused, st.PausedAt, st.PausedBy = true, now, by
-		default:
-			st.Paused, st.PausedAt, st.PausedBy = false, time.Time{}, ""
-			if st.Cursor.Before(now) {
-				st.Cursor = now
-			}
+		if !st.SetPaused(paused, by, now) && err == nil {
+			return nil
 		}
 		return putJSON(b, []byte(name), st)
 	})

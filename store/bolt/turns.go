@@ -100,8 +100,8 @@ func claimedTurnTx(tx *bbolt.Tx, claimed *store.Turn) (*store.Turn, error) {
 // SetTurnTask records the agent's task id of a claimed turn, so that after
 // a restart the turn's task is polled instead of sending the message again.
 func (s *DB) SetTurnTask(ctx context.Context, claimed *store.Turn, taskID string) error {
-	if len(taskID) > maxStoredKey {
-		return fmt.Errorf("turn %s: task id of %d bytes; at most %d", claimed.ID, len(taskID), maxStoredKey)
+	if len(taskID) > store.MaxKey {
+		return fmt.Errorf("turn %s: task id of %d bytes; at most %d", claimed.ID, len(taskID), store.MaxKey)
 	}
 	err := s.bolt.Batch(func(tx *bbolt.Tx) error {
 		t, err := claimedTurnTx(tx, claimed)

@@ -20,10 +20,6 @@ import (
 	"github.com/cool-ai/beachd/store"
 )
 
-// convMaxKey bounds a provider message id and a conversation id as a key,
-// as the embedded store bounds its keys.
-const convMaxKey = 1024
-
 // Bounds of a conversation, as the embedded store keeps them.
 const (
 	// convMaxParticipants bounds a conversation's participants.
@@ -96,8 +92,8 @@ func (s *DB) RecordInbound(ctx context.Context, w store.InboundWrite) (*store.In
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if len(w.Record.MessageID) > convMaxKey {
-		w.Record.MessageID = w.Record.MessageID[:convMaxKey]
+	if len(w.Record.MessageID) > store.MaxKey {
+		w.Record.MessageID = w.Record.MessageID[:store.MaxKey]
 	}
 	var out *store.InboundWritten
 	var dup bool
@@ -577,7 +573,7 @@ func (s *DB) ConversationMessages(ctx context.Context, id string, limit int) ([]
 // for every delivery, in its transaction.
 func (s *DB) indexConversationDeliveryTx(ctx context.Context, tx pgx.Tx, d *store.Delivery) error {
 	cnv := d.Extra[envelope.ExtraConversation]
-	if cnv == "" || len(cnv) > convMaxKey {
+	if cnv == "" || len(cnv) > store.MaxKey {
 		return nil
 	}
 	if err := putConversationMessageTx(ctx, tx, cnv, d.CreatedAt, "out", d.ID); err != nil {

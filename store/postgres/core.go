@@ -416,18 +416,8 @@ func (s *DB) SetSchedulePaused(ctx context.Context, name string, paused bool, by
 		if !ok {
 			st = store.ScheduleState{Name: name, Cursor: now, FirstSeen: now}
 		}
-		switch {
-		case paused == st.Paused:
-			if ok {
-				return nil
-			}
-		case paused:
-			st.Paused, st.PausedAt, st.PausedBy = true, now, by
-		default:
-			st.Paused, st.PausedAt, st.PausedBy = false, time.Time{}, ""
-			if st.Cursor.Before(now) {
-				st.Cursor = now
-			}
+		if !st.SetPaused(paused, by, now) && ok {
+			return nil
 		}
 		return putSchedule(ctx, tx, st)
 	})

@@ -21,8 +21,8 @@ func (s *DB) Ingest(ctx context.Context, in store.Ingest) (*store.IngestResult, 
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if len(in.IdempotencyKey) > maxStoredKey {
-		return nil, fmt.Errorf("ingest: idempotency key of %d bytes; at most %d", len(in.IdempotencyKey), maxStoredKey)
+	if len(in.IdempotencyKey) > store.MaxKey {
+		return nil, fmt.Errorf("ingest: idempotency key of %d bytes; at most %d", len(in.IdempotencyKey), store.MaxKey)
 	}
 	if err := checkChannels(&in); err != nil {
 		return nil, fmt.Errorf("ingest: %w", err)
@@ -552,15 +552,10 @@ func (s *DB) Record(ctx context.Context, id string, leaseUntil time.Time, o stor
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	switch {
-	case o.State != store.StateSent && o.State != store.StateRetrying && o.State != store.StateDead:
-		return nil, fmt.Errorf("record %s: %w: outcome state %q", id, store.ErrBadState, o.State)
-	case o.State == store.StateRetrying && o.NextAttemptAt.IsZero():
-		return nil, fmt.Errorf("record %s: %w: retrying without a next attempt time", id, store.ErrBadState)
-	case len(o.ProviderID) > maxStoredKey:
-		return nil, fmt.Errorf("record %s: provider id of %d bytes; at most %d", id, len(o.ProviderID), maxStoredKey)
+	if err := store.CheckOutcome(id, o); err != nil {
+		return nil, err
 	}
-	pids := attemptPIDs(&o)
+	pids := store.OutcomeProviderIDs(&o)
 	now := s.now()
 	var out *store.Delivery
 	err := s.tx(ctx, func(tx pgx.Tx) error {
@@ -569,25 +564,8 @@ func (s *DB) Record(ctx context.Context, id string, leaseUntil time.Time, o stor
 		if err != nil {
 			return err
 		}
+		store.ApplyOutcome(d, &o, now)
 		a := o.Attempt
-		d.Attempts++
-		a.N = d.Attempts
-		d.State = o.State
-		d.UpdatedAt = now
-		d.LastError = o.Error
-		d.MaybeSent = o.MaybeSent
-		if o.ProviderID != "" {
-			d.ProviderID = o.ProviderID
-		}
-		switch o.State {
-		case store.StateSent:
-			d.SentAt = now
-			d.DeadReason = ""
-		case store.StateRetrying:
-			d.NextAttemptAt = o.NextAttemptAt
-		case store.StateDead:
-			d.DeadReason = o.DeadReason
-		}
 		b := &pgx.Batch{}
 		if err := queueUpdate(b, d); err != nil {
 			return err

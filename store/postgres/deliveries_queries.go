@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -189,79 +188,24 @@ func (s *DB) QueryDeliveries(ctx context.Context, f store.DeliveryFilter, limit 
 // DeliveryStats counts deliveries by state and channel and the rates of the
 // last hour and day, as of now, over the newest store.MaxScan deliveries.
 func (s *DB) DeliveryStats(ctx context.Context, now time.Time) (*store.DeliveryStats, error) {
-	st := &store.DeliveryStats{At: now, ByState: map[store.State]int{}}
-	byCh := map[string]*store.ChannelStats{}
+	c := store.NewStatsCounter(now)
 	rows, err := s.pool.Query(ctx, `SELECT `+deliveryCols+` FROM deliveries ORDER BY id DESC LIMIT $1`, store.MaxScan+1)
 	if err != nil {
 		return nil, fmt.Errorf("delivery stats: %w", err)
 	}
 	defer rows.Close()
-	for scanned := 0; rows.Next(); {
-		if scanned++; scanned > store.MaxScan {
-			st.Truncated = true
-			break
-		}
+	for rows.Next() && !c.Full() {
 		d, err := scanDelivery(rows)
 		if err != nil {
 			return nil, fmt.Errorf("delivery stats: %w", err)
 		}
-		cs := byCh[d.Channel]
-		if cs == nil {
-			cs = &store.ChannelStats{Channel: d.Channel, ByState: map[store.State]int{}}
-			byCh[d.Channel] = cs
-		}
-		countDelivery(st, cs, d, now)
+		c.Add(d)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("delivery stats: %w", err)
 	}
-	for _, name := range slices.Sorted(maps.Keys(byCh)) {
-		st.Channels = append(st.Channels, byCh[name])
-	}
-	return st, nil
-}
-
-// countDelivery adds d to the overall and its channel's figures as of now.
-func countDelivery(st *store.DeliveryStats, cs *store.ChannelStats, d *store.Delivery, now time.Time) {
-	h1, h24 := now.Add(-time.Hour), now.Add(-24*time.Hour)
-	st.ByState[d.State]++
-	cs.ByState[d.State]++
-	if !d.CreatedAt.Before(h1) {
-		st.Created1h++
-	}
-	if !d.CreatedAt.Before(h24) {
-		st.Created24++
-	}
-	switch d.State {
-	case store.StateSent:
-		if !d.SentAt.Before(h1) {
-			st.Sent1h++
-			cs.Sent1h++
-		}
-		if !d.SentAt.Before(h24) {
-			st.Sent24h++
-			cs.Sent24h++
-		}
-		if d.SentAt.After(cs.LastSentAt) {
-			cs.LastSentAt = d.SentAt
-		}
-	case store.StateDead:
-		st.Dead++
-		if !d.UpdatedAt.Before(h1) {
-			st.Dead1h++
-			cs.Dead1h++
-		}
-		if !d.UpdatedAt.Before(h24) {
-			st.Dead24h++
-			cs.Dead24h++
-		}
-	case store.StateRetrying:
-		cs.Retrying++
-	}
-	if d.LastError != "" && d.State != store.StateSent && d.UpdatedAt.After(cs.LastErrorAt) {
-		cs.LastError, cs.LastErrorAt = d.LastError, d.UpdatedAt
-	}
+	return c.Stats(), nil
 }
 
 // DeadSince lists the ids of dead deliveries that died at or after since

@@ -1,13 +1,11 @@
 package postgres
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -15,10 +13,6 @@ import (
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/store"
 )
-
-// maxStoredKey bounds the caller-given values used as keys (idempotency
-// keys, provider ids), as on the embedded store.
-const maxStoredKey = 1024
 
 // deliveryCols are what every read of a delivery selects: the stored
 // record and its lease (scanDelivery).
@@ -216,31 +210,4 @@ func validChannelName(ch string) bool {
 		}
 	}
 	return true
-}
-
-// attemptPIDs are the provider ids an outcome gives its delivery: its
-// ProviderID, and the ids its receipt lists in meta "parts". A part id too
-// long to be a key is left out: it only helps find the delivery.
-func attemptPIDs(o *store.Outcome) []string {
-	var out []string
-	if o.ProviderID != "" {
-		out = append(out, o.ProviderID)
-	}
-	if !bytes.Contains(o.Attempt.Receipt, []byte(`"parts"`)) {
-		return out
-	}
-	var r struct {
-		Meta struct {
-			Parts []string `json:"parts"`
-		} `json:"meta"`
-	}
-	if json.Unmarshal(o.Attempt.Receipt, &r) != nil {
-		return out // not a receipt with a list of ids: nothing more to find it by
-	}
-	for _, pid := range r.Meta.Parts {
-		if pid != "" && len(pid) <= maxStoredKey && !slices.Contains(out, pid) {
-			out = append(out, pid)
-		}
-	}
-	return out
 }

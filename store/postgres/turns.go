@@ -144,8 +144,8 @@ func claimedTurnTx(ctx context.Context, tx pgx.Tx, claimed *store.Turn) (*store.
 // SetTurnTask records the agent's task id of a claimed turn, so that after
 // a restart the turn's task is polled instead of sending the message again.
 func (s *DB) SetTurnTask(ctx context.Context, claimed *store.Turn, taskID string) error {
-	if len(taskID) > convMaxKey {
-		return fmt.Errorf("turn %s: task id of %d bytes; at most %d", claimed.ID, len(taskID), convMaxKey)
+	if len(taskID) > store.MaxKey {
+		return fmt.Errorf("turn %s: task id of %d bytes; at most %d", claimed.ID, len(taskID), store.MaxKey)
 	}
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		t, err := claimedTurnTx(ctx, tx, claimed)
