@@ -230,7 +230,11 @@ func failoverRun(bin, dir, dsn string, ttl time.Duration) (*failover, error) {
 		until  int64
 	}
 	read := func() (map[string]lease, error) {
-		rows, err := conn.Query(ctx, `SELECT name, holder, until_ns FROM singleton_leases WHERE generation > 0 AND name NOT LIKE 'replica/%'`)
+		// Held leases only: not the replicas' liveness leases, nor a
+		// lease already released (the one a replica writes a shared
+		// secret under).
+		rows, err := conn.Query(ctx, `SELECT name, holder, until_ns FROM singleton_leases
+			WHERE generation > 0 AND name NOT LIKE 'replica/%' AND until_ns > $1`, time.Now().UnixNano())
 		if err != nil {
 			return nil, err
 		}

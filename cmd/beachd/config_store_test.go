@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cool-ai/beachd/internal/testkit/fakeclock"
 	"github.com/cool-ai/beachd/store"
 	"github.com/cool-ai/beachd/store/bolt"
 	"github.com/cool-ai/beachd/store/postgres"
@@ -164,14 +165,14 @@ func TestReadyWakeupsReachTheirWorkers(t *testing.T) {
 
 // Replicas without approvals.secret share one the first of them wrote
 // into the store: replicas starting together agree on it (here on the
-// embedded store, whose Once and KV every backend mirrors).
+// embedded store, whose leases and KV every backend mirrors).
 func TestReadySharedApprovalKey(t *testing.T) {
 	db := storetest.Open(t, bolt.Options{})
 	keys := make([]string, 8)
 	var wg sync.WaitGroup
 	for i := range keys {
 		wg.Go(func() {
-			k, err := sharedApprovalKey(context.Background(), db, time.Now())
+			k, err := sharedApprovalKey(context.Background(), db, fmt.Sprintf("replica-%d", i))
 			if err != nil {
 				t.Error(err)
 			}
@@ -184,7 +185,27 @@ func TestReadySharedApprovalKey(t *testing.T) {
 			t.Fatalf("replicas got the secrets %q", keys)
 		}
 	}
-	if k, err := sharedApprovalKey(context.Background(), db, time.Now()); err != nil || k != keys[0] {
+	if k, err := sharedApprovalKey(context.Background(), db, "replica-late"); err != nil || k != keys[0] {
 		t.Fatalf("a replica started later got %q, %v; want %q", k, err, keys[0])
+	}
+}
+
+// A replica that died holding the writer's lease before writing the
+// secret does not stop the others: its lease runs out and the next writes.
+func TestSharedApprovalKeyAfterAWriterDied(t *testing.T) {
+	clock := fakeclock.New(time.Date(2026, 11, 24, 9, 0, 0, 0, time.UTC))
+	db := storetest.Open(t, bolt.Options{Now: clock.Now})
+	if _, ok, err := db.AcquireLease(context.Background(), approvalKeyKV, "dead-replica", 0, 30*time.Second); err != nil || !ok {
+		t.Fatalf("take the writer's lease: %v %v", ok, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if _, err := sharedApprovalKey(ctx, db, "live-replica"); err == nil {
+		t.Fatal("a replica wrote the secret while another held the writer's lease")
+	}
+	clock.Advance(31 * time.Second)
+	k, err := sharedApprovalKey(context.Background(), db, "live-replica")
+	if err != nil || len(k) < 32 {
+		t.Fatalf("after the dead writer's lease ran out: %q %v", k, err)
 	}
 }

@@ -73,7 +73,7 @@ func (a *app) wireApprovals() error {
 	case secret == "" && a.db.Shared():
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		s, err := sharedApprovalKey(ctx, a.db, a.now())
+		s, err := sharedApprovalKey(ctx, a.db, a.singletons.Holder())
 		if err != nil {
 			return fmt.Errorf("approvals.secret: %w", err)
 		}

@@ -129,10 +129,12 @@ const approvalKeyKV = "approvals/secret"
 
 // sharedApprovalKey reads the replicas' approvals secret from the store,
 // or generates it there. Replicas starting together agree on one: only the
-// first to record its claim (store Once) writes it; the others wait for it
-// until ctx ends.
-func sharedApprovalKey(ctx context.Context, st store.Store, now time.Time) (string, error) {
-	for claimed := false; ; {
+// holder of a short lease (approvalKeyKV, holder this replica) writes it; a
+// replica that died holding the lease before writing leaves it to run out,
+// and the next replica takes it. The others wait for the secret until ctx
+// ends.
+func sharedApprovalKey(ctx context.Context, st store.Store, holder string) (string, error) {
+	for {
 		v, ok, err := st.GetKV(ctx, approvalKeyKV)
 		if err != nil {
 			return "", fmt.Errorf("read the replicas' secret: %w", err)
@@ -140,24 +142,35 @@ func sharedApprovalKey(ctx context.Context, st store.Store, now time.Time) (stri
 		if ok {
 			return string(v), nil
 		}
-		if !claimed {
-			claimed = true
-			first, err := st.Once(ctx, approvalKeyKV, now)
-			if err != nil {
-				return "", fmt.Errorf("claim the replicas' secret: %w", err)
-			}
-			if first {
-				s := randomToken(32)
-				if err := st.PutKV(ctx, approvalKeyKV, []byte(s)); err != nil {
-					return "", fmt.Errorf("write the replicas' secret: %w", err)
-				}
-				return s, nil
-			}
+		l, mine, err := st.AcquireLease(ctx, approvalKeyKV, holder, 0, 30*time.Second)
+		if err != nil {
+			return "", fmt.Errorf("claim the replicas' secret: %w", err)
+		}
+		if mine {
+			return writeSharedApprovalKey(ctx, st, l)
 		}
 		select {
 		case <-ctx.Done():
-			return "", fmt.Errorf("another replica claimed to write the replicas' secret and has not: set approvals.secret (the same on every replica): %w", ctx.Err())
+			return "", fmt.Errorf("another replica is writing the replicas' secret and has not: set approvals.secret (the same on every replica): %w", ctx.Err())
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// writeSharedApprovalKey writes a new secret under the lease l, unless a
+// previous holder wrote one before its lease ran out, and ends the lease.
+func writeSharedApprovalKey(ctx context.Context, st store.Store, l store.Lease) (string, error) {
+	defer st.ReleaseLease(context.WithoutCancel(ctx), l.Name, l.Holder, l.Generation)
+	v, ok, err := st.GetKV(ctx, approvalKeyKV)
+	if err != nil {
+		return "", fmt.Errorf("read the replicas' secret: %w", err)
+	}
+	if ok {
+		return string(v), nil
+	}
+	secret := randomToken(32)
+	if err := st.PutKV(ctx, approvalKeyKV, []byte(secret)); err != nil {
+		return "", fmt.Errorf("write the replicas' secret: %w", err)
+	}
+	return secret, nil
 }
