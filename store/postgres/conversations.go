@@ -137,7 +137,7 @@ func (s *DB) recordInboundTx(ctx context.Context, tx pgx.Tx, w store.InboundWrit
 		if t.NextAttemptAt.IsZero() {
 			t.NextAttemptAt = rec.ReceivedAt
 		}
-		if err := putTurnTx(ctx, tx, &t); err != nil {
+		if err := putTurnTx(ctx, tx, &t, s.holder); err != nil {
 			return nil, false, err
 		}
 		if err := s.notify(ctx, tx, store.WakeTurns); err != nil {

@@ -1,10 +1,12 @@
 package postgres
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/postgres/pgtest"
 )
 
 // A job leased by a replica whose liveness lease ran out is re-queued at
@@ -82,4 +84,45 @@ func TestInjectionOfADeadReplicaIsClaimedAgain(t *testing.T) {
 	if _, err := a.RecordInjection(dlvCtx, got[0], store.InjectionOutcome{State: store.InjectionDone, At: c.Now()}); err == nil {
 		t.Fatal("a recorded an injection taken over after its death")
 	}
+}
+
+// A turn in flight on a replica whose liveness lease ran out is taken by
+// another replica before its own lease ends, and no longer keeps its
+// conversation busy; a live replica's turn is left alone.
+func TestTurnOfADeadReplicaIsClaimedAgain(t *testing.T) {
+	c := newConvClock()
+	dsn := pgtest.DSN(t)
+	var reps []*DB
+	for _, h := range []string{"host/1/a", "host/2/b"} {
+		db, err := Open(context.Background(), dsn, Options{Now: c.Now, Holder: h})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		reps = append(reps, db)
+	}
+	a, b := reps[0], reps[1]
+	if _, ok, err := a.AcquireLease(dlvCtx, store.LivenessLease(a.holder), a.holder, 0, 15*time.Second); err != nil || !ok {
+		t.Fatalf("liveness lease of a: %v %v", ok, err)
+	}
+	if _, err := a.RecordInbound(dlvCtx, smsWrite(a, c, "m1", true, "cnv_a")); err != nil {
+		t.Fatal(err)
+	}
+	got, err := a.ClaimTurns(dlvCtx, c.Now(), 1, 5*time.Minute)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("claim on a: %+v %v", got, err)
+	}
+	c.Advance(10 * time.Second)
+	if again, err := b.ClaimTurns(dlvCtx, c.Now(), 1, 5*time.Minute); err != nil || len(again) != 0 {
+		t.Fatalf("b took a live replica's turn: %+v %v", again, err)
+	}
+	c.Advance(10 * time.Second) // a's liveness lease has run out
+	again, err := b.ClaimTurns(dlvCtx, c.Now(), 1, 5*time.Minute)
+	if err != nil || len(again) != 1 || again[0].ID != got[0].ID {
+		t.Fatalf("b did not take the dead replica's turn: %+v %v", again, err)
+	}
+	if _, err := a.RecordTurn(dlvCtx, got[0], store.TurnOutcome{State: store.TurnAnswered, At: c.Now()}); err == nil {
+		t.Fatal("a recorded a turn taken over after its death")
+	}
+	checkConv(t, b)
 }

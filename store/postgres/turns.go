@@ -22,16 +22,21 @@ func turnDue(t *store.Turn) *int64 {
 	return &n
 }
 
-// putTurnTx writes t.
-func putTurnTx(ctx context.Context, tx pgx.Tx, t *store.Turn) error {
+// putTurnTx writes t; a turn in flight is leased to holder (this
+// replica), any other has no holder.
+func putTurnTx(ctx context.Context, tx pgx.Tx, t *store.Turn, holder string) error {
 	doc, err := convDoc(t)
 	if err != nil {
 		return fmt.Errorf("turn %s: %w", t.ID, err)
 	}
-	if _, err := tx.Exec(ctx, `INSERT INTO turns (id, conversation_id, state, due_ns, lease_until_ns, doc)
-		VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO UPDATE SET conversation_id = excluded.conversation_id,
-		state = excluded.state, due_ns = excluded.due_ns, lease_until_ns = excluded.lease_until_ns, doc = excluded.doc`,
-		t.ID, t.ConversationID, t.State, turnDue(t), nanos(t.LeaseUntil), doc); err != nil {
+	if t.State != store.TurnSending {
+		holder = ""
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO turns (id, conversation_id, state, due_ns, lease_until_ns, doc, lease_holder)
+		VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, '')) ON CONFLICT (id) DO UPDATE SET conversation_id = excluded.conversation_id,
+		state = excluded.state, due_ns = excluded.due_ns, lease_until_ns = excluded.lease_until_ns, doc = excluded.doc,
+		lease_holder = excluded.lease_holder`,
+		t.ID, t.ConversationID, t.State, turnDue(t), nanos(t.LeaseUntil), doc, holder); err != nil {
 		return fmt.Errorf("write turn %s: %w", t.ID, err)
 	}
 	return nil
@@ -56,8 +61,12 @@ func (s *DB) ClaimTurns(ctx context.Context, now time.Time, max int, lease time.
 	var out []*store.Turn
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		out = nil
-		rows, err := tx.Query(ctx, `SELECT doc FROM turns WHERE due_ns <= $1 ORDER BY due_ns, id LIMIT $2 FOR UPDATE SKIP LOCKED`,
-			now.UnixNano(), 4*max+16)
+		// Due turns, and turns in flight on a replica whose liveness lease
+		// ran out (it died): they need not wait for their own leases.
+		rows, err := tx.Query(ctx, `SELECT doc FROM turns t WHERE due_ns <= $1
+			OR (state = 'sending' AND lease_holder IS NOT NULL AND `+holderDead("$1", "$3")+`)
+			ORDER BY due_ns, id LIMIT $2 FOR UPDATE SKIP LOCKED`,
+			now.UnixNano(), 4*max+16, store.LivenessLease(""))
 		if err != nil {
 			return err
 		}
@@ -82,7 +91,7 @@ func (s *DB) ClaimTurns(ctx context.Context, now time.Time, max int, lease time.
 			t.NextAttemptAt = now.Add(lease)
 			t.LeaseUntil = t.NextAttemptAt
 			t.UpdatedAt = now
-			if err := putTurnTx(ctx, tx, t); err != nil {
+			if err := putTurnTx(ctx, tx, t, s.holder); err != nil {
 				return err
 			}
 			out = append(out, t)
@@ -95,8 +104,15 @@ func (s *DB) ClaimTurns(ctx context.Context, now time.Time, max int, lease time.
 	return out, nil
 }
 
+// holderDead is the condition, on a turn row t, that its lease holder's
+// liveness lease ran out by the parameter now; prefix is the parameter
+// holding the liveness leases' name prefix.
+func holderDead(now, prefix string) string {
+	return `EXISTS (SELECT 1 FROM singleton_leases l WHERE l.name = ` + prefix + ` || t.lease_holder AND l.until_ns <= ` + now + `)`
+}
+
 // conversationBusyTx reports whether t's conversation has another turn in
-// flight (sending, its lease not run out at now), or another claimer is
+// flight (sending, its lease not run out at now, its holder alive), or another claimer is
 // deciding about it at this moment. Otherwise the conversation's claim
 // lock is held until the transaction ends.
 func conversationBusyTx(ctx context.Context, tx pgx.Tx, t *store.Turn, now time.Time) (bool, error) {
@@ -108,8 +124,9 @@ func conversationBusyTx(ctx context.Context, tx pgx.Tx, t *store.Turn, now time.
 		return true, nil
 	}
 	var busy bool
-	err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM turns WHERE conversation_id = $1 AND state = 'sending'
-		AND id <> $2 AND lease_until_ns > $3)`, t.ConversationID, t.ID, now.UnixNano()).Scan(&busy)
+	err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM turns t WHERE conversation_id = $1 AND state = 'sending'
+		AND id <> $2 AND lease_until_ns > $3 AND NOT (lease_holder IS NOT NULL AND `+holderDead("$3", "$4")+`))`,
+		t.ConversationID, t.ID, now.UnixNano(), store.LivenessLease("")).Scan(&busy)
 	if err != nil {
 		return false, fmt.Errorf("turns in flight of %s: %w", t.ConversationID, err)
 	}
@@ -153,7 +170,7 @@ func (s *DB) SetTurnTask(ctx context.Context, claimed *store.Turn, taskID string
 			return err
 		}
 		t.TaskID = taskID
-		return putTurnTx(ctx, tx, t)
+		return putTurnTx(ctx, tx, t, s.holder)
 	})
 	if err != nil {
 		return fmt.Errorf("set task of turn %s: %w", claimed.ID, err)
@@ -183,7 +200,7 @@ func (s *DB) RecordTurn(ctx context.Context, claimed *store.Turn, o store.TurnOu
 		default:
 			t.State, t.NextAttemptAt = store.TurnQueued, o.NextAt
 		}
-		if err := putTurnTx(ctx, tx, t); err != nil {
+		if err := putTurnTx(ctx, tx, t, s.holder); err != nil {
 			return err
 		}
 		out = t
@@ -217,7 +234,7 @@ func (s *DB) RequeueClaimedTurns(ctx context.Context, before, at time.Time) (int
 		for _, t := range claimed {
 			t.State, t.NextAttemptAt, t.LeaseUntil, t.UpdatedAt = store.TurnQueued, at, time.Time{}, at
 			t.Claims++
-			if err := putTurnTx(ctx, tx, t); err != nil {
+			if err := putTurnTx(ctx, tx, t, s.holder); err != nil {
 				return err
 			}
 		}
@@ -271,7 +288,7 @@ func (s *DB) RetryTurn(ctx context.Context, id string, at time.Time) (*store.Tur
 			return fmt.Errorf("turn is %s: %w", t.State, store.ErrBadState)
 		}
 		t.State, t.NextAttemptAt, t.UpdatedAt, t.Attempts = store.TurnQueued, at, at, 0
-		if err := putTurnTx(ctx, tx, t); err != nil {
+		if err := putTurnTx(ctx, tx, t, s.holder); err != nil {
 			return err
 		}
 		out = t

@@ -63,6 +63,9 @@ CREATE TABLE turns (
     state           text NOT NULL,
     due_ns          bigint,
     lease_until_ns  bigint NOT NULL,
+    -- lease_holder: the replica a sending turn is leased to; once that
+    -- replica's liveness lease ran out the turn is claimable at once.
+    lease_holder    text,
     doc             json NOT NULL,
     CHECK ((state IN ('queued', 'sending')) = (due_ns IS NOT NULL))
 );
