@@ -1,13 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -136,28 +133,11 @@ func backendLoad(n, c int, bin, dir string, replicas int, storeCfg string) (*bac
 	ids := make([]string, n)
 	start := time.Now()
 	err = drive(n, c, func(i int) error {
-		base := procs[i%len(procs)].base
-		req, _ := http.NewRequest("POST", base+"/v1/deliveries", bytes.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+benchKey)
-		req.Header.Set("Content-Type", "application/json")
-		t0 := time.Now()
-		resp, err := hc.Do(req)
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		var a struct {
-			Deliveries []struct{ ID string } `json:"deliveries"`
-		}
-		if resp.StatusCode != http.StatusAccepted {
-			b, _ := io.ReadAll(resp.Body)
-			return fmt.Errorf("ingest: HTTP %d: %s", resp.StatusCode, b)
-		}
-		if err := json.NewDecoder(resp.Body).Decode(&a); err != nil || len(a.Deliveries) != 1 {
-			return fmt.Errorf("ingest answer: %v", err)
-		}
-		posted[i], acked[i], ids[i] = t0, time.Since(t0), a.Deliveries[0].ID
-		return nil
+		var err error
+		posted[i] = time.Now()
+		ids[i], err = ingestOne(hc, procs[i%len(procs)].base, benchKey, body)
+		acked[i] = time.Since(posted[i])
+		return err
 	})
 	if err != nil {
 		return nil, err

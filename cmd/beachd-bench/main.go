@@ -416,27 +416,11 @@ webhooks:
 	benchCPU := cpuSeconds(os.Getpid())
 	ingestStart := time.Now()
 	err = drive(n, c, func(i int) error {
-		req, _ := http.NewRequest("POST", base+"/v1/deliveries", bytes.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+key)
-		req.Header.Set("Content-Type", "application/json")
-		t0 := time.Now()
-		resp, err := hc.Do(req)
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		var a struct {
-			Deliveries []struct{ ID string } `json:"deliveries"`
-		}
-		if resp.StatusCode != 202 {
-			b, _ := io.ReadAll(resp.Body)
-			return fmt.Errorf("ingest: HTTP %d: %s", resp.StatusCode, b)
-		}
-		if err := json.NewDecoder(resp.Body).Decode(&a); err != nil || len(a.Deliveries) != 1 {
-			return fmt.Errorf("ingest answer: %v", err)
-		}
-		posted[i], acked[i], ids[i] = t0, time.Since(t0), a.Deliveries[0].ID
-		return nil
+		var err error
+		posted[i] = time.Now()
+		ids[i], err = ingestOne(hc, base, key, body)
+		acked[i] = time.Since(posted[i])
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -474,6 +458,30 @@ webhooks:
 	r.IngestRatio = r.IngestRate / rawRate
 	r.DeliverRatio = r.DeliveryRate / rawRate
 	return r, nil
+}
+
+// ingestOne posts one envelope (body, one recipient) to the daemon at base
+// and returns the id of its delivery once acknowledged.
+func ingestOne(hc *http.Client, base, key string, body []byte) (string, error) {
+	req, _ := http.NewRequest("POST", base+"/v1/deliveries", bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	var a struct {
+		Deliveries []struct{ ID string } `json:"deliveries"`
+	}
+	if resp.StatusCode != http.StatusAccepted {
+		b, _ := io.ReadAll(resp.Body)
+		return "", fmt.Errorf("ingest: HTTP %d: %s", resp.StatusCode, b)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&a); err != nil || len(a.Deliveries) != 1 {
+		return "", fmt.Errorf("ingest answer: %v", err)
+	}
+	return a.Deliveries[0].ID, nil
 }
 
 // postLoop POSTs body to url n times from c clients; want, when not 0, is
