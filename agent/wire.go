@@ -75,11 +75,15 @@ type Part struct {
 func TextPart(s string, meta map[string]any) Part { return Part{Text: &s, Metadata: meta} }
 
 // partWire is a part as it travels in A2A 1.0 JSON.
+//
+// The content members are omitzero, not omitempty: JSON v2's omitempty
+// also drops a present but empty value ("text": "", "data": {}), which
+// would turn a part the decoder accepted into one with no content.
 type partWire struct {
-	Text      *string        `json:"text,omitempty"`
-	Raw       *string        `json:"raw,omitempty"`
-	URL       *string        `json:"url,omitempty"`
-	Data      jsontext.Value `json:"data,omitempty"`
+	Text      *string        `json:"text,omitzero"`
+	Raw       *string        `json:"raw,omitzero"`
+	URL       *string        `json:"url,omitzero"`
+	Data      jsontext.Value `json:"data,omitzero"`
 	Metadata  map[string]any `json:"metadata,omitempty"`
 	Filename  string         `json:"filename,omitempty"`
 	MediaType string         `json:"mediaType,omitempty"`
