@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -11,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -82,6 +82,33 @@ func (d *daemon) deliveryState(id string) string {
 		return err.Error()
 	}
 	return v.State
+}
+
+// postMarked posts an envelope whose text and turn id carry marker to the
+// recipients (JSON objects, comma-separated) through the daemon at base,
+// and returns its deliveries as acknowledged; none when the daemon died
+// under the request or refused it.
+func postMarked(hc *http.Client, base, marker, recipients string) []crashAck {
+	body := fmt.Sprintf(`{"to":[%s],"envelope":{"role":"agent","parts":[{"text":"%s: your table for two at 20:00 is booked.","metadata":{"partType":"response"}}],"meta":{"sessionId":"s","turnId":"%s","producedAt":"2026-04-20T09:50:00Z","finalizedBy":"complete"}}}`, recipients, marker, marker)
+	req, _ := http.NewRequest("POST", base+"/v1/deliveries", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+e2eKey)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	var a struct {
+		Deliveries []struct{ ID, Channel, To string }
+	}
+	if resp.StatusCode != http.StatusAccepted || json.NewDecoder(resp.Body).Decode(&a) != nil {
+		return nil
+	}
+	out := make([]crashAck, 0, len(a.Deliveries))
+	for _, x := range a.Deliveries {
+		out = append(out, crashAck{id: x.ID, channel: x.Channel, to: x.To, marker: marker})
+	}
+	return out
 }
 
 // TestCrashLoopMixed runs the built daemon with the webhook, email (to a
@@ -177,25 +204,9 @@ twilio:
 		seq++
 		marker := fmt.Sprintf("crash%06d", seq)
 		mu.Unlock()
-		body := fmt.Sprintf(`{"to":[{"channel":"webhook","endpoint":"sink"},{"channel":"email","address":"alice@example.net"},{"channel":"sms","address":"+447700900123"},{"channel":"whatsapp","address":"+447700900124"}],"envelope":{"role":"agent","parts":[{"text":"%s: your table for two at 20:00 is booked.","metadata":{"partType":"response"}}],"meta":{"sessionId":"s","turnId":"%s","producedAt":"2026-04-20T09:50:00Z","finalizedBy":"complete"}}}`, marker, marker)
-		req, _ := http.NewRequest("POST", d.base+"/v1/deliveries", bytes.NewBufferString(body))
-		req.Header.Set("Authorization", "Bearer "+e2eKey)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := hc.Do(req)
-		if err != nil {
-			return // the daemon died under us: not acknowledged
-		}
-		defer resp.Body.Close()
-		var a struct {
-			Deliveries []struct{ ID, Channel, To string }
-		}
-		if resp.StatusCode != http.StatusAccepted || json.NewDecoder(resp.Body).Decode(&a) != nil {
-			return
-		}
+		got := postMarked(hc, d.base, marker, `{"channel":"webhook","endpoint":"sink"},{"channel":"email","address":"alice@example.net"},{"channel":"sms","address":"+447700900123"},{"channel":"whatsapp","address":"+447700900124"}`)
 		mu.Lock()
-		for _, x := range a.Deliveries {
-			acked = append(acked, crashAck{id: x.ID, channel: x.Channel, to: x.To, marker: marker})
-		}
+		acked = append(acked, got...)
 		mu.Unlock()
 	}
 

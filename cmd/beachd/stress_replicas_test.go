@@ -164,22 +164,9 @@ twilio:
 		seq++
 		marker := fmt.Sprintf("rep%06d", seq)
 		mu.Unlock()
-		body := fmt.Sprintf(`{"to":[{"channel":"webhook","endpoint":"sink"},{"channel":"email","address":"alice@example.net"},{"channel":"sms","address":"+447700900123"}],"envelope":{"role":"agent","parts":[{"text":"%s: your table for two at 20:00 is booked.","metadata":{"partType":"response"}}],"meta":{"sessionId":"s","turnId":"%s","producedAt":"2026-04-20T09:50:00Z","finalizedBy":"complete"}}}`, marker, marker)
-		resp, err := call(anyUp(), "POST", "/v1/deliveries", body)
-		if err != nil {
-			return // the replica died under us: not acknowledged
-		}
-		defer resp.Body.Close()
-		var a struct {
-			Deliveries []struct{ ID, Channel, To string }
-		}
-		if resp.StatusCode != http.StatusAccepted || json.NewDecoder(resp.Body).Decode(&a) != nil {
-			return
-		}
+		got := postMarked(hc, anyUp().base, marker, `{"channel":"webhook","endpoint":"sink"},{"channel":"email","address":"alice@example.net"},{"channel":"sms","address":"+447700900123"}`)
 		mu.Lock()
-		for _, x := range a.Deliveries {
-			acked = append(acked, crashAck{id: x.ID, channel: x.Channel, to: x.To, marker: marker})
-		}
+		acked = append(acked, got...)
 		mu.Unlock()
 	}
 	// Approvals are posted, then decided, each on whichever replica answers.
