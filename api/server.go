@@ -176,7 +176,7 @@ func (s *Server) postDeliveries(w http.ResponseWriter, r *http.Request) {
 		WriteError(w, s.log, ErrUnsupportedMediaType)
 		return
 	}
-	body, err := envelope.ReadLimited(r.Body, s.cfg.MaxBodyBytes)
+	body, err := envelope.ReadLimitedSize(r.Body, s.cfg.MaxBodyBytes, r.ContentLength)
 	if err != nil {
 		var tl *envelope.TooLargeError
 		if errors.As(err, &tl) {

@@ -160,10 +160,22 @@ func (e *TooLargeError) Error() string {
 
 // ReadLimited reads all of r, failing with *TooLargeError past limit bytes.
 func ReadLimited(r io.Reader, limit int64) ([]byte, error) {
-	b, err := io.ReadAll(io.LimitReader(r, limit+1))
-	if err != nil {
+	return ReadLimitedSize(r, limit, -1)
+}
+
+// ReadLimitedSize is ReadLimited for a body whose announced length is size
+// (an HTTP Content-Length; -1 when unknown): a size within the limit sizes
+// the buffer at once instead of growing it by doubling. The announcement is
+// only a hint — what is read, and the limit, decide.
+func ReadLimitedSize(r io.Reader, limit, size int64) ([]byte, error) {
+	var buf bytes.Buffer
+	if size > 0 && size <= limit {
+		buf.Grow(int(size) + bytes.MinRead)
+	}
+	if _, err := buf.ReadFrom(io.LimitReader(r, limit+1)); err != nil {
 		return nil, err
 	}
+	b := buf.Bytes()
 	if int64(len(b)) > limit {
 		return nil, &TooLargeError{Limit: limit}
 	}

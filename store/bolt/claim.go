@@ -96,6 +96,10 @@ func (s *DB) ClaimAdmitting(ctx context.Context, max int, lease time.Duration, a
 // prefix) due by now, in due order.
 func dueLane(c *bbolt.Cursor, dels *bbolt.Bucket, prefix []byte, now time.Time) store.ClaimLane {
 	started := false
+	// A claim may walk a long run of one recipient's jobs (an endpoint at
+	// its concurrency limit): consecutive candidates share the recipient's
+	// string, and a candidate's id is a slice of its copied key.
+	recipient := ""
 	return func() (store.ClaimCandidate, bool) {
 		var k, v []byte
 		if started {
@@ -112,8 +116,11 @@ func dueLane(c *bbolt.Cursor, dels *bbolt.Bucket, prefix []byte, now time.Time) 
 			return store.ClaimCandidate{}, false
 		}
 		ref := append([]byte(nil), k...)
-		id = append([]byte(nil), id...)
-		return store.ClaimCandidate{Recipient: string(v), Due: at, Ref: ref, Load: func() (*store.Delivery, error) {
+		id = ref[len(ref)-len(id):]
+		if string(v) != recipient {
+			recipient = string(v)
+		}
+		return store.ClaimCandidate{Recipient: recipient, Due: at, Ref: ref, Load: func() (*store.Delivery, error) {
 			d := &store.Delivery{}
 			if err := getDelivery(dels, id, d); err != nil {
 				return nil, err
