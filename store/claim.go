@@ -30,6 +30,9 @@ type ClaimCandidate struct {
 	// Ref is the backend's own reference to the candidate (bbolt: its due
 	// key), handed back in the choice.
 	Ref []byte
+	// A lane may reuse its memory: Load and Ref are valid until the lane
+	// is called again, so that passing over a refused recipient's long run
+	// of jobs allocates nothing. SelectClaims copies the Ref it keeps.
 }
 
 // ClaimLane yields one channel's jobs due by now, in due order; ok is false
@@ -106,6 +109,7 @@ func SelectClaims(lanes []ClaimLane, max int, until time.Time, admit func(*Deliv
 		d, err := c.Load()
 		if err != nil {
 			if errors.Is(err, ErrNotFound) {
+				c.Ref = slices.Clone(c.Ref)
 				out.Orphans = append(out.Orphans, c)
 			}
 			advance()
@@ -125,7 +129,7 @@ func SelectClaims(lanes []ClaimLane, max int, until time.Time, admit func(*Deliv
 		}
 		d.State, d.LeaseUntil = StateSending, until
 		out.Taken = append(out.Taken, d)
-		out.Refs = append(out.Refs, c.Ref)
+		out.Refs = append(out.Refs, slices.Clone(c.Ref))
 		advance()
 	}
 	return out

@@ -93,13 +93,22 @@ func (s *DB) ClaimAdmitting(ctx context.Context, max int, lease time.Duration, a
 }
 
 // dueLane is one channel's lane of a claim: its due entries (keys under
-// prefix) due by now, in due order.
+// prefix) due by now, in due order. A claim may walk a long run of one
+// recipient's jobs (an endpoint at its concurrency limit), so passing over
+// a candidate allocates nothing: its Ref is the key in bbolt's memory
+// (valid for the transaction), its Load reads the lane's current id, and
+// consecutive candidates share the recipient's string.
 func dueLane(c *bbolt.Cursor, dels *bbolt.Bucket, prefix []byte, now time.Time) store.ClaimLane {
 	started := false
-	// A claim may walk a long run of one recipient's jobs (an endpoint at
-	// its concurrency limit): consecutive candidates share the recipient's
-	// string, and a candidate's id is a slice of its copied key.
 	recipient := ""
+	var id []byte
+	load := func() (*store.Delivery, error) {
+		d := &store.Delivery{}
+		if err := getDelivery(dels, id, d); err != nil {
+			return nil, err
+		}
+		return d, nil
+	}
 	return func() (store.ClaimCandidate, bool) {
 		var k, v []byte
 		if started {
@@ -111,22 +120,15 @@ func dueLane(c *bbolt.Cursor, dels *bbolt.Bucket, prefix []byte, now time.Time) 
 		if k == nil || !bytes.HasPrefix(k, prefix) {
 			return store.ClaimCandidate{}, false
 		}
-		_, at, id, ok := splitDueKey(k)
+		_, at, kid, ok := splitDueKey(k)
 		if !ok || at.After(now) {
 			return store.ClaimCandidate{}, false
 		}
-		ref := append([]byte(nil), k...)
-		id = ref[len(ref)-len(id):]
+		id = kid
 		if string(v) != recipient {
 			recipient = string(v)
 		}
-		return store.ClaimCandidate{Recipient: recipient, Due: at, Ref: ref, Load: func() (*store.Delivery, error) {
-			d := &store.Delivery{}
-			if err := getDelivery(dels, id, d); err != nil {
-				return nil, err
-			}
-			return d, nil
-		}}, true
+		return store.ClaimCandidate{Recipient: recipient, Due: at, Ref: k, Load: load}, true
 	}
 }
 

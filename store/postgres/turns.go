@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -51,8 +52,8 @@ func lockTurnTx(ctx context.Context, tx pgx.Tx, id string) (*store.Turn, error) 
 // conversation in flight (a conversation's turns go to the agent one after
 // the other). A claimed turn stays due, at now+lease, so a turn whose
 // worker dies is taken again when its lease runs out. Candidates are read
-// in due order with FOR UPDATE SKIP LOCKED, so that two claimers never
-// take one turn; a conversation's claims are serialised by an advisory
+// in due order and each is locked as it is considered (FOR UPDATE SKIP
+// LOCKED), so that two claimers never take one turn; a conversation's claims are serialised by an advisory
 // lock, so that two claimers never put two of its turns in flight.
 func (s *DB) ClaimTurns(ctx context.Context, now time.Time, max int, lease time.Duration) ([]*store.Turn, error) {
 	if max <= 0 {
@@ -62,21 +63,31 @@ func (s *DB) ClaimTurns(ctx context.Context, now time.Time, max int, lease time.
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		out = nil
 		// Due turns, and turns in flight on a replica whose liveness lease
-		// ran out (it died): they need not wait for their own leases.
-		rows, err := tx.Query(ctx, `SELECT doc FROM turns t WHERE due_ns <= $1
-			OR (state = 'sending' AND lease_holder IS NOT NULL AND `+holderDead("$1", "$3")+`)
-			ORDER BY due_ns, id LIMIT $2 FOR UPDATE SKIP LOCKED`,
+		// ran out (it died): they need not wait for their own leases. The
+		// candidates are read without locks and each is locked only when
+		// it is considered: locking the whole page at once would make
+		// concurrent claimers pass over turns this claim does not take.
+		rows, err := tx.Query(ctx, `SELECT id FROM turns t WHERE `+turnClaimable+`
+			ORDER BY due_ns, id LIMIT $2`,
 			now.UnixNano(), 4*max+16, store.LivenessLease(""))
 		if err != nil {
 			return err
 		}
-		due, err := convCollect[store.Turn](rows, 4*max+16, nil)
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
 		if err != nil {
 			return err
 		}
-		for _, t := range due {
+		for _, id := range ids {
 			if len(out) == max {
 				break
+			}
+			t, err := convGet[store.Turn](ctx, tx, `SELECT doc FROM turns t WHERE id = $2 AND (`+turnClaimable+`)
+				FOR UPDATE SKIP LOCKED`, now.UnixNano(), id, store.LivenessLease(""))
+			if errors.Is(err, store.ErrNotFound) {
+				continue // another claimer has it, or took it meanwhile
+			}
+			if err != nil {
+				return err
 			}
 			busy, err := conversationBusyTx(ctx, tx, t, now)
 			if err != nil {
@@ -103,6 +114,11 @@ func (s *DB) ClaimTurns(ctx context.Context, now time.Time, max int, lease time.
 	}
 	return out, nil
 }
+
+// turnClaimable is the condition, on a turn row t, that a claim at $1
+// may take it ($3: the liveness leases' name prefix): it is due, or in
+// flight on a replica whose liveness lease ran out.
+var turnClaimable = `due_ns <= $1 OR (state = 'sending' AND lease_holder IS NOT NULL AND ` + holderDead("$1", "$3") + `)`
 
 // holderDead is the condition, on a turn row t, that its lease holder's
 // liveness lease ran out by the parameter now; prefix is the parameter
