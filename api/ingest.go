@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cool-ai/beachd/channels"
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/store"
 	"github.com/go-json-experiment/json/jsontext"
@@ -47,6 +48,19 @@ type IngestConfig struct {
 	// decoded, with its id and body size (the dispatcher's cache). The
 	// envelope is not changed after.
 	Remember func(id string, env *envelope.Envelope, size int)
+	// HandOff, when set, takes new deliveries straight to a dispatch
+	// worker when one is free: they are stored leased to this process and
+	// need no claim (channels.Dispatcher).
+	HandOff HandOff
+}
+
+// HandOff is the dispatcher's side of a hand-off (channels.Dispatcher):
+// Reserve before the ingest, then Hand each reserved delivery as stored,
+// or Unreserve it.
+type HandOff interface {
+	Reserve(channel, to string) (*channels.Reservation, bool)
+	Hand(r *channels.Reservation, del *store.Delivery)
+	Unreserve(r *channels.Reservation)
 }
 
 // ConversationResolver says where a delivery to a conversation goes now:
@@ -278,7 +292,11 @@ func (in *Ingester) ingestExtra(ctx context.Context, env *envelope.Envelope, raw
 			ing.Deliveries = append(ing.Deliveries, nd.WindowTemplate())
 		}
 	}
+	held := in.reserve(&ing)
 	res, err := in.db.Ingest(ctx, ing)
+	if err != nil || res.Replayed {
+		in.unreserve(held)
+	}
 	if errors.Is(err, store.ErrDuplicateApproval) {
 		return nil, in.approvalConflict(ctx, env, err)
 	} else if err != nil {
@@ -288,12 +306,67 @@ func (in *Ingester) ingestExtra(ctx context.Context, env *envelope.Envelope, raw
 		in.cfg.Remember(res.EnvelopeID, env, len(raw))
 	}
 	if !res.Replayed {
-		in.notify()
+		if in.hand(held, res.Deliveries) < len(res.Deliveries) {
+			in.notify()
+		}
 		if in.observe != nil {
 			in.observe(res.Deliveries)
 		}
 	}
 	return res, nil
+}
+
+// reserve asks the dispatcher for a worker for each delivery of ing that
+// is due now, and marks those it gets as handed off; the answer holds the
+// reservations by index (nil where none).
+func (in *Ingester) reserve(ing *store.Ingest) []*channels.Reservation {
+	if in.cfg.HandOff == nil || !ing.NotBefore.IsZero() {
+		return nil
+	}
+	var held []*channels.Reservation
+	for i := range ing.Deliveries {
+		nd := &ing.Deliveries[i]
+		if nd.Held {
+			continue
+		}
+		r, ok := in.cfg.HandOff.Reserve(nd.Channel, nd.To)
+		if !ok {
+			continue
+		}
+		if held == nil {
+			held = make([]*channels.Reservation, len(ing.Deliveries))
+		}
+		held[i], nd.LeaseUntil = r, r.Until
+	}
+	return held
+}
+
+func (in *Ingester) unreserve(held []*channels.Reservation) {
+	for _, r := range held {
+		if r != nil {
+			in.cfg.HandOff.Unreserve(r)
+		}
+	}
+}
+
+// hand gives the dispatcher the stored deliveries it reserved a worker
+// for, and says how many.
+func (in *Ingester) hand(held []*channels.Reservation, ds []*store.Delivery) int {
+	n := 0
+	for i, r := range held {
+		if r == nil {
+			continue
+		}
+		if i >= len(ds) {
+			in.cfg.HandOff.Unreserve(r)
+			continue
+		}
+		// The worker gets its own copy: the answer is built from ds.
+		d := *ds[i]
+		in.cfg.HandOff.Hand(r, &d)
+		n++
+	}
+	return n
 }
 
 // maxConversationID bounds the conversation id of a recipient.
@@ -519,10 +592,11 @@ func accepted(res *store.IngestResult) *Accepted {
 	return a
 }
 
-// status is a new delivery's state as the 202 answer shows it: queued,
-// or held for a delivery that waits (WhatsApp's closed window).
+// status is a new delivery's state as the 202 answer shows it: queued
+// (also when it was handed straight to a worker), or held for a delivery
+// that waits (WhatsApp's closed window).
 func status(d *store.Delivery) string {
-	if d.State == "" {
+	if d.State == "" || d.State == store.StateSending {
 		return string(store.StateQueued)
 	}
 	return string(d.State)

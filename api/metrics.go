@@ -14,6 +14,7 @@ import (
 // channels.Observer.
 type Metrics struct {
 	ingested       *prometheus.CounterVec
+	handedOff      *prometheus.CounterVec
 	rejected       prometheus.Counter
 	attempts       *prometheus.CounterVec
 	delivered      *prometheus.CounterVec
@@ -30,6 +31,8 @@ func NewMetrics(reg prometheus.Registerer, db StateCounter) (*Metrics, error) {
 	m := &Metrics{
 		ingested: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "beachd_ingested_deliveries_total",
 			Help: "Deliveries accepted at ingest, by channel."}, []string{"channel"}),
+		handedOff: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "beachd_handed_off_total",
+			Help: "Deliveries handed from ingest straight to a dispatch worker (stored leased, no claim), by channel."}, []string{"channel"}),
 		rejected: prometheus.NewCounter(prometheus.CounterOpts{Name: "beachd_ingest_rejected_total",
 			Help: "Delivery requests rejected at ingest."}),
 		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "beachd_delivery_attempts_total",
@@ -43,7 +46,7 @@ func NewMetrics(reg prometheus.Registerer, db StateCounter) (*Metrics, error) {
 		ingestSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "beachd_ingest_duration_seconds",
 			Help: "Time to accept a delivery request, including the fsync.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)}),
 	}
-	for _, c := range []prometheus.Collector{m.ingested, m.rejected, m.attempts, m.delivered, m.attemptSeconds, m.latency, m.ingestSeconds, &depthCollector{db: db}} {
+	for _, c := range []prometheus.Collector{m.ingested, m.handedOff, m.rejected, m.attempts, m.delivered, m.attemptSeconds, m.latency, m.ingestSeconds, &depthCollector{db: db}} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -51,10 +54,14 @@ func NewMetrics(reg prometheus.Registerer, db StateCounter) (*Metrics, error) {
 	return m, nil
 }
 
-// Ingested counts accepted deliveries.
+// Ingested counts accepted deliveries, and those handed off (stored
+// leased, in state sending).
 func (m *Metrics) Ingested(ds []*store.Delivery) {
 	for _, d := range ds {
 		m.ingested.WithLabelValues(d.Channel).Inc()
+		if d.State == store.StateSending {
+			m.handedOff.WithLabelValues(d.Channel).Inc()
+		}
 	}
 }
 

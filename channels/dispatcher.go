@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cool-ai/beachd/envelope"
@@ -100,6 +101,11 @@ type Dispatcher struct {
 	obs        Observer
 	lease      time.Duration
 	wake       chan struct{}
+	buf        buffer
+	// drained: the last claim took every job due then and nothing was
+	// refused, and no wake-up came since. Hand-offs are taken only then,
+	// so that a fresh delivery never overtakes due ones.
+	drained atomic.Bool
 }
 
 // NewDispatcher builds a dispatcher. It starts nothing; call Run.
@@ -160,6 +166,7 @@ func (c DispatcherConfig) policy(channel string) Policy { return c.Policies[chan
 
 // Notify wakes the dispatcher: new jobs may be due. It never blocks.
 func (d *Dispatcher) Notify() {
+	d.drained.Store(false)
 	select {
 	case d.wake <- struct{}{}:
 	default:
@@ -176,9 +183,10 @@ func (d *Dispatcher) Notify() {
 // buffer of the same size, and the buffer is refilled when half of it is
 // free (or it is empty), so one claim serves many jobs; claims and the
 // workers' outcome records ride in the store's group commits with the
-// ingests. A worker frees its endpoint slot when the send ends and then
-// waits for its outcome's commit. Jobs still buffered when ctx ends are
-// released unattempted.
+// ingests. Fresh deliveries may skip the claim: ingest hands them to the
+// buffer already leased (Reserve, Hand). A worker frees its endpoint slot
+// when the send ends and then waits for its outcome's commit. Jobs still
+// buffered when ctx ends are released unattempted.
 func (d *Dispatcher) Run(ctx context.Context) error {
 	before := d.cfg.Now()
 	if !d.cfg.Shared {
@@ -189,19 +197,20 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	} else if n > 0 {
 		d.log.Info("re-queued jobs interrupted by the previous run", "count", n)
 	}
-	jobs := make(chan *store.Delivery, d.cfg.Workers)
+	jobs := d.buf.open(d.cfg.Workers)
 	freed := make(chan struct{}, 1)
 	var wg sync.WaitGroup
 	for i := 0; i < d.cfg.Workers; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for del := range jobs {
+			for j := range jobs {
+				d.buf.taken(j.handed)
 				if ctx.Err() != nil {
-					d.release(del)
+					d.release(j.del)
 					continue
 				}
-				d.work(ctx, del)
+				d.work(ctx, j.del)
 				select {
 				case freed <- struct{}{}:
 				default:
@@ -210,7 +219,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		}()
 	}
 	defer func() {
-		close(jobs)
+		d.buf.close()
 		wg.Wait()
 	}()
 	lastSweep := d.cfg.Now()
@@ -218,11 +227,12 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		room := cap(jobs) - len(jobs)
+		room, used := d.buf.room()
 		want := min(room, d.cfg.ClaimBatch)
 		claimedAll, refused := false, 0
-		tried := want > 0 && (room >= max(1, cap(jobs)/2) || len(jobs) == 0)
+		tried := want > 0 && (room >= max(1, d.cfg.Workers/2) || used == 0)
 		if tried {
+			want = d.buf.take(want) // hand-offs may have taken some meanwhile
 			var admitted []*store.Delivery
 			admit := func(del *store.Delivery) store.Admission {
 				if a := d.admit(del); a != store.Admit {
@@ -236,6 +246,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			claimed, err := d.db.ClaimAdmitting(ctx, want, d.lease, admit)
 			if err != nil {
 				// The claim did not commit: give back what Admit reserved.
+				d.buf.give(want)
 				for _, del := range admitted {
 					d.done(del)
 				}
@@ -248,10 +259,12 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 				}
 				continue
 			}
+			d.buf.give(want - len(claimed))
 			for _, del := range claimed {
-				jobs <- del // never blocks: only this goroutine sends, and room was counted
+				d.buf.put(job{del: del}) // never blocks: its slot was taken
 			}
-			claimedAll = len(claimed) == want
+			claimedAll = want > 0 && len(claimed) == want
+			d.drained.Store(len(claimed) < want && refused == 0)
 		}
 		if now := d.cfg.Now(); now.Sub(lastSweep) > 10*time.Second {
 			lastSweep = now

@@ -3,6 +3,7 @@ package store
 import (
 	"crypto/sha256"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/cool-ai/beachd/envelope"
@@ -102,6 +103,38 @@ type NewDelivery struct {
 	Extra       map[string]string
 	// Held: stored in state held, not due until ReleaseHeld.
 	Held bool
+	// LeaseUntil, when set, stores the delivery already claimed by the
+	// ingesting process, leased until then (a hand-off: the process sends
+	// it at once, with no claim of its own). The ingest answers it in state
+	// sending with this lease; a lease that runs out, or a crash, makes it
+	// due again as for a claimed job. Not with Held or a later NotBefore
+	// (CheckHandOffs).
+	LeaseUntil time.Time
+}
+
+// HandsOff reports whether any delivery of in is handed off (LeaseUntil).
+func HandsOff(in *Ingest) bool {
+	for _, nd := range in.Deliveries {
+		if !nd.LeaseUntil.IsZero() {
+			return true
+		}
+	}
+	return false
+}
+
+// CheckHandOffs refuses (ErrBadState) a delivery of in that is both
+// handed off (LeaseUntil) and held, or due later than now.
+func CheckHandOffs(in *Ingest, now time.Time) error {
+	for _, nd := range in.Deliveries {
+		switch {
+		case nd.LeaseUntil.IsZero():
+		case nd.Held:
+			return fmt.Errorf("%w: a held delivery cannot be handed off", ErrBadState)
+		case in.NotBefore.After(now):
+			return fmt.Errorf("%w: a delivery due at %s cannot be handed off", ErrBadState, in.NotBefore.UTC().Format(time.RFC3339))
+		}
+	}
+	return nil
 }
 
 // WindowTemplate is the delivery that goes with a held WhatsApp answer d:

@@ -199,6 +199,7 @@ type Sender struct {
 var (
 	_ channels.Deliverer       = (*Sender)(nil)
 	_ channels.ChannelAdmitter = (*Sender)(nil)
+	_ channels.IDFreeAdmitter  = (*Sender)(nil)
 )
 
 // Admit lets the dispatcher hand this sender at most twice PoolSize jobs
@@ -213,6 +214,10 @@ func (s *Sender) Admit(*store.Delivery) bool {
 	}
 	return true
 }
+
+// AdmitsWithoutID: Admit and Done count jobs only
+// (channels.IDFreeAdmitter), so fresh deliveries can be handed off.
+func (s *Sender) AdmitsWithoutID() {}
 
 // Done gives back the place Admit gave.
 func (s *Sender) Done(*store.Delivery) { s.admitted.Add(-1) }

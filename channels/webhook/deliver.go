@@ -128,7 +128,10 @@ type Deliverer struct {
 	log       *slog.Logger
 }
 
-var _ channels.Deliverer = (*Deliverer)(nil)
+var (
+	_ channels.Deliverer      = (*Deliverer)(nil)
+	_ channels.IDFreeAdmitter = (*Deliverer)(nil)
+)
 
 type endpointState struct {
 	Endpoint
@@ -269,6 +272,10 @@ func (d *Deliverer) Admit(del *store.Delivery) bool {
 		}
 	}
 }
+
+// AdmitsWithoutID: Admit and Done look at the endpoint only
+// (channels.IDFreeAdmitter), so fresh deliveries can be handed off.
+func (d *Deliverer) AdmitsWithoutID() {}
 
 // Done releases the slot Admit reserved for del.
 func (d *Deliverer) Done(del *store.Delivery) {

@@ -177,7 +177,7 @@ func buildApp(ctx context.Context, cfg *Config, reg *envelope.Registry, log *slo
 	a.enqueuer = api.NewIngester(api.IngestConfig{Registry: reg,
 		Limits:        envelope.Limits{MaxBytes: cfg.Limits.MaxEnvelopeBytes, MaxParts: cfg.Limits.MaxParts},
 		MaxRecipients: cfg.Limits.MaxRecipients, Channels: configured, Endpoints: endpoints, Agents: agents,
-		Remember: envelopes.Put, Approvers: cfg.approverSets(), Conversations: a.conversationsAPI()},
+		Remember: envelopes.Put, HandOff: a.dispatcher, Approvers: cfg.approverSets(), Conversations: a.conversationsAPI()},
 		a.db, a.preparer, a.dispatcher.Notify, a.apiMetrics.Ingested)
 	if err := a.wireSchedules(); err != nil {
 		return nil, fmt.Errorf("set up schedules: %w", err)

@@ -28,6 +28,9 @@ func (s *DB) IngestBulk(ctx context.Context, ins []store.Ingest) ([]*store.Inges
 			if in.IdempotencyKey != "" {
 				return errors.New("bulk ingest: idempotency keys are not supported")
 			}
+			if store.HandsOff(&in) {
+				return errors.New("bulk ingest: hand-offs (LeaseUntil) are not supported")
+			}
 			ids := make([]string, len(in.Deliveries))
 			for i := range ids {
 				ids[i] = s.NewID("dlv_")

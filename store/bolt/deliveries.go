@@ -22,6 +22,16 @@ func stateKey(st store.State, id string) []byte {
 // never sending: a job in flight is its stored (queued or retrying) record
 // plus a lease entry in place of its due entry (Claim removed that).
 func putDeliveryTx(tx *bbolt.Tx, d *store.Delivery, old store.State) error {
+	return putDeliveryLeasedTx(tx, d, old, time.Time{})
+}
+
+// putNewDeliveryTx writes a new delivery; with leaseUntil set it is stored
+// as a claim leaves a job (its record queued, a lease entry, no due entry).
+func putNewDeliveryTx(tx *bbolt.Tx, d *store.Delivery, leaseUntil time.Time) error {
+	return putDeliveryLeasedTx(tx, d, "", leaseUntil)
+}
+
+func putDeliveryLeasedTx(tx *bbolt.Tx, d *store.Delivery, old store.State, leaseUntil time.Time) error {
 	if d.State == store.StateSending || !d.State.Valid() {
 		return fmt.Errorf("%w: cannot store a delivery in state %q", store.ErrBadState, d.State)
 	}
@@ -31,6 +41,12 @@ func putDeliveryTx(tx *bbolt.Tx, d *store.Delivery, old store.State) error {
 	byState := tx.Bucket(bByState)
 	switch d.State {
 	case store.StateQueued, store.StateRetrying:
+		if !leaseUntil.IsZero() {
+			if err := tx.Bucket(bLeases).Put([]byte(d.ID), leaseValue(leaseUntil)); err != nil {
+				return err
+			}
+			break
+		}
 		if err := tx.Bucket(bDue).Put(dueKey(d.Channel, d.NextAttemptAt, d.ID), dueValue(d)); err != nil {
 			return err
 		}

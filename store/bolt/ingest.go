@@ -37,6 +37,9 @@ func (s *DB) Ingest(ctx context.Context, in store.Ingest) (*store.IngestResult, 
 		}
 	}
 	now := s.now()
+	if err := store.CheckHandOffs(&in, now); err != nil {
+		return nil, fmt.Errorf("ingest: %w", err)
+	}
 	envID := s.NewID("env_")
 	ids := make([]string, len(in.Deliveries))
 	for i := range ids {
@@ -87,7 +90,7 @@ func (s *DB) Ingest(ctx context.Context, in store.Ingest) (*store.IngestResult, 
 }
 
 // writeIngestTx writes one accepted envelope, its deliveries (due at
-// in.NotBefore or now) and its approvals. Ingest and IngestBulk share it.
+// in.NotBefore or now, or leased when handed off) and its approvals. Ingest and IngestBulk share it.
 func (s *DB) writeIngestTx(tx *bbolt.Tx, in *store.Ingest, envID string, ids []string, now time.Time) (*store.IngestResult, error) {
 	first := now
 	if in.NotBefore.After(now) {
@@ -108,11 +111,15 @@ func (s *DB) writeIngestTx(tx *bbolt.Tx, in *store.Ingest, envID string, ids []s
 		if nd.Held {
 			d.State = store.StateHeld
 		}
-		if err := putDeliveryTx(tx, d, ""); err != nil {
+		if err := putNewDeliveryTx(tx, d, nd.LeaseUntil); err != nil {
 			return nil, err
 		}
 		if err := indexConversationDeliveryTx(tx, d); err != nil {
 			return nil, err
+		}
+		if !nd.LeaseUntil.IsZero() {
+			// Handed off: answered as a claim answers it.
+			d.State, d.LeaseUntil = store.StateSending, nd.LeaseUntil
 		}
 		out.Deliveries = append(out.Deliveries, d)
 	}

@@ -28,6 +28,9 @@ func (s *DB) Ingest(ctx context.Context, in store.Ingest) (*store.IngestResult, 
 		return nil, fmt.Errorf("ingest: %w", err)
 	}
 	now := s.now()
+	if err := store.CheckHandOffs(&in, now); err != nil {
+		return nil, fmt.Errorf("ingest: %w", err)
+	}
 	w := s.newIngestWrite(&in)
 	var res *store.IngestResult
 	err := s.tx(ctx, func(tx pgx.Tx) error {
@@ -67,6 +70,9 @@ func (s *DB) IngestBulk(ctx context.Context, ins []store.Ingest) ([]*store.Inges
 		if ins[i].IdempotencyKey != "" {
 			return nil, errors.New("bulk ingest: idempotency keys are not supported")
 		}
+		if store.HandsOff(&ins[i]) {
+			return nil, errors.New("bulk ingest: hand-offs (LeaseUntil) are not supported")
+		}
 		if err := checkChannels(&ins[i]); err != nil {
 			return nil, fmt.Errorf("bulk ingest: %w", err)
 		}
@@ -88,11 +94,12 @@ func (s *DB) IngestBulk(ctx context.Context, ins []store.Ingest) ([]*store.Inges
 	return out, nil
 }
 
-// anyDue reports whether an ingest made a delivery due (one not held).
+// anyDue reports whether an ingest made a delivery due (one not held and
+// not handed off).
 func anyDue(rs ...*store.IngestResult) bool {
 	for _, r := range rs {
 		for _, d := range r.Deliveries {
-			if d.State != store.StateHeld {
+			if d.State != store.StateHeld && d.State != store.StateSending {
 				return true
 			}
 		}
@@ -115,11 +122,13 @@ type ingestWrite struct {
 	in    *store.Ingest
 	envID string
 	ids   []string
+	// holder is this replica, the holder of handed-off deliveries' leases.
+	holder string
 }
 
 // newIngestWrite gives in its envelope and delivery ids.
 func (s *DB) newIngestWrite(in *store.Ingest) *ingestWrite {
-	w := &ingestWrite{in: in, envID: s.NewID("env_"), ids: make([]string, len(in.Deliveries))}
+	w := &ingestWrite{in: in, envID: s.NewID("env_"), ids: make([]string, len(in.Deliveries)), holder: s.holder}
 	for i := range w.ids {
 		w.ids[i] = s.NewID("dlv_")
 	}
@@ -215,10 +224,10 @@ const insertEnvelopesSQL = `INSERT INTO envelopes (id, created_ns, body, doc)
 	SELECT id, $1, body, doc FROM unnest($2::text[], $3::bytea[], $4::json[]) AS u (id, body, doc)`
 
 const insertDeliveriesSQL = `INSERT INTO deliveries
-	(id, envelope_id, channel, recipient, agent, state, due_ns, created_ns, updated_ns, conversation, doc)
-	SELECT id, envelope_id, channel, recipient, agent, state, due_ns, $1, $1, conversation, doc
-	FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], $9::text[], $10::json[])
-	AS u (id, envelope_id, channel, recipient, agent, state, due_ns, conversation, doc)`
+	(id, envelope_id, channel, recipient, agent, state, due_ns, created_ns, updated_ns, conversation, doc, lease_until_ns, lease_holder)
+	SELECT id, envelope_id, channel, recipient, agent, state, due_ns, $1, $1, conversation, doc, lease_until_ns, NULLIF(lease_holder, '')
+	FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], $9::text[], $10::json[], $11::bigint[], $12::text[])
+	AS u (id, envelope_id, channel, recipient, agent, state, due_ns, conversation, doc, lease_until_ns, lease_holder)`
 
 // ingestRows are the rows of envelopes and deliveries an ingest inserts,
 // column by column (one multi-row INSERT each).
@@ -227,7 +236,11 @@ type ingestRows struct {
 	bodies                                          [][]byte
 	ids, envs, channels, tos, agents, states, convs []string
 	dues                                            []*int64
-	docs                                            []string
+	// leases and holders are a handed-off delivery's lease (nil and ""
+	// for the others).
+	leases  []*int64
+	holders []string
+	docs    []string
 }
 
 // writeIngests writes accepted envelopes, their deliveries (due at the
@@ -254,7 +267,7 @@ func (s *DB) writeIngests(ctx context.Context, tx pgx.Tx, ws []*ingestWrite, now
 	b := &pgx.Batch{}
 	b.Queue(insertEnvelopesSQL, nanos(now), rows.envIDs, rows.bodies, rows.envDocs)
 	b.Queue(insertDeliveriesSQL, nanos(now), rows.ids, rows.envs, rows.channels, rows.tos, rows.agents,
-		rows.states, rows.dues, rows.convs, rows.docs)
+		rows.states, rows.dues, rows.convs, rows.docs, rows.leases, rows.holders)
 	if err := runBatch(ctx, tx, b); err != nil {
 		return nil, fmt.Errorf("insert envelopes: %w", err)
 	}
@@ -306,9 +319,18 @@ func (r *ingestRows) add(w *ingestWrite, now time.Time) (*store.IngestResult, er
 		if err != nil {
 			return nil, fmt.Errorf("encode delivery: %w", err)
 		}
+		var until *int64
+		holder := ""
+		if !nd.LeaseUntil.IsZero() {
+			// Handed off: stored as a claim leaves a job, and answered so.
+			d.State, d.LeaseUntil = store.StateSending, nd.LeaseUntil
+			n := nanos(nd.LeaseUntil)
+			due, until, holder = nil, &n, w.holder
+		}
 		r.ids, r.envs, r.channels, r.tos = append(r.ids, d.ID), append(r.envs, w.envID), append(r.channels, d.Channel), append(r.tos, d.To)
 		r.agents, r.states, r.dues = append(r.agents, d.Agent), append(r.states, string(d.State)), append(r.dues, due)
 		r.convs, r.docs = append(r.convs, conversationOf(d)), append(r.docs, string(doc))
+		r.leases, r.holders = append(r.leases, until), append(r.holders, holder)
 		out.Deliveries = append(out.Deliveries, d)
 	}
 	return out, nil
