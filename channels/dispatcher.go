@@ -102,11 +102,16 @@ type Dispatcher struct {
 	lease      time.Duration
 	wake       chan struct{}
 	buf        buffer
-	// drained: the last claim took every job due then and nothing was
-	// refused, and no wake-up came since. Hand-offs are taken only then,
-	// so that a fresh delivery never overtakes due ones.
-	drained atomic.Bool
+	// wakes counts Notify calls; drainedAt is 1 + the count read before
+	// the last claim that took every job due and refused none. The queue
+	// is drained while drainedAt == wakes+1 (no wake-up since that claim
+	// began). Hand-offs are taken only then, so that a fresh delivery
+	// never overtakes due ones.
+	wakes, drainedAt atomic.Uint64
 }
+
+// drained reports whether no job is known to wait to be claimed.
+func (d *Dispatcher) drained() bool { return d.drainedAt.Load() == d.wakes.Load()+1 }
 
 // NewDispatcher builds a dispatcher. It starts nothing; call Run.
 func NewDispatcher(cfg DispatcherConfig, db Outbox, deliverers map[string]Deliverer, handles HandleSource, obs Observer, log *slog.Logger) (*Dispatcher, error) {
@@ -166,7 +171,7 @@ func (c DispatcherConfig) policy(channel string) Policy { return c.Policies[chan
 
 // Notify wakes the dispatcher: new jobs may be due. It never blocks.
 func (d *Dispatcher) Notify() {
-	d.drained.Store(false)
+	d.wakes.Add(1)
 	select {
 	case d.wake <- struct{}{}:
 	default:
@@ -232,6 +237,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		claimedAll, refused := false, 0
 		tried := want > 0 && (room >= max(1, d.cfg.Workers/2) || used == 0)
 		if tried {
+			wakes := d.wakes.Load()
 			want = d.buf.take(want) // hand-offs may have taken some meanwhile
 			var admitted []*store.Delivery
 			admit := func(del *store.Delivery) store.Admission {
@@ -264,7 +270,11 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 				d.buf.put(job{del: del}) // never blocks: its slot was taken
 			}
 			claimedAll = want > 0 && len(claimed) == want
-			d.drained.Store(len(claimed) < want && refused == 0)
+			if len(claimed) < want && refused == 0 {
+				d.drainedAt.Store(wakes + 1)
+			} else {
+				d.drainedAt.Store(0)
+			}
 		}
 		if now := d.cfg.Now(); now.Sub(lastSweep) > 10*time.Second {
 			lastSweep = now

@@ -41,7 +41,7 @@ type Reservation struct {
 // back with Unreserve, or fill it with Hand.
 func (d *Dispatcher) Reserve(channel, to string) (*Reservation, bool) {
 	deliverer, ok := d.deliverers[channel]
-	if !ok || !d.drained.Load() {
+	if !ok || !d.drained() {
 		return nil, false
 	}
 	a, admits := deliverer.(Admitter)

@@ -201,3 +201,35 @@ func TestHandAfterStopReleasesTheJob(t *testing.T) {
 		t.Fatalf("claimed %v (%v), want the released job", claimed, err)
 	}
 }
+
+// While a delivery waits to be claimed, no fresh one is handed off past
+// it; once claims have taken everything due, hand-offs resume.
+func TestNoHandOffPastAWaitingJob(t *testing.T) {
+	db := storetest.Open(t, bolt.Options{})
+	a := &admitting{}
+	d, _ := NewDispatcher(DispatcherConfig{Workers: 4, IdleWait: 10 * time.Millisecond}, db, map[string]Deliverer{"webhook": a}, nil, nil, nil)
+	r, stop := running(t, d)
+	defer stop()
+	d.Unreserve(r)
+	res, err := db.Ingest(context.Background(), store.Ingest{Envelope: []byte(`{}`), Deliveries: []store.NewDelivery{{Channel: "webhook", To: "ep"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Notify()
+	if r, ok := d.Reserve("webhook", "ep"); ok {
+		d.Unreserve(r)
+		t.Fatal("a hand-off was granted while a queued delivery waited to be claimed")
+	}
+	waitState(t, db, res.Deliveries[0].ID, store.StateSent)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if r, ok := d.Reserve("webhook", "ep"); ok {
+			d.Unreserve(r)
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("hand-offs did not resume after the queue drained")
+		}
+		time.Sleep(time.Millisecond) // the next claim finds nothing due, with a deadline
+	}
+}
