@@ -95,7 +95,7 @@ func TestCardStaysWithinOrigin(t *testing.T) {
 	if err != nil || *turn.Message.Parts[0].Text != "here" || leaked.Load() {
 		t.Fatalf("turn %+v, err %v, leaked %v", turn, err, leaked.Load())
 	}
-	if st, _ := c.Status("a"); st.ChosenBy != "probe" || !strings.Contains(st.CardError, "other origins") {
+	if st, _ := c.Status("a"); st.ChosenBy != "probe" || !strings.Contains(st.CardError, "another origin") {
 		t.Fatalf("status %+v", st)
 	}
 }
