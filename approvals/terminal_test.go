@@ -211,9 +211,10 @@ func TestRetryIntoCompletedTaskAfterLostAnswer(t *testing.T) {
 			if n := counterValue(h.metrics.injections.WithLabelValues("dead")); n != 0 {
 				t.Errorf("dead injections metric %v", n)
 			}
-			if n := counterValue(h.metrics.injections.WithLabelValues("done")); n != 1 {
-				t.Errorf("done injections metric %v", n)
-			}
+			// The metric follows the recorded outcome.
+			poll.Eventually(t, 5*time.Second, "the done injections metric to be 1", func() bool {
+				return counterValue(h.metrics.injections.WithLabelValues("done")) == 1
+			})
 			h.settle()
 			for _, m := range h.enq.To(alice) {
 				if strings.HasPrefix(m, "Not taken into account") {
