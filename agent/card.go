@@ -140,10 +140,16 @@ func generation(v string) string {
 
 // Pick returns the interface beachd uses: the newest generation both
 // speak (1.0, then 0.3), preferring JSON-RPC to HTTP+JSON within 1.0.
-func Pick(ifaces []Interface) (Interface, bool) {
+func Pick(ifaces []Interface) (Interface, bool) { return pick(ifaces, "", "") }
+
+// pick is Pick among the interfaces of version and binding ("" for any).
+func pick(ifaces []Interface, version, binding string) (Interface, bool) {
 	for _, want := range []struct{ version, binding string }{
 		{V10, BindingJSONRPC}, {V10, BindingHTTPJSON}, {V03, BindingJSONRPC},
 	} {
+		if (version != "" && want.version != version) || (binding != "" && want.binding != binding) {
+			continue
+		}
 		for _, i := range ifaces {
 			if i.Version == want.version && i.Binding == want.binding {
 				return i, true

@@ -11,9 +11,11 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/cool-ai/beachd/channels/fetch"
 	"github.com/cool-ai/beachd/envelope"
 )
 
@@ -34,11 +36,16 @@ const (
 // Target is one agent.
 type Target struct {
 	// URL is the agent's A2A endpoint (http or https); its origin is where
-	// the agent card is read.
+	// the agent card is read, and the only origin requests go to.
 	URL string
-	// Version is "auto" (or empty), "1.0" or "0.3". A fixed version talks
-	// JSON-RPC to URL without reading the card.
+	// Version is "auto" (or empty), "1.0" or "0.3". A fixed 0.3 talks
+	// JSON-RPC to URL without reading the card; a fixed 1.0 reads the card
+	// for the binding unless Binding is fixed too.
 	Version string
+	// Binding is "auto" (or empty), "jsonrpc" or "http+json" (ParseBinding).
+	// A fixed binding is used as it is; with Version 1.0 too, URL is the
+	// endpoint and no card is read. "http+json" needs Version auto or 1.0.
+	Binding string
 	// Headers are added to every request (authorisation, for instance).
 	Headers map[string]string
 	// Timeout bounds one request; zero means 30s.
@@ -55,17 +62,37 @@ type Target struct {
 	MaxCardBytes int64
 }
 
+// ParseBinding reads a binding setting: "auto" or "" (the card decides),
+// "jsonrpc" or "http+json" (either case), and returns "" for auto or
+// BindingJSONRPC / BindingHTTPJSON.
+func ParseBinding(s string) (string, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", VersionAuto:
+		return "", nil
+	case "jsonrpc":
+		return BindingJSONRPC, nil
+	case "http+json":
+		return BindingHTTPJSON, nil
+	}
+	return "", fmt.Errorf("a2a_binding %q must be auto, jsonrpc or http+json", clip(s))
+}
+
 // Client talks to the configured agents. It is safe for concurrent use.
 type Client struct {
 	targets map[string]*conn
 	now     func() time.Time
 }
 
-// New builds a client for targets. hc is the HTTP client to use (nil means
-// a client with default settings). No request is made until first use.
+// New builds a client for targets. Every target gets its own HTTP client
+// (fetch.EndpointClient): it never follows a redirect — a 3xx answer is a
+// *RedirectError — and dials only the target URL's host:port or public
+// addresses. hc, when not nil, replaces those clients (tests); redirects
+// are refused all the same. No request is made until first use.
 func New(targets map[string]Target, hc *http.Client) (*Client, error) {
-	if hc == nil {
-		hc = &http.Client{}
+	if hc != nil {
+		cp := *hc
+		cp.CheckRedirect = fetch.NoRedirects
+		hc = &cp
 	}
 	c := &Client{targets: map[string]*conn{}, now: time.Now}
 	for name, t := range targets {
@@ -80,13 +107,25 @@ func New(targets map[string]Target, hc *http.Client) (*Client, error) {
 		default:
 			return nil, fmt.Errorf("agent %q: a2a_version %q must be auto, 1.0 or 0.3", name, t.Version)
 		}
+		if t.Binding, err = ParseBinding(t.Binding); err != nil {
+			return nil, fmt.Errorf("agent %q: %w", name, err)
+		}
+		if t.Version == V03 && t.Binding == BindingHTTPJSON {
+			return nil, fmt.Errorf("agent %q: a2a_binding http+json needs a2a_version 1.0 or auto (beachd speaks 0.3 over JSON-RPC only)", name)
+		}
 		t.Timeout = orDefault(t.Timeout, DefaultTimeout)
 		t.CardTimeout = orDefault(t.CardTimeout, DefaultCardTimeout)
 		t.CardTTL = orDefault(t.CardTTL, DefaultCardTTL)
 		t.MaxResponseBytes = orDefault(t.MaxResponseBytes, DefaultMaxResponseBytes)
 		t.MaxCardBytes = orDefault(t.MaxCardBytes, DefaultMaxCardBytes)
+		thc := hc
+		if thc == nil {
+			if thc, err = fetch.EndpointClient(t.URL, 0); err != nil {
+				return nil, fmt.Errorf("agent %q: %w", name, err)
+			}
+		}
 		c.targets[name] = &conn{name: name, t: t, now: c.now,
-			c: &caller{hc: hc, headers: t.Headers, maxBytes: t.MaxResponseBytes}}
+			c: &caller{hc: thc, headers: t.Headers, maxBytes: t.MaxResponseBytes}}
 	}
 	return c, nil
 }
@@ -141,7 +180,7 @@ func (c *Client) Inject(ctx context.Context, agentName, session, turn string, re
 		return fmt.Errorf("encode approval-response: %w", err)
 	}
 	msg := &Message{
-		MessageID: "beachd-approval-" + resp.ApprovalID,
+		MessageID: InjectMessageID(resp.ApprovalID),
 		Role:      RoleUser,
 		ContextID: session,
 		TaskID:    turn,
@@ -155,6 +194,70 @@ func (c *Client) Inject(ctx context.Context, agentName, session, turn string, re
 		return fmt.Errorf("inject approval-response into %s: %w", agentName, err)
 	}
 	return nil
+}
+
+// InjectMessageID is the messageId of the message Inject sends for an
+// approval: the same for every attempt, so that an agent — and
+// HasDecision — can recognise a repeat.
+func InjectMessageID(approvalID string) string { return "beachd-approval-" + approvalID }
+
+// HasDecision reports whether the agent already holds the decision resp
+// in turn: it reads the task (GetTask / tasks/get) and looks in its
+// history for the message Inject sends (InjectMessageID), or for an
+// approval-response data part of resp's approvalId. It is how a retried
+// injection that the agent refuses — because the first attempt got
+// through, its answer was lost, and the agent has since completed the
+// task — is told apart from one that never arrived. A task of another
+// context than session is not the turn. An agent that keeps no history
+// yields false: nothing proves it had the decision.
+func (c *Client) HasDecision(ctx context.Context, agentName, session, turn string, resp envelope.ApprovalResponse) (bool, error) {
+	task, err := c.Task(ctx, agentName, turn)
+	if err != nil {
+		return false, err
+	}
+	if session != "" && task.ContextID != "" && task.ContextID != session {
+		return false, nil
+	}
+	want := InjectMessageID(resp.ApprovalID)
+	for _, m := range task.History {
+		if m.Role != RoleUser {
+			continue
+		}
+		if m.MessageID == want {
+			return true, nil
+		}
+		for _, p := range m.Parts {
+			if p.Data == nil || p.Metadata["partType"] != envelope.PartApprovalResponse {
+				continue
+			}
+			var d struct {
+				ApprovalID string `json:"approvalId"`
+			}
+			if json.Unmarshal(p.Data, &d) == nil && d.ApprovalID == resp.ApprovalID {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
+}
+
+// Task reads the task id of agentName as the agent holds it now (GetTask
+// in 1.0, tasks/get in 0.3).
+func (c *Client) Task(ctx context.Context, agentName, id string) (*Task, error) {
+	t, err := c.target(agentName)
+	if err != nil {
+		return nil, err
+	}
+	var task *Task
+	err = t.call(ctx, func(ctx context.Context, b binding) error {
+		var err error
+		task, err = b.getTask(ctx, id)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("get task %s on %s: %w", clip(id), agentName, err)
+	}
+	return task, nil
 }
 
 // Turn is a turn started by StartTurn: either the agent answered at once
@@ -302,15 +405,17 @@ func sleep(ctx context.Context, d time.Duration) error {
 
 // Status is what beachd knows of how it talks to one agent.
 type Status struct {
-	Name       string    `json:"name"`
-	URL        string    `json:"url"`
-	Configured string    `json:"a2aVersion"`           // auto, 1.0 or 0.3
-	Generation string    `json:"generation,omitempty"` // in use; "" until first contact
-	Binding    string    `json:"binding,omitempty"`
-	Endpoint   string    `json:"endpoint,omitempty"`
-	ChosenBy   string    `json:"chosenBy,omitempty"` // config, card, or probe
-	CardReadAt time.Time `json:"cardReadAt,omitzero"`
-	CardError  string    `json:"cardError,omitempty"`
+	Name       string `json:"name"`
+	URL        string `json:"url"`
+	Configured string `json:"a2aVersion"` // auto, 1.0 or 0.3
+	// ConfiguredBinding is auto, jsonrpc or http+json.
+	ConfiguredBinding string    `json:"a2aBinding"`
+	Generation        string    `json:"generation,omitempty"` // in use; "" until first contact
+	Binding           string    `json:"binding,omitempty"`
+	Endpoint          string    `json:"endpoint,omitempty"`
+	ChosenBy          string    `json:"chosenBy,omitempty"` // config, card, or probe
+	CardReadAt        time.Time `json:"cardReadAt,omitzero"`
+	CardError         string    `json:"cardError,omitempty"`
 }
 
 // Status returns the state of one agent.

@@ -1,26 +1,33 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/cool-ai/beachd/channels/fetch"
 )
 
 // conn is one agent and the generation beachd speaks to it.
 //
-// With a fixed version it is JSON-RPC at the target URL. With auto, the
-// card at the URL's origin decides (Pick). When the card cannot be read,
-// or offers nothing beachd speaks, beachd probes: it tries 1.0 JSON-RPC at
-// the target URL, and switches generation when the agent answers that it
+// What the configuration fixes is used as it is; the card at the URL's
+// origin decides the rest (pick). A fixed 0.3, or a fixed 1.0 with a
+// fixed binding, is the target URL without a card. A fixed 1.0 with the
+// binding on auto takes the binding (and endpoint) from the card, and is
+// JSON-RPC at the target URL when the card cannot help. With the version
+// on auto, when the card cannot be read or offers nothing beachd speaks,
+// beachd probes: it tries 1.0 at the target URL (in the fixed binding,
+// or JSON-RPC), and switches generation when the agent answers that it
 // does not know the version or the method. A call that fails that way
-// re-reads the card (the agent may have moved to another generation since)
-// and is retried once with the new choice; the card error stays visible
-// in Status.
+// re-reads the card (the agent may have moved since) and is retried once
+// with the new choice; the card error stays visible in Status. The card
+// may only name endpoints on the target URL's origin: the configured
+// headers go wherever it points.
 type conn struct {
 	name string
 	t    Target
@@ -34,6 +41,12 @@ type conn struct {
 	cardErr  error
 }
 
+// readsCard reports whether the card decides anything for this target:
+// the generation (version auto), or the binding of a fixed 1.0.
+func (c *conn) readsCard() bool {
+	return c.t.Version == VersionAuto || (c.t.Version == V10 && c.t.Binding == "")
+}
+
 // cardRetry is how soon a card that could not be read is read again.
 const cardRetry = time.Minute
 
@@ -42,7 +55,7 @@ const cardRetry = time.Minute
 func (c *conn) call(ctx context.Context, op func(context.Context, binding) error) error {
 	cur := c.current(ctx)
 	err := c.run(ctx, cur, op)
-	if err == nil || c.t.Version != VersionAuto || !mismatch(err) {
+	if err == nil || !c.readsCard() || !mismatch(err) {
 		return err
 	}
 	next := c.reresolve(ctx, cur)
@@ -95,7 +108,7 @@ func (c *conn) current(ctx context.Context) Interface {
 		// been down when it was read.
 		ttl = min(ttl, cardRetry)
 	}
-	if c.cur == nil || (c.t.Version == VersionAuto && c.now().Sub(c.cardAt) > ttl) {
+	if c.cur == nil || (c.readsCard() && c.now().Sub(c.cardAt) > ttl) {
 		c.resolveLocked(ctx)
 	}
 	return *c.cur
@@ -114,7 +127,7 @@ func (c *conn) reresolve(ctx context.Context, cur Interface) Interface {
 	if *c.cur != cur {
 		return *c.cur
 	}
-	if c.chosenBy == "probe" || c.cardErr != nil {
+	if c.t.Version == VersionAuto && c.t.Binding != BindingHTTPJSON && (c.chosenBy == "probe" || c.cardErr != nil) {
 		other := Interface{URL: c.t.URL, Binding: BindingJSONRPC, Version: V03}
 		if cur.Version == V03 {
 			other.Version = V10
@@ -126,10 +139,15 @@ func (c *conn) reresolve(ctx context.Context, cur Interface) Interface {
 
 // resolveLocked sets c.cur from the configuration or the card.
 func (c *conn) resolveLocked(ctx context.Context) {
-	if c.t.Version != VersionAuto {
-		c.cur = &Interface{URL: c.t.URL, Binding: BindingJSONRPC, Version: c.t.Version}
+	binding := cmp.Or(c.t.Binding, BindingJSONRPC)
+	if !c.readsCard() {
+		c.cur = &Interface{URL: c.t.URL, Binding: binding, Version: c.t.Version}
 		c.chosenBy = "config"
 		return
+	}
+	version := c.t.Version
+	if version == VersionAuto {
+		version = ""
 	}
 	c.cardAt = c.now()
 	cardURL, err := CardURL(c.t.URL)
@@ -145,48 +163,61 @@ func (c *conn) resolveLocked(ctx context.Context) {
 		// origin.
 		var same []Interface
 		for _, i := range ifaces {
-			if sameOrigin(i.URL, c.t.URL) {
+			if fetch.SameOrigin(i.URL, c.t.URL) {
 				same = append(same, i)
 			}
 		}
-		if i, ok := Pick(same); ok {
+		if i, ok := pick(same, version, c.t.Binding); ok {
 			c.cur, c.chosenBy, c.cardErr = &i, "card", nil
 			return
 		}
-		if _, ok := Pick(ifaces); ok {
-			err = fmt.Errorf("agent card names endpoints only on other origins than a2a_url %s; beachd does not follow them (set a2a_url to the endpoint)", c.t.URL)
+		if i, ok := pick(ifaces, version, c.t.Binding); ok {
+			err = fmt.Errorf("agent card names %s %s only at %s, another origin than a2a_url %s; beachd does not use it (the configured headers would go there): set a2a_url to that endpoint",
+				i.Version, i.Binding, clip(origin(i.URL)), origin(c.t.URL))
 		} else {
-			err = errNoCommonVersion(ifaces)
+			err = errNoCommonVersion(ifaces, version, c.t.Binding)
 		}
 	}
 	c.cardErr = err
 	if c.cur == nil {
-		// Beach agents speak 1.0; the probe moves to 0.3 if the agent
-		// says otherwise.
-		c.cur = &Interface{URL: c.t.URL, Binding: BindingJSONRPC, Version: V10}
+		// Beach agents speak 1.0; the probe (version auto) moves to 0.3
+		// if the agent says otherwise.
+		c.cur = &Interface{URL: c.t.URL, Binding: binding, Version: V10}
 		c.chosenBy = "probe"
+		if c.t.Version == V10 {
+			c.chosenBy = "config"
+		}
 	}
 }
 
-func sameOrigin(a, b string) bool {
-	ua, err1 := url.Parse(a)
-	ub, err2 := url.Parse(b)
-	return err1 == nil && err2 == nil && strings.EqualFold(ua.Scheme, ub.Scheme) && strings.EqualFold(ua.Host, ub.Host)
+// origin is u's scheme://host[:port], or u itself when it is no URL.
+func origin(u string) string {
+	p, err := url.Parse(u)
+	if err != nil || p.Host == "" {
+		return u
+	}
+	return (&url.URL{Scheme: p.Scheme, Host: p.Host}).String()
 }
 
-func errNoCommonVersion(ifaces []Interface) error {
+func errNoCommonVersion(ifaces []Interface, version, binding string) error {
 	var offered []string
 	for _, i := range ifaces {
 		offered = append(offered, i.Version+" "+i.Binding)
 	}
-	return &noCommonVersion{offered: offered}
+	return &noCommonVersion{offered: offered, version: version, binding: binding}
 }
 
-type noCommonVersion struct{ offered []string }
+type noCommonVersion struct {
+	offered          []string
+	version, binding string // what the configuration fixes; "" for auto
+}
 
 func (e *noCommonVersion) Error() string {
-	return "agent card offers no interface beachd speaks (1.0 JSONRPC or HTTP+JSON, 0.3 JSONRPC); it offers " +
-		joinClip(e.offered)
+	want := "1.0 JSONRPC or HTTP+JSON, 0.3 JSONRPC"
+	if e.version != "" || e.binding != "" {
+		want = "a2a_version " + cmp.Or(e.version, "auto") + ", a2a_binding " + cmp.Or(e.binding, "auto")
+	}
+	return "agent card offers no interface beachd speaks (" + want + "); it offers " + joinClip(e.offered)
 }
 
 func joinClip(s []string) string {
@@ -206,7 +237,8 @@ func joinClip(s []string) string {
 func (c *conn) status() Status {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	s := Status{Name: c.name, URL: c.t.URL, Configured: c.t.Version, ChosenBy: c.chosenBy, CardReadAt: c.cardAt}
+	s := Status{Name: c.name, URL: c.t.URL, Configured: c.t.Version, ConfiguredBinding: bindingSetting(c.t.Binding),
+		ChosenBy: c.chosenBy, CardReadAt: c.cardAt}
 	if c.cur != nil {
 		s.Generation, s.Binding, s.Endpoint = c.cur.Version, c.cur.Binding, c.cur.URL
 	}
@@ -214,4 +246,15 @@ func (c *conn) status() Status {
 		s.CardError = c.cardErr.Error()
 	}
 	return s
+}
+
+// bindingSetting names a parsed binding as the configuration does.
+func bindingSetting(b string) string {
+	switch b {
+	case BindingJSONRPC:
+		return "jsonrpc"
+	case BindingHTTPJSON:
+		return "http+json"
+	}
+	return VersionAuto
 }

@@ -95,7 +95,42 @@ func TestCardStaysWithinOrigin(t *testing.T) {
 	if err != nil || *turn.Message.Parts[0].Text != "here" || leaked.Load() {
 		t.Fatalf("turn %+v, err %v, leaked %v", turn, err, leaked.Load())
 	}
-	if st, _ := c.Status("a"); st.ChosenBy != "probe" || !strings.Contains(st.CardError, "other origins") {
+	if st, _ := c.Status("a"); st.ChosenBy != "probe" || !strings.Contains(st.CardError, "another origin") {
 		t.Fatalf("status %+v", st)
+	}
+}
+
+// TestPinned10WithoutCard: a fixed 1.0 whose card cannot be read talks
+// JSON-RPC to the configured URL and shows the card error; when the agent
+// refuses the method, it is not moved to 0.3 (the operator pinned 1.0).
+func TestPinned10WithoutCard(t *testing.T) {
+	var sends atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == CardPath {
+			http.NotFound(w, r)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		sends.Add(1)
+		if !strings.Contains(string(body), `"method":"SendMessage"`) || r.Header.Get("A2A-Version") != "1.0" {
+			t.Errorf("request %s with A2A-Version %q", body, r.Header.Get("A2A-Version"))
+		}
+		id := strings.SplitN(strings.SplitN(string(body), `"id":"`, 2)[1], `"`, 2)[0]
+		io.WriteString(w, `{"jsonrpc":"2.0","id":"`+id+`","error":{"code":-32601,"message":"method not found"}}`)
+	}))
+	defer srv.Close()
+	c, err := New(map[string]Target{"a": {URL: srv.URL + "/rpc", Version: V10}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.StartTurn(context.Background(), "a", "hi", ""); err == nil || !IsPermanent(err) {
+		t.Fatalf("err = %v, want the agent's permanent refusal", err)
+	}
+	st, _ := c.Status("a")
+	if st.Generation != V10 || st.Binding != BindingJSONRPC || st.ChosenBy != "config" || !strings.Contains(st.CardError, "HTTP 404") {
+		t.Fatalf("status %+v", st)
+	}
+	if n := sends.Load(); n != 1 {
+		t.Fatalf("%d requests, want 1 (the card, read again, names nothing else; no move to 0.3)", n)
 	}
 }

@@ -33,6 +33,13 @@ var (
 	ErrExtendedCardMissing    = errors.New("extended agent card not configured")
 	ErrExtensionRequired      = errors.New("extension support required")
 	ErrVersionNotSupported    = errors.New("A2A version not supported")
+
+	// ErrRedirect: the agent answered a redirect (any 3xx), which beachd
+	// never follows — the request's headers (credentials, often) and body
+	// are meant for the configured URL alone. A *RedirectError matches it,
+	// and ErrPermanent: the same request to the same URL gets the same
+	// answer until the configuration changes.
+	ErrRedirect = errors.New("agent answered a redirect")
 )
 
 // errorKind is one row of the A2A error taxonomy: the JSON-RPC code, the
@@ -121,6 +128,20 @@ func (e *Error) Error() string {
 	}
 	return b.String()
 }
+
+// RedirectError is a 3xx answer of an agent: a failure, never followed.
+type RedirectError struct {
+	Status int    // the HTTP status
+	To     string // the origin Location names (see fetch.RedirectTarget)
+}
+
+func (e *RedirectError) Error() string {
+	return fmt.Sprintf("agent answered a redirect to %s (not followed): HTTP %d; set the agent's URL to the endpoint it serves",
+		e.To, e.Status)
+}
+
+// Is matches ErrRedirect and ErrPermanent.
+func (e *RedirectError) Is(target error) bool { return target == ErrRedirect || target == ErrPermanent }
 
 // errorInfoReason finds the reason of the first google.rpc.ErrorInfo in a
 // JSON-RPC error's data (1.0 sends an array of details) or an HTTP+JSON

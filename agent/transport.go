@@ -15,6 +15,8 @@ import (
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/cool-ai/beachd/channels/fetch"
 )
 
 // Protocol generations and bindings.
@@ -61,6 +63,10 @@ func (c *caller) do(ctx context.Context, method, u string, body []byte, hdr map[
 		return 0, nil, err
 	}
 	defer resp.Body.Close()
+	if fetch.IsRedirect(resp.StatusCode) {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+		return resp.StatusCode, nil, &RedirectError{Status: resp.StatusCode, To: fetch.RedirectTarget(resp)}
+	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, c.maxBytes+1))
 	if err != nil {
 		return resp.StatusCode, nil, fmt.Errorf("read answer: %w", err)

@@ -136,7 +136,7 @@ func TestCardPick(t *testing.T) {
 	if _, ok := Pick(ifaces); ok {
 		t.Error("picked an interface beachd does not speak")
 	}
-	if msg := errNoCommonVersion(ifaces).Error(); !strings.Contains(msg, "1.0 GRPC") || !strings.Contains(msg, "2.0 JSONRPC") {
+	if msg := errNoCommonVersion(ifaces, "", "").Error(); !strings.Contains(msg, "1.0 GRPC") || !strings.Contains(msg, "2.0 JSONRPC") {
 		t.Errorf("error %q does not say what the card offers", msg)
 	}
 }

@@ -12,6 +12,9 @@
 //     the other tokens, writing the audit entry and queuing the injection job
 //     happen in one bbolt transaction; the injection worker then delivers it
 //     at least once, with retries, and dead-letters it visibly, never drops it.
+//     A retry refused after an earlier attempt's answer was lost counts as
+//     delivered only when the agent's own record holds the decision
+//     (Confirmer); a first attempt's refusal always stands.
 //   - A short code is checked, and a wrong one counted, in one store
 //     transaction with its lock: each pending approval's code is tried at
 //     most MaxWrongCodes times from a number before it is locked for that

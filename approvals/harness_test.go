@@ -82,6 +82,9 @@ type harness struct {
 }
 
 type harnessOpt struct {
+	// target, when set, is the agent the harness's client starts turns on
+	// (a2ajstest's, say); the a2a-go agent by default.
+	target     *agent.Target
 	noInjector bool
 	sender     func(real Sender) Sender
 	cfg        func(*Config)
@@ -95,7 +98,11 @@ func newHarness(t testing.TB, opt harnessOpt) *harness {
 	var err error
 	h.db = storetest.Open(t, bolt.Options{Now: h.clock.Now, MaxBatchDelay: time.Millisecond, NoSync: os.Getenv("APPROVALS_NOSYNC") != ""})
 	h.agent = agenttest.Start()
-	h.client, err = agent.New(map[string]agent.Target{"travel": {URL: h.agent.URL, Timeout: 5 * time.Second}}, nil)
+	target := agent.Target{URL: h.agent.URL, Timeout: 5 * time.Second}
+	if opt.target != nil {
+		target = *opt.target
+	}
+	h.client, err = agent.New(map[string]agent.Target{"travel": target}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +120,7 @@ func newHarness(t testing.TB, opt harnessOpt) *harness {
 		t.Fatal(err)
 	}
 	h.inj = NewInjector(InjectorConfig{Metrics: h.metrics, Now: h.clock.Now, MinBackoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond,
-		Lifetime: opt.lifetime, Permanent: agent.IsPermanent}, h.db, func(string) Sender { return h.sender }, log)
+		Lifetime: opt.lifetime, Permanent: func(err error) bool { return agent.IsPermanent(err) || PermanentHTTP(err) }}, h.db, func(string) Sender { return h.sender }, log)
 	cfg := Config{Secret: []byte(strings.Repeat("k", 32)), PublicURL: "https://beachd.example.org", Now: h.clock.Now, Metrics: h.metrics}
 	if opt.cfg != nil {
 		opt.cfg(&cfg)

@@ -15,6 +15,7 @@ import (
 
 	"crypto/rand"
 
+	"github.com/cool-ai/beachd/channels/fetch"
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/internal/outbox"
 	"github.com/cool-ai/beachd/store"
@@ -24,6 +25,16 @@ import (
 // agent.Client (A2A) implements it; WebhookSender is the alternative.
 type Sender interface {
 	Inject(ctx context.Context, agentName, session, turn string, resp envelope.ApprovalResponse) error
+}
+
+// Confirmer is a Sender that can tell whether the agent already holds a
+// decision (agent.Client does, from the task's history). The injector
+// asks before it dead-letters a retried injection: when an attempt's
+// answer was lost after the agent took the decision and completed the
+// task, the retry is refused ("task in a terminal state"), yet the
+// decision was delivered.
+type Confirmer interface {
+	HasDecision(ctx context.Context, agentName, session, turn string, resp envelope.ApprovalResponse) (bool, error)
 }
 
 // InjectorConfig tunes the injection worker. Zero values mean the defaults.
@@ -230,6 +241,7 @@ func (j *Injector) attempt(ctx context.Context, inj *store.Injection) {
 	}
 	now := j.cfg.Now()
 	o := store.InjectionOutcome{State: store.InjectionDone, At: now}
+	confirmed := false
 	if err != nil {
 		o.Error = err.Error()
 		switch {
@@ -243,6 +255,13 @@ func (j *Injector) attempt(ctx context.Context, inj *store.Injection) {
 			o.State = store.InjectionPending
 			o.NextAt = now.Add(j.backoff(inj.Attempts))
 		}
+		if o.State == store.InjectionDead && inj.Attempts > 1 {
+			if j.agentHasIt(ctx, inj, err) {
+				o, confirmed = store.InjectionOutcome{State: store.InjectionDone, At: now}, true
+			} else if ctx.Err() != nil {
+				return // shutting down while asking: the job is taken again
+			}
+		}
 	}
 	if _, rerr := j.db.RecordInjection(context.WithoutCancel(ctx), inj, o); rerr != nil {
 		if !errors.Is(rerr, store.ErrLeaseLost) {
@@ -253,14 +272,45 @@ func (j *Injector) attempt(ctx context.Context, inj *store.Injection) {
 	j.notify(inj.ID, o.State)
 	j.cfg.Metrics.observeInjection(map[string]string{store.InjectionDone: "done", store.InjectionDead: "dead",
 		store.InjectionPending: "retry"}[o.State], inj.Response.DecidedAt, now)
-	switch o.State {
-	case store.InjectionDone:
+	switch {
+	case o.State == store.InjectionDone && confirmed:
+		j.log.Info("approval injected (the agent already had it: an earlier attempt's answer was lost)",
+			"approval_id", inj.ApprovalID, "agent", inj.Agent, "attempt", inj.Attempts, "refusal", err)
+	case o.State == store.InjectionDone:
 		j.log.Info("approval injected", "approval_id", inj.ApprovalID, "agent", inj.Agent, "attempt", inj.Attempts)
-	case store.InjectionDead:
+	case o.State == store.InjectionDead:
 		j.log.Error("approval injection dead-lettered", "approval_id", inj.ApprovalID, "agent", inj.Agent, "attempt", inj.Attempts, "err", o.Error)
 	default:
 		j.log.Warn("approval injection failed; will retry", "approval_id", inj.ApprovalID, "agent", inj.Agent, "attempt", inj.Attempts, "next", o.NextAt, "err", o.Error)
 	}
+}
+
+// agentHasIt asks the agent, when its Sender can tell (Confirmer),
+// whether it already holds the decision that attempt failed to inject.
+// It is asked only of a retry about to be dead-lettered: an earlier
+// attempt may have reached the agent with its answer lost, and the agent
+// then refuses the repeat (its task is finished). A first attempt never
+// reached the agent before, so its refusal stands. Only the agent's own
+// record — our message, or a data part with this approvalId, in the
+// task's history — counts; an error asking counts as no.
+func (j *Injector) agentHasIt(ctx context.Context, inj *store.Injection, cause error) (had bool) {
+	defer func() {
+		if p := recover(); p != nil {
+			j.log.Error("asking the agent whether it already has the decision panicked", "approval_id", inj.ApprovalID, "panic", fmt.Sprint(p))
+			had = false
+		}
+	}()
+	cf, ok := j.senders(inj.Agent).(Confirmer)
+	if !ok {
+		return false
+	}
+	had, err := cf.HasDecision(ctx, inj.Agent, inj.Session, inj.Turn, inj.Response)
+	if err != nil {
+		j.log.Warn("could not ask the agent whether it already has the decision", "approval_id", inj.ApprovalID,
+			"agent", inj.Agent, "attempt", inj.Attempts, "refusal", cause, "err", err)
+		return false
+	}
+	return had
 }
 
 // backoff is MinBackoff·2^(attempt-1), capped at MaxBackoff, with ±20% jitter.
@@ -288,26 +338,68 @@ type signer interface {
 // {"type":"beach.approval-response","timestamp":…,"data":{"agent","session",
 // "turn","part":{"data":{…},"metadata":{"partType":"approval-response"}}}};
 // webhook-id is stable per approval, so a repeated delivery is recognisable.
+//
+// The decision and the configured headers go to URL and nowhere else: a
+// redirect is never followed — it is a permanent *HTTPStatusError, "agent
+// answered a redirect to <origin> (not followed)" — whatever Client does
+// with redirects; and with no Client, the one used dials URL's host:port
+// or public addresses only (fetch.EndpointClient).
 type WebhookSender struct {
 	URL     string
 	Signer  signer
 	Headers map[string]string
-	Client  *http.Client
-	Now     func() time.Time
+	// Client, when set, sends the requests (its redirect policy is
+	// replaced by none); nil means fetch.EndpointClient(URL, 30s).
+	Client *http.Client
+	Now    func() time.Time
+
+	once sync.Once
+	hc   *http.Client
+	err  error
 }
 
 // HTTPStatusError is a non-2xx answer of a webhook injector target.
-type HTTPStatusError struct{ Status int }
+type HTTPStatusError struct {
+	Status int
+	// To is, for a 3xx, the origin its Location names (fetch.RedirectTarget).
+	To string
+}
 
-func (e *HTTPStatusError) Error() string { return fmt.Sprintf("webhook answered HTTP %d", e.Status) }
+func (e *HTTPStatusError) Error() string {
+	if fetch.IsRedirect(e.Status) {
+		return fmt.Sprintf("agent answered a redirect to %s (not followed): HTTP %d from the approval webhook; set webhook_url to the endpoint it serves",
+			e.To, e.Status)
+	}
+	return fmt.Sprintf("webhook answered HTTP %d", e.Status)
+}
 
-// Permanent: 4xx other than 408, 409 and 429 will not change on retry.
+// Permanent: a redirect (the same URL answers the same until the
+// configuration changes), and 4xx other than 408, 409 and 429, will not
+// change on retry.
 func (e *HTTPStatusError) Permanent() bool {
-	return e.Status >= 400 && e.Status < 500 && e.Status != 408 && e.Status != 409 && e.Status != 429
+	return fetch.IsRedirect(e.Status) ||
+		e.Status >= 400 && e.Status < 500 && e.Status != 408 && e.Status != 409 && e.Status != 429
+}
+
+func (w *WebhookSender) client() (*http.Client, error) {
+	w.once.Do(func() {
+		if w.Client == nil {
+			w.hc, w.err = fetch.EndpointClient(w.URL, 30*time.Second)
+			return
+		}
+		hc := *w.Client
+		hc.CheckRedirect = fetch.NoRedirects
+		w.hc = &hc
+	})
+	return w.hc, w.err
 }
 
 // Inject implements Sender.
 func (w *WebhookSender) Inject(ctx context.Context, agentName, session, turn string, resp envelope.ApprovalResponse) error {
+	hc, err := w.client()
+	if err != nil {
+		return fmt.Errorf("approval webhook: %w", err)
+	}
 	now := time.Now
 	if w.Now != nil {
 		now = w.Now
@@ -336,16 +428,15 @@ func (w *WebhookSender) Inject(ctx context.Context, agentName, session, turn str
 	if w.Signer != nil {
 		req.Header.Set("webhook-signature", w.Signer.Sign(id, ts, body))
 	}
-	hc := w.Client
-	if hc == nil {
-		hc = http.DefaultClient
-	}
 	res, err := hc.Do(req)
 	if err != nil {
 		return fmt.Errorf("post approval-response: %w", err)
 	}
 	defer res.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10))
+	if fetch.IsRedirect(res.StatusCode) {
+		return &HTTPStatusError{Status: res.StatusCode, To: fetch.RedirectTarget(res)}
+	}
 	if res.StatusCode < 200 || res.StatusCode > 299 {
 		return &HTTPStatusError{Status: res.StatusCode}
 	}

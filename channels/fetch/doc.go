@@ -39,6 +39,13 @@
 // fetch into one uniform note.
 //
 // Provider APIs (Twilio's host, the configured SMTP server, webhook
-// endpoints, agents) are configuration, not content, and keep their own
-// clients.
+// endpoints) are configuration, not content, and keep their own clients.
+//
+// Agents are configuration too, but what beachd sends them — credentials
+// in configured headers, approval decisions — must reach the configured
+// endpoint and nothing else. EndpointClient is their client: it follows
+// no redirect (a 3xx is the caller's failure to report), dials the
+// configured host:port whatever it resolves to, and any other host:port
+// only at an address Client would dial (same rules, checked after
+// resolution), with no proxy from the environment.
 package fetch

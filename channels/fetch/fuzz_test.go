@@ -1,10 +1,12 @@
 package fetch
 
 import (
+	"net/http"
 	"net/netip"
 	"net/url"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // FuzzParseAllow: any list parses or fails without panicking; what parses
@@ -91,6 +93,32 @@ func FuzzCheckAddr(f *testing.F) {
 			if got := refusal(addr) == ""; got != want {
 				t.Fatalf("%s: public=%v, but %s: public=%v", v4, want, addr, got)
 			}
+		}
+	})
+}
+
+// FuzzRedirectTarget: whatever Location an agent answers, what goes into
+// the error is a marker or a bare origin — no path, query or user-info —
+// bounded and valid UTF-8.
+func FuzzRedirectTarget(f *testing.F) {
+	for _, s := range []string{"", "/x", "http://evil.example:81/p?token=t", "https://u:p@h/", "//h/p", "%zz",
+		"javascript:alert(1)", "http://[::1]:9/", "http://" + strings.Repeat("a", 300) + "/"} {
+		f.Add(s)
+	}
+	req, _ := http.NewRequest(http.MethodPost, "https://agent.example.org/a2a", nil)
+	f.Fuzz(func(t *testing.T, loc string) {
+		resp := &http.Response{Header: http.Header{}, Request: req}
+		resp.Header["Location"] = []string{loc}
+		got := RedirectTarget(resp)
+		if !utf8.ValidString(got) || len(got) > 120 {
+			t.Fatalf("%q: %q", loc, got)
+		}
+		if strings.HasPrefix(got, "(") {
+			return
+		}
+		u, err := url.Parse(got)
+		if err != nil || u.User != nil || u.RawQuery != "" || u.Fragment != "" || u.Path != "" || u.Host == "" {
+			t.Fatalf("%q: %q is not a bare origin", loc, got)
 		}
 	})
 }

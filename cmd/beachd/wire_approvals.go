@@ -26,6 +26,10 @@ type lateEnqueuer struct{ a *app }
 
 var _ approvals.ReplyEnqueuer = lateEnqueuer{}
 
+// agent.Client tells the injector whether an agent already holds a
+// decision whose retry it refuses.
+var _ approvals.Confirmer = (*agent.Client)(nil)
+
 func (l lateEnqueuer) Enqueue(ctx context.Context, env *envelope.Envelope, to []envelope.Recipient, agent, source string) (string, error) {
 	return l.EnqueueReply(ctx, env, to, nil, agent, source)
 }
@@ -103,12 +107,15 @@ func (a *app) wireApprovals() error {
 			if err != nil {
 				return fmt.Errorf("agents.%s.webhook_secret: %w", n, err)
 			}
-			senders[n] = &approvals.WebhookSender{URL: ac.WebhookURL, Signer: signer, Headers: ac.Headers,
-				Client: a.httpClient, Now: a.now}
+			// The sender's own client follows no redirect and dials only
+			// webhook_url's host:port or public addresses.
+			senders[n] = &approvals.WebhookSender{URL: ac.WebhookURL, Signer: signer, Headers: ac.Headers, Now: a.now}
 		}
 	}
 	var err error
-	if a.agents, err = agent.New(targets, a.httpClient); err != nil {
+	// nil: each agent gets a client that follows no redirect and dials
+	// only its a2a_url's host:port or public addresses.
+	if a.agents, err = agent.New(targets, nil); err != nil {
 		return err
 	}
 	for n := range targets {
@@ -157,7 +164,15 @@ func (a *app) wireApprovals() error {
 	a.workers = append(a.workers,
 		// Read the agent cards once at start, so operators see each
 		// agent's A2A generation before its first turn.
-		worker{name: "agent-cards", run: func(ctx context.Context) error { a.agents.Resolve(ctx); return nil }},
+		worker{name: "agent-cards", run: func(ctx context.Context) error {
+			a.agents.Resolve(ctx)
+			for _, st := range a.agents.Statuses() {
+				if st.CardError != "" {
+					log.Warn("agent card not used", "agent", st.Name, "chosen_by", st.ChosenBy, "err", st.CardError)
+				}
+			}
+			return nil
+		}},
 		worker{name: "approval-injector", run: inj.Run},
 		worker{name: "approval-expiry", run: a.singleton(singletonExpiry, approvals.NewSweeper(svc).Run),
 			started: a.singletonStarted(singletonExpiry, nil)})
