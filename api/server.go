@@ -139,23 +139,29 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(w, r)
 }
 
-// requireKey checks the bearer key against every configured key without
-// stopping early, so the time taken says nothing about which key matched.
-// A read-only key may GET and HEAD only.
+// keyRole checks the request's bearer key against every configured key
+// without stopping early, so the time taken says nothing about which key
+// matched: full is 1 for a full-access key, read 1 for a read-only one.
+func (s *Server) keyRole(r *http.Request) (full, read int) {
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		return 0, 0
+	}
+	h := sha256.Sum256([]byte(strings.TrimSpace(tok)))
+	for _, k := range s.keys {
+		full |= subtle.ConstantTimeCompare(h[:], k[:])
+	}
+	for _, k := range s.readKeys {
+		read |= subtle.ConstantTimeCompare(h[:], k[:])
+	}
+	return full, read
+}
+
+// requireKey lets through requests with a configured bearer key. A
+// read-only key may GET and HEAD only.
 func (s *Server) requireKey(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		auth := r.Header.Get("Authorization")
-		tok, ok := strings.CutPrefix(auth, "Bearer ")
-		match, read := 0, 0
-		if ok {
-			h := sha256.Sum256([]byte(strings.TrimSpace(tok)))
-			for _, k := range s.keys {
-				match |= subtle.ConstantTimeCompare(h[:], k[:])
-			}
-			for _, k := range s.readKeys {
-				read |= subtle.ConstantTimeCompare(h[:], k[:])
-			}
-		}
+		match, read := s.keyRole(r)
 		switch {
 		case match == 1:
 		case read == 1 && (r.Method == http.MethodGet || r.Method == http.MethodHead):
@@ -324,16 +330,25 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
+// readyz answers 200 "ready" or 503 "not ready" to anyone (a load balancer
+// has no key). What a process is made of — its holder id (host name and
+// pid), the singletons it holds (mailbox accounts among them), the store,
+// and the part still starting — is told only to a caller with an API key.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	full, read := s.keyRole(r)
+	details := full|read == 1
 	body := map[string]any{}
-	if s.cfg.ReadyDetails != nil {
+	if details && s.cfg.ReadyDetails != nil {
 		for k, v := range s.cfg.ReadyDetails() {
 			body[k] = v
 		}
 	}
 	if s.cfg.Ready != nil {
 		if err := s.cfg.Ready(); err != nil {
-			body["status"], body["reason"] = "not ready", err.Error()
+			body["status"] = "not ready"
+			if details {
+				body["reason"] = err.Error()
+			}
 			WriteJSON(w, http.StatusServiceUnavailable, body)
 			return
 		}

@@ -163,23 +163,55 @@ func ReadLimited(r io.Reader, limit int64) ([]byte, error) {
 	return ReadLimitedSize(r, limit, -1)
 }
 
+// FirstPiece is the most ReadLimitedSize reserves before any byte has
+// arrived, whatever the announced length: a client that announces 8 MiB and
+// sends slowly holds 64 KiB, not 8 MiB.
+const FirstPiece = 64 << 10
+
 // ReadLimitedSize is ReadLimited for a body whose announced length is size
-// (an HTTP Content-Length; -1 when unknown): a size within the limit sizes
-// the buffer at once instead of growing it by doubling. The announcement is
-// only a hint — what is read, and the limit, decide.
+// (an HTTP Content-Length; -1 when unknown). The announcement is only a
+// hint — what is read, and the limit, decide — and it is trusted only as far
+// as bytes back it: the buffer starts at the announced size up to
+// FirstPiece, then grows to at most four times what has arrived each time it
+// fills, never past the announced size. An ordinary body is read into one
+// buffer of its own size, a large one costs a copy or two, and the memory a
+// body holds stays within four times what it sent.
 func ReadLimitedSize(r io.Reader, limit, size int64) ([]byte, error) {
-	var buf bytes.Buffer
-	if size > 0 && size <= limit {
-		buf.Grow(int(size) + bytes.MinRead)
+	if size <= 0 || size > limit {
+		size = -1
 	}
-	if _, err := buf.ReadFrom(io.LimitReader(r, limit+1)); err != nil {
-		return nil, err
+	// Room for the body and a last read that sees the end (or one byte past
+	// the limit), so that a body of exactly the announced size needs no
+	// second buffer.
+	first := int64(bytes.MinRead)
+	if size > 0 {
+		first = min(size, FirstPiece) + bytes.MinRead
 	}
-	b := buf.Bytes()
-	if int64(len(b)) > limit {
-		return nil, &TooLargeError{Limit: limit}
+	buf := make([]byte, 0, first)
+	r = io.LimitReader(r, limit+1)
+	for {
+		if cap(buf)-len(buf) < bytes.MinRead {
+			want := 4 * int64(cap(buf))
+			if size > 0 && int64(len(buf)) < size {
+				want = min(want, size+bytes.MinRead)
+			}
+			want = min(want, limit+1+bytes.MinRead)
+			next := make([]byte, len(buf), max(want, int64(len(buf))+bytes.MinRead))
+			copy(next, buf)
+			buf = next
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if int64(len(buf)) > limit {
+			return nil, &TooLargeError{Limit: limit}
+		}
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
-	return b, nil
 }
 
 // Decode parses one envelope from b. It checks the JSON shape only (unknown

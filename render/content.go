@@ -56,6 +56,7 @@ func (r *Renderer) build(in *Input, channel string) (*content, error) {
 	c := &content{view: View{Channel: channel, Recipient: in.Recipient, Now: in.Now, Page: in.Page && email}}
 	noReplies := email && r.cfg.NoEmailReplies
 	c.view.NoReplies = noReplies
+	c.view.Conversation = email && in.Conversation
 
 	fetched := map[string]FetchedArtifact{}
 	for _, f := range in.Artifacts {

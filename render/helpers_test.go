@@ -117,6 +117,7 @@ func testInput(t testing.TB, name string, env *envelope.Envelope, channel string
 	}
 	if name == "clarification" {
 		in.Thread = &Thread{InReplyTo: "<CAF=abc123@mail.example.com>", References: []string{"<root-1@mail.example.com>"}}
+		in.Conversation = true
 	}
 	if name == "non-latin" {
 		in.WhatsAppWindowOpen = false

@@ -22,6 +22,10 @@ type Input struct {
 	// Artifacts are fetched artifacts, matched by ArtifactID.
 	Artifacts []FetchedArtifact
 	Thread    *Thread
+	// Conversation: the message answers a person who wrote to the agent,
+	// and their reply continues the conversation (the email footer says
+	// so, instead of "replies are read only to answer approval requests").
+	Conversation bool
 	// Now is the rendering time (expiry phrases, Date). Zero means
 	// Envelope.Meta.ProducedAt.
 	Now time.Time

@@ -46,6 +46,9 @@ type View struct {
 	// NoReplies: nobody reads replies to this message (email without a
 	// reply intake): say so, and never ask for one.
 	NoReplies bool
+	// Conversation: replies to this message continue a conversation with
+	// the agent (Input.Conversation).
+	Conversation bool
 }
 
 // SurfaceView is one rendered A2UI surface.

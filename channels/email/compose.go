@@ -35,7 +35,8 @@ func (s *Sender) render(ctx context.Context, job *channels.Job) (*render.Email, 
 		Recipient: render.Recipient{Channel: envelope.ChannelEmail, Address: d.To},
 		Approvals: job.Approvals, Now: s.cfg.Now(),
 		From: s.cfg.From, ReplyTo: s.cfg.ReplyTo, MessageIDDomain: s.cfg.MessageIDDomain,
-		Thread: threadOf(d.Extra),
+		Thread:       threadOf(d.Extra),
+		Conversation: d.Extra[envelope.ExtraConversation] != "",
 	}
 	if s.renderer == nil {
 		return fallbackEmail(in), nil

@@ -156,7 +156,7 @@ func (d *DevServer) Close() error {
 func (d *DevServer) Run(ctx context.Context) error {
 	ss := smtp.NewServer(smtp.BackendFunc(func(c *smtp.Conn) (smtp.Session, error) { return &devSession{d: d}, nil }))
 	ss.Domain = d.cfg.Domain
-	ss.ErrorLog = slogLogger{d.log}
+	ss.ErrorLog = slogLogger{d.log, ctx}
 	ss.AllowInsecureAuth = true
 	ss.MaxMessageBytes = d.cfg.MaxMessageBytes
 	ss.MaxRecipients = 100
@@ -168,7 +168,7 @@ func (d *DevServer) Run(ctx context.Context) error {
 		},
 		Caps:         imap.CapSet{imap.CapIMAP4rev1: {}, imap.CapIMAP4rev2: {}, imap.CapIdle: {}, imap.CapMove: {}, imap.CapUIDPlus: {}},
 		InsecureAuth: true,
-		Logger:       slogLogger{d.log},
+		Logger:       slogLogger{d.log, ctx},
 	})
 	errc := make(chan error, 2)
 	go func() { errc <- ss.Serve(d.smtpLn) }()
@@ -186,10 +186,25 @@ func (d *DevServer) Run(ctx context.Context) error {
 	return fmt.Errorf("dev mail server: %w", err)
 }
 
-type slogLogger struct{ log *slog.Logger }
+// slogLogger takes the mail servers' own error lines: warnings while the
+// server runs; once it is stopping, the connections it and its clients close
+// ("handling IDLE command: … use of closed network connection") are the
+// expected end of a clean stop, logged at debug level.
+type slogLogger struct {
+	log *slog.Logger
+	ctx context.Context
+}
 
-func (l slogLogger) Printf(format string, args ...any) { l.log.Warn(fmt.Sprintf(format, args...)) }
-func (l slogLogger) Println(args ...any)               { l.log.Warn(fmt.Sprint(args...)) }
+func (l slogLogger) Printf(format string, args ...any) { l.print(fmt.Sprintf(format, args...)) }
+func (l slogLogger) Println(args ...any)               { l.print(fmt.Sprint(args...)) }
+
+func (l slogLogger) print(msg string) {
+	if l.ctx.Err() != nil {
+		l.log.Debug(msg)
+		return
+	}
+	l.log.Warn(msg)
+}
 
 // mailboxFor routes a recipient: the agent's address (with any +tag) to
 // the agent, everything else to you.

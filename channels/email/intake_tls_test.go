@@ -31,7 +31,7 @@ func startMemIMAP(t *testing.T, caps imap.CapSet, mode string) (port int, client
 			// report at IDLE the changes made just before it (IdleFlushing).
 			return IdleFlushing(mem.NewSession()), nil, nil
 		},
-		Caps: caps, InsecureAuth: mode == TLSNone, Logger: slogLogger{testLogger(t)},
+		Caps: caps, InsecureAuth: mode == TLSNone, Logger: slogLogger{testLogger(t), t.Context()},
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

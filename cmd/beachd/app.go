@@ -303,11 +303,17 @@ func (a *app) run(ctx context.Context) error {
 		}
 		return nil
 	})
+	// The workers stop when the shutdown has begun and said so, not when
+	// they see the group end first: every "worker stopped" line comes after
+	// "shutting down".
+	wctx, stopWorkers := context.WithCancel(context.WithoutCancel(gctx))
+	defer stopWorkers()
 	g.Go(func() error {
 		<-gctx.Done()
 		stopStart.Store(time.Now().UnixNano())
 		a.stopping.Store(true) // /readyz: 503 "stopping", not "starting: …" as workers end
 		a.log.Info("shutting down", "reason", shutdownReason(ctx, gctx))
+		stopWorkers()
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(gctx), 10*time.Second)
 		defer cancel()
 		err := srv.Shutdown(sctx)
@@ -324,7 +330,7 @@ func (a *app) run(ctx context.Context) error {
 				switch {
 				case err != nil:
 					a.log.Error("worker stopped", "worker", w.name, "after", since(), "err", err)
-				case gctx.Err() == nil:
+				case wctx.Err() == nil:
 					// A one-shot worker (reading the agents' cards) is done
 					// while beachd runs on: not a shutdown line.
 					a.log.Debug("worker done", "worker", w.name)
@@ -332,7 +338,7 @@ func (a *app) run(ctx context.Context) error {
 					a.log.Info("worker stopped", "worker", w.name, "after", since())
 				}
 			}()
-			if err := w.run(gctx); err != nil && gctx.Err() == nil {
+			if err := w.run(wctx); err != nil && wctx.Err() == nil {
 				return fmt.Errorf("%s: %w", w.name, err)
 			}
 			return nil

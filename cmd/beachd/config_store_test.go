@@ -101,10 +101,13 @@ func TestConfigCheckConnectsToPostgres(t *testing.T) {
 }
 
 // /readyz and the metrics say which singletons this replica holds: on the
-// embedded store, all of them, each under its lease.
+// embedded store, all of them, each under its lease. /readyz says so to a
+// caller with an API key.
 func TestReadyzNamesTheSingletonsHeld(t *testing.T) {
 	d := startDev(t)
-	resp, err := http.Get(d.base + "/readyz")
+	req, _ := http.NewRequest("GET", d.base+"/readyz", nil)
+	req.Header.Set("Authorization", "Bearer "+d.key)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

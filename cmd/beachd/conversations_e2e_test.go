@@ -795,6 +795,9 @@ func conversationsEndToEnd(t *testing.T, gen, agentURL, prism string) {
 	if !strings.Contains(a1.Text, k1) {
 		t.Errorf("answer text %q lacks the agent's answer", a1.Text)
 	}
+	if !strings.Contains(a1.Text, "Reply to this message to go on with the conversation.") || strings.Contains(a1.Text, "only to answer approval requests") {
+		t.Errorf("answer text %q does not say that a reply goes on with the conversation", a1.Text)
+	}
 
 	// 2. A client that drops In-Reply-To and References but writes to the
 	// signed Reply-To stays in the conversation; a forged MAC does not.

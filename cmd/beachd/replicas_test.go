@@ -68,10 +68,12 @@ type readiness struct {
 	} `json:"singletons"`
 }
 
-// readiness reads the replica's /readyz; ok is false when it does not
-// answer (stopped).
+// readiness reads the replica's /readyz with the API key (its details are
+// for callers with one); ok is false when it does not answer (stopped).
 func (d *daemon) readiness() (r readiness, ok bool) {
-	resp, err := http.Get(d.base + "/readyz")
+	req, _ := http.NewRequest("GET", d.base+"/readyz", nil)
+	req.Header.Set("Authorization", "Bearer "+e2eKey)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return r, false
 	}

@@ -85,6 +85,16 @@ func TestShutdownIsLogged(t *testing.T) {
 	if i, j := strings.Index(got, "shutting down"), strings.Index(got, "msg=stopped"); i < 0 || j < i {
 		t.Errorf("stopped logged before the shutdown began")
 	}
+	// Every shutdown line comes after "shutting down", and a clean stop
+	// warns of nothing (the dev mail server's closed IDLE connection).
+	if i, j := strings.Index(got, "shutting down"), strings.Index(got, `msg="worker stopped"`); j >= 0 && j < i {
+		t.Errorf("a worker's stop was logged before the shutdown began")
+	}
+	for _, line := range strings.Split(got, "\n") {
+		if strings.Contains(line, "level=WARN") || strings.Contains(line, "level=ERROR") {
+			t.Errorf("a clean stop logged: %s", line)
+		}
+	}
 	if t.Failed() {
 		t.Logf("log:\n%s", got)
 	}

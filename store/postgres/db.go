@@ -13,6 +13,8 @@ package postgres
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -96,7 +98,7 @@ func Open(ctx context.Context, dsn string, opt Options) (*DB, error) {
 		pool.Close()
 		return nil, fmt.Errorf("open postgres: read current schema: %w", err)
 	}
-	s.channel = "beachd_" + schema
+	s.channel = NotifyChannel(schema)
 	if err := migrate(ctx, pool); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("open postgres: %w", err)
@@ -105,6 +107,23 @@ func Open(ctx context.Context, dsn string, opt Options) (*DB, error) {
 	s.stop = stop
 	go s.listen(lctx)
 	return s, nil
+}
+
+// maxIdentifier is PostgreSQL's longest identifier in bytes (NAMEDATALEN-1):
+// LISTEN cuts a longer channel name short while pg_notify refuses it, so a
+// channel name must fit.
+const maxIdentifier = 63
+
+// NotifyChannel is the LISTEN/NOTIFY channel of the beachd tables in schema:
+// "beachd_<schema>" while that fits in an identifier (so that replicas of
+// different beachd versions on one schema still wake each other), else
+// "beachd_" and the first 128 bits of the schema name's SHA-256 in hex.
+func NotifyChannel(schema string) string {
+	if c := "beachd_" + schema; len(c) <= maxIdentifier {
+		return c
+	}
+	sum := sha256.Sum256([]byte(schema))
+	return "beachd_" + hex.EncodeToString(sum[:16])
 }
 
 // redact names the server without the password.

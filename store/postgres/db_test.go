@@ -2,7 +2,10 @@ package postgres
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -51,7 +54,36 @@ func TestOpenMigratesOnceAndRefusesNewer(t *testing.T) {
 }
 
 func TestWakeupsCrossConnections(t *testing.T) {
-	dsn := pgtest.DSN(t)
+	testWakeups(t, pgtest.DSN(t))
+}
+
+// A schema name of PostgreSQL's full 63 bytes: "beachd_" and the name no
+// longer fit in a channel name, which pg_notify refused ("channel name too
+// long") in every transaction that woke the other replicas — every decision.
+func TestWakeupsWithALongSchemaName(t *testing.T) {
+	var b [32]byte
+	rand.Read(b[:])
+	schema := "beachd_t_long_" + hex.EncodeToString(b[:])
+	schema = schema[:63]
+	testWakeups(t, pgtest.DSNNamed(t, schema))
+}
+
+func TestNotifyChannelFits(t *testing.T) {
+	for _, schema := range []string{"public", strings.Repeat("s", 56), strings.Repeat("s", 57), strings.Repeat("é", 31)} {
+		c := NotifyChannel(schema)
+		if len(c) > 63 {
+			t.Errorf("NotifyChannel(%q) = %q: %d bytes, more than an identifier holds", schema, c, len(c))
+		}
+		if len(schema) <= 56 && c != "beachd_"+schema {
+			t.Errorf("NotifyChannel(%q) = %q, want the name older replicas use", schema, c)
+		}
+	}
+	if NotifyChannel(strings.Repeat("a", 60)) == NotifyChannel(strings.Repeat("a", 61)) {
+		t.Error("two long schema names share a channel")
+	}
+}
+
+func testWakeups(t *testing.T, dsn string) {
 	ctx := context.Background()
 	a, err := Open(ctx, dsn, Options{})
 	if err != nil {

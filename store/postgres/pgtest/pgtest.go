@@ -29,6 +29,16 @@ func Server() string {
 // search_path is that schema. The schema is dropped when the test ends.
 func DSN(t testing.TB) string {
 	t.Helper()
+	var b [6]byte
+	rand.Read(b[:])
+	return DSNNamed(t, "beachd_t_"+hex.EncodeToString(b[:]))
+}
+
+// DSNNamed is DSN with the schema's name chosen by the test (a name
+// PostgreSQL takes unquoted: lower-case letters, digits and underscores, at
+// most 63 bytes).
+func DSNNamed(t testing.TB, schema string) string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, Server())
@@ -39,9 +49,6 @@ func DSN(t testing.TB) string {
 		t.Skipf("SKIPPED: no PostgreSQL test server at %s (%v); run scripts/peers/postgres.sh or set BEACHD_TEST_POSTGRES", Server(), err)
 	}
 	defer conn.Close(ctx)
-	var b [6]byte
-	rand.Read(b[:])
-	schema := "beachd_t_" + hex.EncodeToString(b[:])
 	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
 		t.Fatalf("create test schema: %v", err)
 	}
