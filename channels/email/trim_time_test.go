@@ -26,6 +26,12 @@ func TestTrimLinearTime(t *testing.T) {
 		"bottom posts":       "On 1/2/2024 A <a@b.c> wrote:\n> q\nyes\n",
 		"digits and at":      "1 2 3 @ @ 4 5 : \n",
 		"signature-ish":      "Sent from my " + strings.Repeat("x", 50) + "\n",
+		"device lines":       "Yes\n" + strings.Repeat("Sent from my iPhone\n\n", 40) + "A sentence of prose that goes on for quite a while here.\n",
+		"rules in prose":     "\n* * *\n\nA sentence of prose that goes on for quite a while here, and more.\n",
+		"adjacent rules":     "Heading line here\n---------\nrow one\nrow two\n",
+		"framed lines":       "-------- Mesaj nou --------\ntext\n",
+		"dashed names":       "text\n-Alice\n\n",
+		"colon lines":        "În 15.01.2024 la 10:30, A <a@b.ro> a scris\n",
 	}
 	for name, unit := range shapes {
 		t.Run(name, func(t *testing.T) {
