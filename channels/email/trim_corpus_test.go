@@ -197,21 +197,26 @@ func TestTrimCorpus(t *testing.T) {
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	// Each trimmer runs once on each case; the sets and sources below
+	// are scored from these results.
+	trimmed := map[string]func(string) string{}
 	for _, name := range names {
+		trimmed[name] = memoTrim(cases, trimmers[name])
 		for _, set := range []struct {
 			name  string
 			cases []trimCase
 		}{{"tuning", tuning}, {"held-out", held}, {"all", cases}} {
-			s := scoreTrimmer(set.cases, trimmers[name])
+			s := scoreTrimmer(set.cases, trimmed[name])
 			t.Logf("%-22s %-8s %s", name, set.name, s.line(len(set.cases)))
 		}
 	}
 
-	st, sh := scoreTrimmer(tuning, TrimReply), scoreTrimmer(held, TrimReply)
+	trim := trimmed["beachd TrimReply"]
+	st, sh := scoreTrimmer(tuning, trim), scoreTrimmer(held, trim)
 	t.Log("beachd TrimReply by source (tuning | held-out):")
 	for _, src := range sources(cases) {
 		a, b := filterSource(tuning, src), filterSource(held, src)
-		sa, sb := scoreTrimmer(a, TrimReply), scoreTrimmer(b, TrimReply)
+		sa, sb := scoreTrimmer(a, trim), scoreTrimmer(b, trim)
 		t.Logf("  %-20s %3d/%-3d | %3d/%-3d exact; first line %3d | %3d", src, sa.exact, len(a), sb.exact, len(b), sa.first, sb.first)
 	}
 	if *showTrimMisses {
@@ -241,6 +246,23 @@ func TestTrimCorpus(t *testing.T) {
 			t.Errorf("TrimReply fell below its floor on the %s set (exact %.3f < %.3f or first line %.3f < %.3f); run with -trim.misses",
 				f.set, float64(f.s.exact)/n, f.exact, float64(f.s.first)/n, f.first)
 		}
+	}
+}
+
+// memoTrim runs trim once on each case's input and returns a function
+// that answers from those results.
+func memoTrim(cases []trimCase, trim func(string) string) func(string) string {
+	out := make(map[string]string, len(cases))
+	for _, c := range cases {
+		if _, ok := out[c.in]; !ok {
+			out[c.in] = trim(c.in)
+		}
+	}
+	return func(in string) string {
+		if o, ok := out[in]; ok {
+			return o
+		}
+		return trim(in)
 	}
 }
 
