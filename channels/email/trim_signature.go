@@ -84,7 +84,7 @@ func classifyRule(l string) ruleKind {
 	if runs > 1 && longRuns > 1 {
 		return notRule
 	}
-	if weight >= 3 || t == "—" || t == "–" || t == "ᐧ" {
+	if weight >= 3 || t == "__" || t == "—" || t == "–" || t == "ᐧ" {
 		return weakRule
 	}
 	return notRule
@@ -126,18 +126,18 @@ func headingLike(l string) bool {
 }
 
 // isProse: a line of running text, not of a signature block (names,
-// titles, phone numbers, addresses, short labels): long, or a sentence of
-// four words or more, or a list item.
+// titles, phone numbers, addresses, links, short labels): four words or
+// more, long or ending a sentence; or a list item.
 func isProse(l string) bool {
 	t := trimSpaceLike(l)
-	if utf8.RuneCountInString(t) > 60 {
-		return true
-	}
 	if listItemRe.MatchString(t) {
 		return true
 	}
+	if len(strings.Fields(t)) < 4 {
+		return false // a name, a title, an address, a link
+	}
 	last, _ := utf8.DecodeLastRuneInString(t)
-	return strings.ContainsRune(".!?", last) && len(strings.Fields(t)) >= 4
+	return utf8.RuneCountInString(t) > 60 || strings.ContainsRune(".!?", last)
 }
 
 var listItemRe = regexp.MustCompile(`^(?:\d{1,3}[.)]|[-*•+]|--?>)\s`)
@@ -172,7 +172,7 @@ func signatureFollows(lines []string, i int) bool {
 // see them, and the legal footers' headings.
 var signatureRes = []*regexp.Regexp{
 	regexp.MustCompile(`(?i)^[\s(<*]*(?:sent|envoyé|enviado|inviato|gesendet|verzonden|verstuurd|skickat|sendt|wysłane|отправлено|odesláno|lähetetty|gönderildi)\s+(?:from|with|via|by|using|depuis|de|desde|do|da|dal|von|vanaf|met|från|fra|z|с|ze|iphone'?dan)\s[^,;:!?]{1,60}[)>.*]*\s*$`),
-	regexp.MustCompile(`(?i)^[\s(<*]*(?:get\s+outlook\s+for\s|von\s+meinem\s.{1,40}\s+gesendet|diese\s+nachricht\s+wurde\s+von\s.+\s+gesendet|envoyé\s+de\s+mon\s|enviado\s+do\s+meu\s|enviado\s+desde\s+mi\s|verstuurd\s+vanaf\s+mijn\s|inviato\s+da\s|skickat\s+från\s+min\s|sendt\s+fra\s+min\s|wysłane\s+z\s|отправлено\s+с\s|\S+\s+from\s+mobile\b|from\s+my\s+(?:iphone|ipad|android|mobile|samsung|galaxy|blackberry)|sent\s+from\s+my\s)`),
+	regexp.MustCompile(`(?i)^[\s(<*]*(?:get\s+outlook\s+for\s[^,;:!?]{1,40}|von\s+meinem\s[^,;:!?]{1,40}\s+gesendet|diese\s+nachricht\s+wurde\s+von\s[^,;:!?]+\s+gesendet|\S+\s+from\s+mobile)[\s.!)>*]*$`),
 	regexp.MustCompile(`^\s*(?:iPhone|iPad|Android|スマートフォン)から送信\s*$|^\s*(?:发自我的|來自我的|从我的|從我的)\s*\S+`),
 	// Legal footers: a heading of its own ("Disclaimer", "CONFIDENTIALITY
 	// NOTICE:") and the notice under it.
@@ -236,9 +236,10 @@ var (
 	// everyday words ("Windows", "Spark", "Galaxy").
 	deviceNames = []string{"galaxy", "pixel", "spark", "windows", "courrier", "correo", "mailbox", "proton", "aol",
 		"ios", "sony", "xperia", "nokia", "motorola", "oneplus", "oppo", "honor", "htc", "lg", "thunderbird",
-		"airmail", "fairemail", "edison", "mobile", "smartphone", "phone", "handy", "telefon", "telefono",
-		"teléfono", "telefone", "móvil", "movil", "cellulare", "mobil", "mobilní", "tablet", "device", "appareil",
-		"gerät", "dispositivo", "terminal", "телефона", "телефон", "手机", "携帯"}
+		"airmail", "fairemail", "edison", "kindle", "surface", "lenovo", "asus", "vivo", "realme", "zte", "alcatel",
+		"nexus", "mobile", "smartphone", "phone", "handy", "telefon", "telefono", "teléfono", "telefone", "móvil",
+		"movil", "cellulare", "mobil", "mobilní", "mobiltelefon", "mobiltelefonen", "mobilgerät", "matkapuhelin",
+		"tablet", "device", "appareil", "gerät", "dispositivo", "terminal", "телефона", "телефон", "手机", "携帯"}
 	deviceVerbs = []string{"sent", "envoyé", "enviado", "enviada", "enviat", "inviato", "inviata", "gesendet",
 		"verzonden", "verstuurd", "skickat", "sendt", "lähetetty", "wysłane", "wysłano", "odesláno", "odoslané",
 		"elküldve", "trimis", "отправлено", "надіслано", "изпратено", "послато", "poslano", "poslato", "στάλθηκε",
