@@ -59,6 +59,17 @@ func FuzzTrim(f *testing.F) {
 	f.Add("Approve\n\nOn Mon, Jan 1, 2024 at 9:00 AM X <\nx@y> wrote:\n> hi")
 	f.Add("> yes\n>\n> On 2024-01-01 10:00 GMT+01:00 A <a@b>:\n>> ok")
 	f.Add("_____\nFrom: a\nSent: b\n\nyes")
+	// The shapes of the rules for other languages, separators, client
+	// lines, rules and dashed names, so the fuzzer starts at each.
+	f.Add("Da.\n\nÎn lun., 15 ian. 2024 la 10:30, A <a@b.ro> a\nscris:\n> q")
+	f.Add("نعم\n\nفي ١٥‏/٠١‏/٢٠٢٤، الساعة ١٠:٣٠ ص، كتب A <a@b.sa>:\n> q")
+	f.Add("Ja\nAm 15.01.2024 um 10:30 schrieb A <a@b.de>\n> q")
+	f.Add("ok\n-----Mesaj original-----De la: A <a@b.ro>\nTrimis: luni\n\nq")
+	f.Add("ok\n-------- Oriģinālā ziņa --------\nNo: A\nDatums: 15.01.2024\n\nq")
+	f.Add("yes\n\nTrimis de pe iPhone-ul meu\n\nOn 1 Jan 2024, A <a@b.c> wrote:\n> q")
+	f.Add("yes\n\n--\u00a0\nA\n\n* * *\n. . . .\n—\n-A\n/B")
+	f.Add("Title\n-----\nrow\nrow\n\n---\n\nA long sentence of prose follows the rule here.")
+	f.Add("CAUTION: This email originated from outside of the organization.\n\nyes\n\nDisclaimer\n\nx")
 	f.Fuzz(func(t *testing.T, in string) {
 		if len(in) > 1<<16 {
 			return
