@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"fmt"
@@ -69,9 +69,9 @@ func (c *Config) validateApprovers(v *validator, name string, a AgentConfig) {
 	}
 }
 
-// approverSets are the ingest's approver sets, for the agents that have
+// ApproverSets are the ingest's approver sets, for the agents that have
 // approvers. The configuration is valid.
-func (c *Config) approverSets() map[string]map[string]bool {
+func (c *Config) ApproverSets() map[string]map[string]bool {
 	out := map[string]map[string]bool{}
 	for name, a := range c.Agents {
 		if a.Approvers == nil {

@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"net/url"
@@ -40,8 +40,8 @@ type DecisionWords struct {
 	Denied  []string `yaml:"denied"`
 }
 
-// words builds the decision words; validate has checked them.
-func (c *ApprovalsConfig) words() (*approvals.Words, error) {
+// ParseWords builds the decision words; validate has checked them.
+func (c *ApprovalsConfig) ParseWords() (*approvals.Words, error) {
 	return approvals.NewWords(c.Words.Granted, c.Words.Denied)
 }
 
@@ -63,7 +63,7 @@ func (c *ApprovalsConfig) validate(v *validator) {
 	if c.InjectionLifetime < 0 {
 		v.errorf("approvals.injection_lifetime", "cannot be negative")
 	}
-	if _, err := c.words(); err != nil {
+	if _, err := c.ParseWords(); err != nil {
 		for _, line := range strings.Split(err.Error(), "\n") {
 			path, msg, _ := strings.Cut(strings.TrimPrefix(line, "approvals: "), ": ")
 			v.errorf("approvals."+path, "%s", msg)
@@ -83,7 +83,7 @@ func (c *ApprovalsConfig) validate(v *validator) {
 //	    webhook_secret: "whsec_…"         # Standard Webhooks secret (injector: webhook)
 //	    headers: { Authorization: "Bearer ${AGENT_TOKEN}" }
 //	    timeout: 30s
-//	    inbound: { email: [travel@example.org], allow: ["*@example.org"] }   # config_inbound.go
+//	    inbound: { email: [travel@example.org], allow: ["*@example.org"] }   # inbound.go
 type AgentConfig struct {
 	A2AURL        string            `yaml:"a2a_url"`
 	A2AVersion    string            `yaml:"a2a_version"`
@@ -93,10 +93,10 @@ type AgentConfig struct {
 	Headers       map[string]string `yaml:"headers"`
 	Timeout       time.Duration     `yaml:"timeout"`
 	// Approvers, when set, are the only recipients of this agent's
-	// approval requests (config_agents.go).
+	// approval requests (agents.go).
 	Approvers []string `yaml:"approvers"`
 	// Inbound, when set, are the addresses people write to in order to
-	// talk with the agent, and who may (config_inbound.go).
+	// talk with the agent, and who may (inbound.go).
 	Inbound *InboundConfig `yaml:"inbound"`
 }
 
@@ -140,9 +140,10 @@ func (a AgentConfig) validate(v *validator, key string) {
 	}
 }
 
-// devAgentConfig points `beachd dev`'s agent at the agent beachd
-// serves itself under /dev/agent/.
-func devAgentConfig(addr string) AgentConfig {
+// DevAgent points `beachd dev`'s agent at the agent beachd serves itself
+// under /dev/agent/ on addr; people reach it at email and number
+// (DevInbound).
+func DevAgent(addr, email, number string) AgentConfig {
 	return AgentConfig{A2AURL: "http://" + addr + "/dev/agent/", Timeout: 10 * time.Second,
-		Inbound: devInbound(devAgentEmail, devAgentNumber)}
+		Inbound: DevInbound(email, number)}
 }

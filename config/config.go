@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"bytes"
@@ -18,12 +18,12 @@ import (
 )
 
 // Config is beachd's configuration file (docs/configuration.md). Sections owned by a
-// channel or feature live in config_<area>.go beside this file.
+// channel or feature live in <area>.go beside this file.
 type Config struct {
 	Listen  string `yaml:"listen"`
 	DataDir string `yaml:"data_dir"`
 	// Store is where the records are kept: the embedded file under
-	// data_dir, or PostgreSQL shared by several replicas (config_store.go).
+	// data_dir, or PostgreSQL shared by several replicas (store.go).
 	Store     StoreConfig `yaml:"store"`
 	PublicURL string      `yaml:"public_url"`
 	APIKeys   []APIKey    `yaml:"api_keys"`
@@ -41,14 +41,14 @@ type Config struct {
 	Render    RenderConfig                `yaml:"render"`
 	Limits    LimitsConfig                `yaml:"limits"`
 	Dispatch  DispatchConfig              `yaml:"dispatch"`
-	Fetch     FetchConfig                 `yaml:"fetch"` // content-driven fetches (config_fetch.go)
+	Fetch     FetchConfig                 `yaml:"fetch"` // content-driven fetches (fetch.go)
 	// Retention: envelopes whose deliveries are all sent or dead are removed
 	// this long after acceptance, with their attempts; default 168h (7 days).
 	Retention time.Duration `yaml:"retention"`
 
-	// devAgentA2A is the A2A generation `beachd dev`'s agent speaks ("0.3",
+	// DevAgentA2A is the A2A generation `beachd dev`'s agent speaks ("0.3",
 	// or 1.0 otherwise); not configurable from a file.
-	devAgentA2A string
+	DevAgentA2A string `yaml:"-"`
 }
 
 // LogConfig selects the log format and level.
@@ -77,8 +77,8 @@ type DispatchConfig struct {
 	Workers int `yaml:"workers"` // concurrent sends, default 32
 }
 
-// defaults fills the zero values that have defaults.
-func (c *Config) defaults() {
+// FillDefaults fills the zero values that have defaults.
+func (c *Config) FillDefaults() {
 	if c.Listen == "" {
 		c.Listen = "127.0.0.1:8025"
 	}
@@ -121,8 +121,9 @@ func (c *Config) registry(v *validator) *envelope.Registry {
 	return reg
 }
 
-// validate checks the whole configuration and returns every problem.
-func (c *Config) validate() (*envelope.Registry, error) {
+// Validate checks the whole configuration and returns every problem, and
+// the part-type registry it defines.
+func (c *Config) Validate() (*envelope.Registry, error) {
 	v := &validator{}
 	reg := c.check(v)
 	return reg, v.err()
@@ -148,11 +149,11 @@ func (c *Config) check(v *validator) *envelope.Registry {
 		if len(k.Key) < 16 {
 			v.errorf(fmt.Sprintf("api_keys[%d]", i), "must be at least 16 characters")
 		}
-		if k.Role != "" && k.Role != roleFull && k.Role != roleRead {
+		if k.Role != "" && k.Role != RoleFull && k.Role != RoleRead {
 			v.errorf(fmt.Sprintf("api_keys[%d].role", i), "must be full or read, got %q", k.Role)
 		}
 	}
-	if len(c.APIKeys) > 0 && len(keysOf(c.APIKeys, roleFull)) == 0 {
+	if len(c.APIKeys) > 0 && len(KeysOf(c.APIKeys, RoleFull)) == 0 {
 		v.errorf("api_keys", "at least one full-access key is required (a plain string, or role: full)")
 	}
 	switch c.Log.Format {
@@ -229,7 +230,7 @@ func (c *Config) check(v *validator) *envelope.Registry {
 // agents' inbound addresses (dev stands in for a missing email or twilio
 // section).
 func (c *Config) checkServe(v *validator, dev bool) {
-	if c.Twilio != nil && !c.Twilio.hasCredentials() && !dev {
+	if c.Twilio != nil && !c.Twilio.HasCredentials() && !dev {
 		v.errorf("twilio.account_sid", "required, with twilio.auth_token, to send SMS and WhatsApp (only `beachd dev` records messages without them)")
 	}
 	c.checkInboundChannels(v, dev)
@@ -241,6 +242,16 @@ func (c *Config) checkServe(v *validator, dev bool) {
 	if err := c.Render.check(); err != nil {
 		v.errorf("render.templates_dir", "%v", errors.Unwrap(err))
 	}
+}
+
+// ValidateServe is Validate with what a running daemon needs besides
+// (checkServe); dev as for Check. A daemon built in code (`beachd dev`)
+// is checked with it, as a file is by Check.
+func (c *Config) ValidateServe(dev bool) (*envelope.Registry, error) {
+	v := &validator{}
+	reg := c.check(v)
+	c.checkServe(v, dev)
+	return reg, v.err()
 }
 
 // checkListenAddr checks a listen address: host:port, the host empty (every
@@ -260,31 +271,24 @@ func checkListenAddr(addr string) error {
 	return nil
 }
 
-// loadValidConfig loads a configuration file and validates it, templates
-// included, returning the part-type registry it defines. Every problem
-// names its key; all are reported at once. It accepts a twilio section
-// without credentials, as `beachd render` and `beachd dev` do.
-func loadValidConfig(path string, getenv func(string) string) (*Config, *envelope.Registry, error) {
+// Check loads a configuration file and validates it, templates included,
+// returning the part-type registry it defines. Every problem names its
+// key; all are reported at once. With dev false it is what `beachd serve`
+// and `beachd config check` accept; dev true accepts a twilio section
+// without credentials and inbound addresses without the email or twilio
+// section that receives them, as `beachd render` and `beachd dev` do.
+func Check(path string, getenv func(string) string, dev bool) (*Config, *envelope.Registry, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read config: %w", err)
 	}
-	return checkConfig(raw, path, getenv, false)
+	return CheckBytes(raw, path, getenv, dev)
 }
 
-// loadServeConfig is what `beachd serve` and `beachd config check`
-// accept: loadValidConfig, and Twilio credentials when twilio is set.
-func loadServeConfig(path string, getenv func(string) string) (*Config, *envelope.Registry, error) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return nil, nil, fmt.Errorf("read config: %w", err)
-	}
-	return checkConfig(raw, path, getenv, true)
-}
-
-// checkConfig decodes and validates a configuration file in one pass and
-// reports every problem it finds (see config_problems.go).
-func checkConfig(raw []byte, name string, getenv func(string) string, serve bool) (*Config, *envelope.Registry, error) {
+// CheckBytes is Check of a file's content; name is the file's name. It
+// decodes and validates in one pass and reports every problem it finds
+// (see problems.go).
+func CheckBytes(raw []byte, name string, getenv func(string) string, dev bool) (*Config, *envelope.Registry, error) {
 	cfg, root, probs, err := decodeConfig(raw, getenv)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", name, err)
@@ -295,7 +299,7 @@ func checkConfig(raw []byte, name string, getenv func(string) string, serve bool
 	}
 	v := &validator{}
 	reg := cfg.check(v)
-	cfg.checkServe(v, !serve)
+	cfg.checkServe(v, dev)
 	if err := newConfigError(name, root, refused, append(probs, v.items...)); err != nil {
 		return nil, nil, err
 	}
@@ -304,20 +308,20 @@ func checkConfig(raw []byte, name string, getenv func(string) string, serve bool
 
 var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 
-// loadConfig reads, expands and decodes a configuration file. Unknown keys
+// Load reads, expands and decodes a configuration file. Unknown keys
 // are errors; ${ENV} references in values are expanded with getenv, and a
 // reference to an unset variable is an error naming the key. It does not
-// validate values: loadValidConfig does.
-func loadConfig(path string, getenv func(string) string) (*Config, error) {
+// validate values: Check does.
+func Load(path string, getenv func(string) string) (*Config, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)
 	}
-	return parseConfig(raw, path, getenv)
+	return Parse(raw, path, getenv)
 }
 
-// parseConfig is loadConfig of a file's content; name is the file's name.
-func parseConfig(raw []byte, name string, getenv func(string) string) (*Config, error) {
+// Parse is Load of a file's content; name is the file's name.
+func Parse(raw []byte, name string, getenv func(string) string) (*Config, error) {
 	cfg, root, probs, err := decodeConfig(raw, getenv)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
@@ -363,7 +367,7 @@ func decodeConfig(raw []byte, getenv func(string) string) (cfg *Config, root *ya
 			probs = append(probs, dp...)
 		}
 	}
-	cfg.defaults()
+	cfg.FillDefaults()
 	return cfg, root, probs, nil
 }
 
