@@ -2,7 +2,6 @@ package config
 
 import (
 	"fmt"
-	"github.com/cool-ai/beachd/envelope"
 	"maps"
 	"net/mail"
 	"regexp"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cool-ai/beachd/api"
+	"github.com/cool-ai/beachd/envelope"
 )
 
 // InboundConfig is `agents.NAME.inbound`: the addresses people write to in

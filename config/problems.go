@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 
@@ -130,6 +131,21 @@ func newConfigError(file string, root *yaml.Node, refused map[string]bool, probs
 		lines[i] = p.String()
 	}
 	return &Error{File: file, Problems: lines}
+}
+
+// KeyError is an *Error of one key's problem found after the file was
+// checked (Probe's, at store.dsn), placed in the file at path as the other
+// problems are.
+func KeyError(path, key string, err error) error {
+	raw, rerr := os.ReadFile(path)
+	var root *yaml.Node
+	if rerr == nil {
+		root = &yaml.Node{}
+		if yaml.Unmarshal(raw, root) != nil {
+			root = nil
+		}
+	}
+	return newConfigError(path, root, nil, []problem{{key: key, reason: err.Error()}})
 }
 
 // underRefused reports whether key is a refused key or lies under one.

@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/cool-ai/beachd/internal/singleton"
 	"github.com/cool-ai/beachd/store/postgres"
@@ -128,19 +126,4 @@ func (s *StoreConfig) Probe(ctx context.Context) (string, error) {
 		return fmt.Sprintf("store: postgres %s (schema %q): schema version %d; beachd serve upgrades it to %d", server, schema, have, want), nil
 	}
 	return fmt.Sprintf("store: postgres %s (schema %q): schema version %d, up to date", server, schema, have), nil
-}
-
-// KeyError is an *Error of one key's problem found after the file was
-// checked (Probe's, at store.dsn), placed in the file at path as the other
-// problems are.
-func KeyError(path, key string, err error) error {
-	raw, rerr := os.ReadFile(path)
-	var root *yaml.Node
-	if rerr == nil {
-		root = &yaml.Node{}
-		if yaml.Unmarshal(raw, root) != nil {
-			root = nil
-		}
-	}
-	return newConfigError(path, root, nil, []problem{{key: key, reason: err.Error()}})
 }
