@@ -15,6 +15,7 @@ import (
 	"github.com/cool-ai/beachd/agent/a2ajstest"
 	"github.com/cool-ai/beachd/agent/agenttest"
 	"github.com/cool-ai/beachd/api"
+	"github.com/cool-ai/beachd/config"
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/internal/testkit/poll"
 )
@@ -77,9 +78,9 @@ func TestA2AGenerationsEndToEnd(t *testing.T) {
 	}
 	for _, p := range genPeers(t) {
 		t.Run("a2a-"+p.gen, func(t *testing.T) {
-			d := startDev(t, func(c *Config) {
-				c.Agents["travel"] = AgentConfig{A2AURL: p.url, Timeout: 10 * time.Second}
-				c.Schedules = []ScheduleConfig{{Name: "brief", Cron: "0 8 * * *", Agent: "travel", Message: p.brief,
+			d := startDev(t, func(c *config.Config) {
+				c.Agents["travel"] = config.AgentConfig{A2AURL: p.url, Timeout: 10 * time.Second}
+				c.Schedules = []config.ScheduleConfig{{Name: "brief", Cron: "0 8 * * *", Agent: "travel", Message: p.brief,
 					To: []envelope.Recipient{{Channel: envelope.ChannelWebhook, Endpoint: devSinkEndpoint}}}}
 			})
 			var v api.AgentView
@@ -165,7 +166,7 @@ func TestDevAgentGenerations(t *testing.T) {
 	}
 	for _, gen := range []string{agent.V10, agent.V03} {
 		t.Run("a2a-"+gen, func(t *testing.T) {
-			d := startDev(t, func(c *Config) { c.devAgentA2A = gen })
+			d := startDev(t, func(c *config.Config) { c.DevAgentA2A = gen })
 			var v api.AgentView
 			poll.Eventually(t, 10*time.Second, "the dev agent's card read at start", func() bool {
 				d.do("GET", "/v1/agents/"+devAgentName, nil, "", &v)

@@ -17,6 +17,7 @@ import (
 	"github.com/cool-ai/beachd/agent"
 	"github.com/cool-ai/beachd/api"
 	"github.com/cool-ai/beachd/channels"
+	"github.com/cool-ai/beachd/config"
 	"github.com/cool-ai/beachd/conversations"
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/internal/singleton"
@@ -45,7 +46,7 @@ type worker struct {
 // app is the daemon, built in reading order by buildApp. Each area's
 // wire<Area> method (wire_<area>.go) fills its part.
 type app struct {
-	cfg    *Config
+	cfg    *config.Config
 	log    *slog.Logger
 	now    func() time.Time
 	dev    bool
@@ -99,7 +100,7 @@ type app struct {
 
 // buildApp opens the store and builds every part. Nothing runs yet.
 // A listener may be passed in (tests bind :0 themselves).
-func buildApp(ctx context.Context, cfg *Config, reg *envelope.Registry, log *slog.Logger, stdout io.Writer, dev bool, ln net.Listener) (_ *app, err error) {
+func buildApp(ctx context.Context, cfg *config.Config, reg *envelope.Registry, log *slog.Logger, stdout io.Writer, dev bool, ln net.Listener) (_ *app, err error) {
 	a := &app{cfg: cfg, log: log, now: time.Now, dev: dev, stdout: stdout, registry: reg,
 		deliverers: map[string]channels.Deliverer{}, policies: map[string]channels.Policy{},
 		httpClient: &http.Client{Timeout: 30 * time.Second},
@@ -177,7 +178,7 @@ func buildApp(ctx context.Context, cfg *Config, reg *envelope.Registry, log *slo
 	a.enqueuer = api.NewIngester(api.IngestConfig{Registry: reg,
 		Limits:        envelope.Limits{MaxBytes: cfg.Limits.MaxEnvelopeBytes, MaxParts: cfg.Limits.MaxParts},
 		MaxRecipients: cfg.Limits.MaxRecipients, Channels: configured, Endpoints: endpoints, Agents: agents,
-		Remember: envelopes.Put, HandOff: a.dispatcher, Approvers: cfg.approverSets(), Conversations: a.conversationsAPI()},
+		Remember: envelopes.Put, HandOff: a.dispatcher, Approvers: cfg.ApproverSets(), Conversations: a.conversationsAPI()},
 		a.db, a.preparer, a.dispatcher.Notify, a.apiMetrics.Ingested)
 	if err := a.wireSchedules(); err != nil {
 		return nil, fmt.Errorf("set up schedules: %w", err)
@@ -189,7 +190,7 @@ func buildApp(ctx context.Context, cfg *Config, reg *envelope.Registry, log *slo
 	if maxBody <= 0 {
 		maxBody = envelope.DefaultLimits.MaxBytes
 	}
-	a.server, err = api.New(api.Config{APIKeys: keysOf(cfg.APIKeys, roleFull), ReadKeys: keysOf(cfg.APIKeys, roleRead), MaxBodyBytes: maxBody + 64<<10,
+	a.server, err = api.New(api.Config{APIKeys: config.KeysOf(cfg.APIKeys, config.RoleFull), ReadKeys: config.KeysOf(cfg.APIKeys, config.RoleRead), MaxBodyBytes: maxBody + 64<<10,
 		Ready: a.readyErr, ReadyDetails: a.readyDetails, MetricsRequireKey: cfg.Metrics.RequireKey},
 		a.db, a.enqueuer, a.apiMetrics, a.metrics, log.With("component", "api"), a.routes)
 	if err != nil {
@@ -207,6 +208,14 @@ func buildApp(ctx context.Context, cfg *Config, reg *envelope.Registry, log *slo
 	}
 	a.wireWakeups()
 	return a, nil
+}
+
+// durationOr returns d, or def when d is zero.
+func durationOr(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
 }
 
 // prune removes finished work older than the retention period, every ten
@@ -401,7 +410,7 @@ func (a *app) close() {
 	}
 }
 
-func newLogger(cfg LogConfig, w io.Writer) *slog.Logger {
+func newLogger(cfg config.LogConfig, w io.Writer) *slog.Logger {
 	var lvl slog.Level
 	_ = lvl.UnmarshalText([]byte(cfg.Level))
 	opts := &slog.HandlerOptions{Level: lvl}

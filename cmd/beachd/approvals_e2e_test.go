@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/cool-ai/beachd/channels/twilio"
+	"github.com/cool-ai/beachd/config"
 	"github.com/cool-ai/beachd/internal/testkit/poll"
 	"github.com/emersion/go-imap/v2"
 	"github.com/emersion/go-imap/v2/imapclient"
@@ -41,7 +42,7 @@ type devDaemon struct {
 var bannerIMAP = regexp.MustCompile(`SMTP (127\.0\.0\.1:\d+), IMAP (127\.0\.0\.1:\d+)`)
 var bannerYou = regexp.MustCompile(`you@beachd\.localhost\s+password (\S+)`)
 
-func startDev(t *testing.T, mods ...func(*Config)) *devDaemon {
+func startDev(t *testing.T, mods ...func(*config.Config)) *devDaemon {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -52,7 +53,7 @@ func startDev(t *testing.T, mods ...func(*Config)) *devDaemon {
 	for _, m := range mods {
 		m(cfg)
 	}
-	reg, err := cfg.validate()
+	reg, err := cfg.Validate()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/alecthomas/kong"
+	"github.com/cool-ai/beachd/config"
 )
 
 // version is set at build time with -ldflags "-X main.version=…"; when
@@ -169,13 +170,13 @@ type ConfigCheckCmd struct{}
 // store.driver postgres it connects to the database, without changing it,
 // and says its schema version.
 func (ConfigCheckCmd) Run(g *globals) error {
-	cfg, _, err := loadServeConfig(g.configPath, g.getenv)
+	cfg, _, err := config.Check(g.configPath, g.getenv, false)
 	if err != nil {
 		return err
 	}
-	info, err := cfg.Store.probe(g.ctx)
+	info, err := cfg.Store.Probe(g.ctx)
 	if err != nil {
-		return storeProblem(g.configPath, "store.dsn", err)
+		return config.KeyError(g.configPath, "store.dsn", err)
 	}
 	if info != "" {
 		fmt.Fprintln(g.stdout, info)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/cool-ai/beachd/channels/webhook"
+	"github.com/cool-ai/beachd/config"
 	"github.com/cool-ai/beachd/envelope"
 	testbrowser "github.com/cool-ai/beachd/internal/testkit/browser"
 	"github.com/cool-ai/beachd/internal/testkit/poll"
@@ -181,16 +182,16 @@ func TestConsoleInChromium(t *testing.T) {
 		w.WriteHeader(http.StatusGone)
 	}))
 	defer gone.Close()
-	d := startDev(t, func(c *Config) {
-		c.APIKeys = append(c.APIKeys, APIKey{Key: readKey, Role: roleRead})
+	d := startDev(t, func(c *config.Config) {
+		c.APIKeys = append(c.APIKeys, config.APIKey{Key: readKey, Role: config.RoleRead})
 		ep := c.Webhooks.Endpoints[devSinkEndpoint]
 		ep.URL = gone.URL
 		c.Webhooks.Endpoints["partner-crm"] = ep
 		off := false
 		c.Schedules = append(c.Schedules,
-			ScheduleConfig{Name: "morning-brief", Cron: "0 7 * * *", TimeZone: "Europe/London", Agent: devAgentName,
+			config.ScheduleConfig{Name: "morning-brief", Cron: "0 7 * * *", TimeZone: "Europe/London", Agent: devAgentName,
 				Message: "Summarise overnight bookings", To: []envelope.Recipient{{Channel: "webhook", Endpoint: devSinkEndpoint}}},
-			ScheduleConfig{Name: "weekly-report", Cron: "0 9 * * MON", TimeZone: "UTC", Agent: devAgentName, Enabled: &off,
+			config.ScheduleConfig{Name: "weekly-report", Cron: "0 9 * * MON", TimeZone: "UTC", Agent: devAgentName, Enabled: &off,
 				Message: "Weekly report", To: []envelope.Recipient{{Channel: "webhook", Endpoint: devSinkEndpoint}}})
 	})
 	// Traffic: the sample envelope to every channel, an approval, and two

@@ -5,8 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"github.com/cool-ai/beachd/channels/twilio/twiliotest"
-	dovecotkit "github.com/cool-ai/beachd/internal/testkit/dovecot"
 	"io"
 	"mime"
 	"mime/multipart"
@@ -24,6 +22,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/cool-ai/beachd/channels/twilio/twiliotest"
+	dovecotkit "github.com/cool-ai/beachd/internal/testkit/dovecot"
 
 	"github.com/emersion/go-imap/v2"
 	"github.com/emersion/go-imap/v2/imapclient"

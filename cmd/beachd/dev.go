@@ -20,6 +20,7 @@ import (
 	"github.com/cool-ai/beachd/api"
 	"github.com/cool-ai/beachd/channels/email"
 	"github.com/cool-ai/beachd/channels/webhook"
+	"github.com/cool-ai/beachd/config"
 )
 
 // DevCmd runs beachd on an embedded default: a data dir under the working
@@ -72,24 +73,24 @@ func (c *DevCmd) Run(g *globals) error {
 	}
 	addr := ln.Addr().String()
 	cfg := devConfig(addr, c.DataDir, key, sinkSecret)
-	cfg.devAgentA2A = c.AgentA2A
+	cfg.DevAgentA2A = c.AgentA2A
 	return serve(g, cfg, true, ln)
 }
 
 // devConfig is the embedded default configuration of `beachd dev`.
-func devConfig(addr, dataDir, apiKey, sinkSecret string) *Config {
-	cfg := &Config{
+func devConfig(addr, dataDir, apiKey, sinkSecret string) *config.Config {
+	cfg := &config.Config{
 		Listen:    addr,
 		DataDir:   dataDir,
 		PublicURL: "http://" + addr,
-		APIKeys:   []APIKey{{Key: apiKey}},
-		Log:       LogConfig{Format: "text", Level: "info"},
-		Agents:    map[string]AgentConfig{devAgentName: devAgentConfig(addr)},
-		Webhooks: WebhooksConfig{Endpoints: map[string]EndpointConfig{
-			devSinkEndpoint: devSinkConfig(addr, sinkSecret),
+		APIKeys:   []config.APIKey{{Key: apiKey}},
+		Log:       config.LogConfig{Format: "text", Level: "info"},
+		Agents:    map[string]config.AgentConfig{devAgentName: config.DevAgent(addr, devAgentEmail, devAgentNumber)},
+		Webhooks: config.WebhooksConfig{Endpoints: map[string]config.EndpointConfig{
+			devSinkEndpoint: config.DevSink(addr, sinkSecret),
 		}},
 	}
-	cfg.defaults()
+	cfg.FillDefaults()
 	return cfg
 }
 
@@ -129,7 +130,7 @@ beachd dev is running.
   data         %[3]s
   webhook sink %[1]s/dev/sink   (endpoint %[4]q; GET it to see what arrived)
   dev agent    %[1]s/dev/agent/  (agent %[5]q, A2A %[6]s; GET %[1]s/dev/agent/received lists injected decisions)
-`, base, key, a.cfg.DataDir, devSinkEndpoint, devAgentName, devGeneration(a.cfg.devAgentA2A))
+`, base, key, a.cfg.DataDir, devSinkEndpoint, devAgentName, devGeneration(a.cfg.DevAgentA2A))
 	for _, line := range a.banner {
 		fmt.Fprintln(w, "  "+line)
 	}
@@ -186,7 +187,7 @@ func (a *app) wireDev() error {
 	if !ok {
 		return nil
 	}
-	secrets, err := webhook.ParseSecrets(ep.secretList())
+	secrets, err := webhook.ParseSecrets(ep.SecretList())
 	if err != nil {
 		return fmt.Errorf("dev sink secret: %w", err)
 	}
@@ -195,7 +196,7 @@ func (a *app) wireDev() error {
 	a.routes = append(a.routes,
 		api.Route{Method: "POST", Pattern: "/dev/sink", Handler: sink},
 		api.Route{Method: "GET", Pattern: "/dev/sink", Handler: devSinkView(sink)})
-	a.devAgent = &devAgent{now: time.Now, generation: devGeneration(a.cfg.devAgentA2A), fetch: &http.Client{Timeout: 10 * time.Second}, fetchBase: a.cfg.PublicURL}
+	a.devAgent = &devAgent{now: time.Now, generation: devGeneration(a.cfg.DevAgentA2A), fetch: &http.Client{Timeout: 10 * time.Second}, fetchBase: a.cfg.PublicURL}
 	a.routes = append(a.routes, a.devAgent.routes(a.cfg.PublicURL, a.log.With("component", "dev-agent"))...)
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cool-ai/beachd/agent"
 	"github.com/cool-ai/beachd/channels/twilio"
+	"github.com/cool-ai/beachd/config"
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/internal/testkit/poll"
 )
@@ -58,7 +59,7 @@ func TestDevConversationSMS(t *testing.T) {
 }
 
 func devConversationSMS(t *testing.T, gen string) {
-	d := startDev(t, func(c *Config) { c.devAgentA2A = gen })
+	d := startDev(t, func(c *config.Config) { c.DevAgentA2A = gen })
 	const person = "+447700900777"
 	res := d.devSay(`{"channel":"sms","from":"` + person + `","text":"Flights to Lisbon for six?",
 		"media":[{"mediaType":"text/csv","filename":"travellers.csv","data":"YSxiCmMsZAo="}]}`)
@@ -182,7 +183,7 @@ func TestDevMailByHandAcrossRestart(t *testing.T) {
 		}
 		return n
 	}
-	d := startDev(t, func(c *Config) { c.DataDir = dir })
+	d := startDev(t, func(c *config.Config) { c.DataDir = dir })
 	for i := 1; i <= 2; i++ {
 		d.sendMail("you@beachd.localhost", devAgentEmail, raw)
 		poll.Eventually(t, 20*time.Second, "the mail as a turn", func() bool { return turns(d) == i })
@@ -193,7 +194,7 @@ func TestDevMailByHandAcrossRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d2 := startDev(t, func(c *Config) { c.DataDir = dir })
+	d2 := startDev(t, func(c *config.Config) { c.DataDir = dir })
 	d2.sendMail("you@beachd.localhost", devAgentEmail, raw)
 	poll.Eventually(t, 20*time.Second, "the mail after the restart as a turn", func() bool { return turns(d2) == 3 })
 }

@@ -9,11 +9,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cool-ai/beachd/config"
 )
 
 // TestDevQuickStart does what README.md tells a newcomer: run `beachd dev`,
@@ -130,5 +133,35 @@ func TestDevQuickStart(t *testing.T) {
 			t.Fatalf("nothing reached the dev sink; accepted %s\n%s", ack, stderr.String())
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// `beachd dev` has no email or twilio section: its own mail server and
+// recorded SMS and WhatsApp receive the dev agent's inbound addresses, so
+// DevInbound passes serve's check in dev, and only there.
+func TestDevInboundPassesDevCheck(t *testing.T) {
+	cfg := devConfig("127.0.0.1:8025", t.TempDir(), "0123456789abcdef0123", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+	a := cfg.Agents[devAgentName]
+	a.Inbound = config.DevInbound("agent@beachd.localhost", "+15550001111")
+	cfg.Agents[devAgentName] = a
+	check := func(dev bool) error {
+		_, err := cfg.ValidateServe(dev)
+		return err
+	}
+	if err := check(true); err != nil {
+		t.Fatalf("dev refuses its own configuration: %v", err)
+	}
+	got := cfg.InboundAgents()[devAgentName]
+	want := config.Inbound{Email: []string{"agent@beachd.localhost"}, SMS: []string{"+15550001111"}, WhatsApp: []string{"+15550001111"},
+		Allow: []string{"*"}, IdleTimeout: 24 * time.Hour, PerMinute: 10, PerHour: 100, RefuseUnknown: true}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("dev inbound\n got %+v\nwant %+v", got, want)
+	}
+	err := check(false)
+	for _, w := range []string{"inbound.email[0]: mail to agent@beachd.localhost is read by the email channel, which is off",
+		"inbound.sms[0]: messages to +15550001111 come through Twilio", "inbound.whatsapp[0]: messages to +15550001111 come through Twilio"} {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("outside dev, lacks %q: %v", w, err)
+		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/cool-ai/beachd/api"
 	"github.com/cool-ai/beachd/approvals"
 	"github.com/cool-ai/beachd/channels/email"
+	"github.com/cool-ai/beachd/config"
 )
 
 // InboundCmd shows what beachd makes of inbound messages.
@@ -155,20 +156,20 @@ func (c *InboundParseCmd) Run(g *globals) error {
 	if conf != nil {
 		// The daemon's decision words (approvals.words), so that the
 		// decision shown is the one the daemon would take.
-		if w, err := conf.Approvals.words(); err != nil {
+		if w, err := conf.Approvals.ParseWords(); err != nil {
 			fmt.Fprintf(g.stderr, "beachd: approvals.words ignored: %v\n", err)
 		} else {
 			words = w
 		}
 	}
 	if conf != nil {
-		opts.ConversationKey = conf.conversationKeyIfKnown("reply addresses")
+		opts.ConversationKey = conversationKeyIfKnown(conf, "reply addresses")
 	}
-	if cfg := conf.email(); cfg != nil {
-		opts.ReplyDomain, opts.ReplyLocal = cfg.ReplyDomain, cfg.replyLocal()
+	if cfg := configEmail(conf); cfg != nil {
+		opts.ReplyDomain, opts.ReplyLocal = cfg.ReplyDomain, cfg.ReplyLocalPart()
 		opts.MessageIDDomain, opts.AuthServID = cfg.MessageIDDomain, cfg.AuthServID
 		opts.TrustUnauthenticated = cfg.TrustUnauthenticated
-		if f := cfg.fromAddress(); f != "" {
+		if f := cfg.FromAddress(); f != "" {
 			opts.OwnAddresses = []string{f}
 		}
 	}
@@ -223,14 +224,14 @@ func (c *InboundParseCmd) Run(g *globals) error {
 // config reads the configuration file (email section, decision words) when the
 // file exists; a missing file is normal, a broken one is reported and
 // ignored.
-func (c *InboundParseCmd) config(g *globals) *Config {
+func (c *InboundParseCmd) config(g *globals) *config.Config {
 	if g.configPath == "" {
 		return nil
 	}
 	if _, err := os.Stat(g.configPath); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	cfg, err := loadConfig(g.configPath, g.getenv)
+	cfg, err := config.Load(g.configPath, g.getenv)
 	if err != nil {
 		fmt.Fprintf(g.stderr, "beachd: configuration ignored: %v\n", err)
 		return nil
@@ -238,8 +239,8 @@ func (c *InboundParseCmd) config(g *globals) *Config {
 	return cfg
 }
 
-// email is the email section of a configuration that may be absent.
-func (c *Config) email() *EmailConfig {
+// configEmail is the email section of a configuration that may be absent.
+func configEmail(c *config.Config) *config.EmailConfig {
 	if c == nil {
 		return nil
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/cool-ai/beachd/channels/twilio"
 	"github.com/cool-ai/beachd/channels/twilio/twiliotest"
+	"github.com/cool-ai/beachd/config"
 	"github.com/cool-ai/beachd/internal/testkit/poll"
 	"github.com/emersion/go-imap/v2/imapclient"
 )
@@ -44,8 +45,8 @@ func TestApprovalLatency(t *testing.T) {
 	n := *latencyN
 	tw := twiliotest.Start(t, fakeTwilioAccount, fakeTwilioToken)
 	const token = fakeTwilioToken
-	d := startDev(t, func(c *Config) {
-		c.Twilio = &TwilioConfig{AccountSID: fakeTwilioAccount, AuthToken: token, APIBaseURL: tw.URL,
+	d := startDev(t, func(c *config.Config) {
+		c.Twilio = &config.TwilioConfig{AccountSID: fakeTwilioAccount, AuthToken: token, APIBaseURL: tw.URL,
 			SMSFrom: "+15550001111", RatePerSecond: 1000, Burst: 1000}
 	})
 	agentPass := bannerAgent.FindStringSubmatch(strings.Join(d.a.banner, "\n"))

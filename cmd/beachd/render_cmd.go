@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cool-ai/beachd/channels/email"
+	"github.com/cool-ai/beachd/config"
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/render"
 	gomail "github.com/wneessen/go-mail"
@@ -58,7 +59,7 @@ func (c *RenderCmd) Run(g *globals, withConfig configGiven) error {
 		o.Now = t
 	}
 	if withConfig {
-		cfg, reg, err := loadValidConfig(g.configPath, g.getenv)
+		cfg, reg, err := config.Check(g.configPath, g.getenv, true)
 		if err != nil {
 			return err
 		}
@@ -84,7 +85,7 @@ type renderOpts struct {
 
 	// Config is the validated configuration file and Registry the part
 	// types it defines; nil: the built-in defaults.
-	Config   *Config
+	Config   *config.Config
 	Registry *envelope.Registry
 
 	// Set by previewConfig: from Config, and the placeholder SMS code.
@@ -251,13 +252,13 @@ func runRender(w io.Writer, o renderOpts) error {
 // or the built-in defaults, with the flags given laid over it; and the
 // part-type registry. It settles o's options that come from the
 // configuration (sender, reply address, a webhook endpoint's consumes).
-func (o *renderOpts) previewConfig() (*Config, *envelope.Registry, error) {
-	var cfg Config
+func (o *renderOpts) previewConfig() (*config.Config, *envelope.Registry, error) {
+	var cfg config.Config
 	reg := o.Registry
 	if o.Config != nil {
 		cfg = *o.Config
 	} else {
-		cfg.defaults()
+		cfg.FillDefaults()
 	}
 	if reg == nil {
 		reg = envelope.NewRegistry()
@@ -280,7 +281,7 @@ func (o *renderOpts) previewConfig() (*Config, *envelope.Registry, error) {
 			o.From = ec.From
 		}
 		if o.ReplyTo == "" {
-			o.ReplyTo = ec.replyTo()
+			o.ReplyTo = ec.ReplyTo()
 		}
 		o.MessageIDDomain = ec.MessageIDDomain
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cool-ai/beachd/config"
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/internal/testkit/poll"
 	"github.com/cool-ai/beachd/store/postgres/pgtest"
@@ -25,11 +26,11 @@ func TestScheduleEndToEnd(t *testing.T) {
 // scheduleEndToEnd runs the schedule test with the records in PostgreSQL
 // at dsn, or in the embedded file when dsn is "".
 func scheduleEndToEnd(t *testing.T, dsn string) {
-	d := startDev(t, func(c *Config) {
+	d := startDev(t, func(c *config.Config) {
 		if dsn != "" {
-			c.Store = StoreConfig{Driver: "postgres", DSN: dsn}
+			c.Store = config.StoreConfig{Driver: "postgres", DSN: dsn}
 		}
-		c.Schedules = []ScheduleConfig{{Name: "morning-brief", Cron: "CRON_TZ=Europe/London 0 8 * * 1-5", Agent: devAgentName,
+		c.Schedules = []config.ScheduleConfig{{Name: "morning-brief", Cron: "CRON_TZ=Europe/London 0 8 * * 1-5", Agent: devAgentName,
 			Message: "Today's tasks", To: []envelope.Recipient{
 				{Channel: envelope.ChannelWebhook, Endpoint: devSinkEndpoint},
 				{Channel: envelope.ChannelEmail, Address: "you@beachd.localhost"}}}}

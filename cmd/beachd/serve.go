@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"time"
+
+	"github.com/cool-ai/beachd/config"
 )
 
 // ServeCmd runs the daemon.
@@ -15,7 +17,7 @@ type ServeCmd struct{}
 // until a signal. The file is checked as `beachd config check` checks it,
 // every problem reported at once, before anything is created or opened.
 func (ServeCmd) Run(g *globals) error {
-	cfg, _, err := loadServeConfig(g.configPath, g.getenv)
+	cfg, _, err := config.Check(g.configPath, g.getenv, false)
 	if err != nil {
 		return err
 	}
@@ -24,11 +26,9 @@ func (ServeCmd) Run(g *globals) error {
 
 // serve checks cfg, builds the daemon and runs it. Nothing is created or
 // opened in the data dir before the whole configuration has been checked.
-func serve(g *globals, cfg *Config, dev bool, ln net.Listener) error {
-	v := &validator{}
-	reg := cfg.check(v)
-	cfg.checkServe(v, dev)
-	if err := v.err(); err != nil {
+func serve(g *globals, cfg *config.Config, dev bool, ln net.Listener) error {
+	reg, err := cfg.ValidateServe(dev)
+	if err != nil {
 		return err
 	}
 	log := newLogger(cfg.Log, g.stderr)

@@ -41,7 +41,7 @@ func TestShutdownIsLogged(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := devConfig(ln.Addr().String(), t.TempDir(), "dev-test-key-0123456789", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
-	reg, err := cfg.validate()
+	reg, err := cfg.Validate()
 	if err != nil {
 		t.Fatal(err)
 	}

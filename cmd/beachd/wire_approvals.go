@@ -137,7 +137,7 @@ func (a *app) wireApprovals() error {
 	}, a.db, func(name string) approvals.Sender { return senders[name] }, log)
 	a.onWake(store.WakeInjections, inj.Wake)
 	enq := lateEnqueuer{a}
-	words, err := cfg.words()
+	words, err := cfg.ParseWords()
 	if err != nil {
 		return err
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/cool-ai/beachd/channels/email"
 	"github.com/cool-ai/beachd/channels/twilio"
 	"github.com/cool-ai/beachd/channels/webhook"
+	"github.com/cool-ai/beachd/config"
 	"github.com/cool-ai/beachd/console"
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/render"
@@ -47,7 +48,7 @@ func (a *app) wireConsole() error {
 	}
 	var keys []console.Key
 	for _, k := range a.cfg.APIKeys {
-		keys = append(keys, console.Key{Secret: k.Key, ReadOnly: k.Role == roleRead})
+		keys = append(keys, console.Key{Secret: k.Key, ReadOnly: k.Role == config.RoleRead})
 	}
 	// Sessions are signed with a key derived from the approvals secret, so
 	// they survive a restart and end when that secret changes.

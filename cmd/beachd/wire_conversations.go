@@ -13,6 +13,7 @@ import (
 
 	"github.com/cool-ai/beachd/api"
 	"github.com/cool-ai/beachd/channels/twilio"
+	"github.com/cool-ai/beachd/config"
 	"github.com/cool-ai/beachd/conversations"
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/store"
@@ -24,7 +25,7 @@ import (
 // decider of the IMAP intake and the Twilio webhook, which are wired after
 // it.
 func (a *app) wireConversations() error {
-	inbound := a.cfg.inboundAgents()
+	inbound := a.cfg.InboundAgents()
 	if len(inbound) == 0 {
 		return nil
 	}
@@ -41,7 +42,7 @@ func (a *app) wireConversations() error {
 	}
 	r, err := conversations.New(conversations.Config{
 		Agents:            agents,
-		OwnAddresses:      a.cfg.inboundOwnAddresses(),
+		OwnAddresses:      a.cfg.InboundOwnAddresses(),
 		Now:               a.now,
 		AttachmentURLBase: a.cfg.PublicURL,
 		URLKey:            a.conversationKey("attachment links"),
@@ -201,10 +202,10 @@ func (c routerViews) OpenAttachment(ctx context.Context, id string, n int, expir
 	return name, mt, data, err
 }
 
-// conversationKeyIfKnown is the conversation key of this configuration
+// conversationKeyIfKnown is the conversation key of configuration c
 // when its approvals secret can be read without creating one (approvals.secret,
 // or data_dir/approval.key when it exists); nil otherwise.
-func (c *Config) conversationKeyIfKnown(use string) []byte {
+func conversationKeyIfKnown(c *config.Config, use string) []byte {
 	secret := c.Approvals.Secret
 	if secret == "" {
 		b, err := os.ReadFile(filepath.Join(c.DataDir, "approval.key"))

@@ -7,6 +7,8 @@ import (
 
 	"github.com/cool-ai/beachd/channels"
 	"github.com/cool-ai/beachd/channels/email"
+	"github.com/cool-ai/beachd/channels/fetch"
+	"github.com/cool-ai/beachd/config"
 	"github.com/cool-ai/beachd/envelope"
 )
 
@@ -37,18 +39,18 @@ func (a *app) wireEmail() error {
 	}
 	a.console.emailFrom = c.From
 	sc := email.SenderConfig{
-		From: c.From, ReplyTo: c.replyTo(), MessageIDDomain: c.MessageIDDomain,
+		From: c.From, ReplyTo: c.ReplyTo(), MessageIDDomain: c.MessageIDDomain,
 		Host: c.SMTP.Host, Port: c.SMTP.Port, Username: c.SMTP.Username, Password: c.SMTP.Password,
 		TLS: c.SMTP.TLS, HELO: c.SMTP.HELO, Timeout: c.SMTP.Timeout, PoolSize: c.SMTP.PoolSize, Now: a.now,
 	}
 	if a.conversations != nil {
 		sc.ConversationKey = a.conversationKey("reply addresses")
-		sc.ConversationFrom = a.cfg.inboundEmails()
+		sc.ConversationFrom = a.cfg.InboundEmails()
 	}
 	if d := c.SMTP.DKIM; d != nil {
 		sc.DKIM = email.DKIMConfig{Domain: d.Domain, Selector: d.Selector, PrivateKeyFile: d.PrivateKeyFile}
 	}
-	fetcher, err := a.cfg.Fetch.client() // artifact URLs come from content
+	fetcher, err := newFetchClient(a.cfg.Fetch) // artifact URLs come from content
 	if err != nil {
 		return err
 	}
@@ -69,14 +71,14 @@ func (a *app) wireEmail() error {
 		return nil
 	}
 	var own []string
-	if f := c.fromAddress(); f != "" {
+	if f := c.FromAddress(); f != "" {
 		own = append(own, f)
 	}
 	ic := email.IntakeConfig{
 		Host: m.Host, Port: m.Port, Username: m.Username, Password: m.Password, TLS: m.TLS,
 		Mailbox: m.Mailbox, Processed: m.Processed, PollInterval: m.PollInterval, MaxMessageBytes: m.MaxMessageBytes,
 		Now: a.now,
-		Parse: email.ParseOptions{ReplyDomain: c.ReplyDomain, ReplyLocal: c.replyLocal(),
+		Parse: email.ParseOptions{ReplyDomain: c.ReplyDomain, ReplyLocal: c.ReplyLocalPart(),
 			MessageIDDomain: c.MessageIDDomain, OwnAddresses: own, AuthServID: c.AuthServID,
 			TrustUnauthenticated: c.TrustUnauthenticated},
 	}
@@ -93,18 +95,28 @@ func (a *app) wireEmail() error {
 	return nil
 }
 
+// newFetchClient builds the guarded client for fetches whose address
+// comes from content (fetch.allow widens what it may reach).
+func newFetchClient(c config.FetchConfig) (*fetch.Client, error) {
+	f, err := fetch.New(fetch.Config{Allow: c.Allow})
+	if err != nil {
+		return nil, fmt.Errorf("fetch: %w", err)
+	}
+	return f, nil
+}
+
 // devEmailConfig points the email channel at the embedded dev server: we
 // send as the agent and read the agent's mailbox. That server adds no
 // Authentication-Results and listens on loopback only, so senders are
 // trusted unverified (email.trust_unauthenticated).
-func devEmailConfig(d *email.DevServer) *EmailConfig {
+func devEmailConfig(d *email.DevServer) *config.EmailConfig {
 	domain := d.Agent.Address[strings.LastIndexByte(d.Agent.Address, '@')+1:]
-	return &EmailConfig{
+	return &config.EmailConfig{
 		From: "beachd dev agent <" + d.Agent.Address + ">", ReplyDomain: domain, ReplyLocal: "agent",
 		MessageIDDomain: domain, TrustUnauthenticated: true,
-		SMTP: SMTPConfig{Host: "127.0.0.1", Port: d.SMTPPort(), Username: d.Agent.Address, Password: d.Agent.Password,
+		SMTP: config.SMTPConfig{Host: "127.0.0.1", Port: d.SMTPPort(), Username: d.Agent.Address, Password: d.Agent.Password,
 			TLS: email.TLSNone, HELO: "beachd.localhost", PoolSize: 2},
-		IMAP: &IMAPConfig{Host: "127.0.0.1", Port: d.IMAPPort(), Username: d.Agent.Address, Password: d.Agent.Password,
+		IMAP: &config.IMAPConfig{Host: "127.0.0.1", Port: d.IMAPPort(), Username: d.Agent.Address, Password: d.Agent.Password,
 			TLS: email.TLSNone, Mailbox: "INBOX", Processed: "Processed"},
 	}
 }

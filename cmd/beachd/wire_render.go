@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 
+	"github.com/cool-ai/beachd/config"
 	"github.com/cool-ai/beachd/render"
 )
 
@@ -19,8 +20,8 @@ func (a *app) wireRender() error {
 
 // newRenderer builds the renderer of a configuration: the daemon's, and
 // `beachd render`'s, which must render exactly as the daemon would.
-func newRenderer(cfg *Config) (*render.Renderer, error) {
-	rc, err := cfg.Render.rendererConfig(cfg.PublicURL)
+func newRenderer(cfg *config.Config) (*render.Renderer, error) {
+	rc, err := cfg.Render.RendererConfig(cfg.PublicURL)
 	if err != nil {
 		return nil, err
 	}

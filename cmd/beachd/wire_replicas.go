@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/cool-ai/beachd/config"
 	"github.com/cool-ai/beachd/internal/singleton"
 	"github.com/cool-ai/beachd/store"
 	"github.com/cool-ai/beachd/store/bolt"
@@ -20,22 +21,22 @@ const (
 )
 
 // imapSingleton names a mailbox's intake: one per account and mailbox.
-func imapSingleton(m *IMAPConfig) string {
+func imapSingleton(m *config.IMAPConfig) string {
 	return "imap:" + m.Username + "@" + m.Host + "/" + m.Mailbox
 }
 
 // openStore opens the configured store: the embedded file under data_dir
 // (one process), or PostgreSQL (shared by replicas), where holder names
 // this replica on the jobs it leases.
-func openStore(ctx context.Context, cfg *Config, holder string, log *slog.Logger) (store.Store, error) {
-	if cfg.Store.Driver == driverPostgres {
+func openStore(ctx context.Context, cfg *config.Config, holder string, log *slog.Logger) (store.Store, error) {
+	if cfg.Store.Driver == config.DriverPostgres {
 		db, err := postgres.Open(ctx, cfg.Store.DSN, postgres.Options{Log: log.With("component", "store"), Holder: holder})
 		if err != nil {
 			return nil, err
 		}
 		return db, nil
 	}
-	db, err := bolt.Open(cfg.boltPath(), bolt.Options{})
+	db, err := bolt.Open(cfg.BoltPath(), bolt.Options{})
 	if err != nil {
 		return nil, err
 	}

@@ -21,7 +21,7 @@ func (a *app) wireSchedules() error {
 	}
 	defs := make([]schedule.Definition, len(a.cfg.Schedules))
 	for i := range a.cfg.Schedules {
-		defs[i] = a.cfg.Schedules[i].definition()
+		defs[i] = a.cfg.Schedules[i].Definition()
 	}
 	agents := map[string]bool{}
 	for name, ac := range a.cfg.Agents {

@@ -11,6 +11,7 @@ import (
 	"github.com/cool-ai/beachd/api"
 	"github.com/cool-ai/beachd/channels"
 	"github.com/cool-ai/beachd/channels/twilio"
+	"github.com/cool-ai/beachd/config"
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/render"
 	"github.com/cool-ai/beachd/store"
@@ -41,7 +42,7 @@ func (a *app) wireTwilio() error {
 		}
 	}
 	renderFn := twilio.Renderer(r, a.registry, a.wireMessagePages(r))
-	if c == nil || !c.hasCredentials() {
+	if c == nil || !c.HasCredentials() {
 		if !a.dev {
 			return errNoTwilioCredentials
 		}
@@ -59,14 +60,14 @@ func (a *app) wireTwilio() error {
 	cfg := twilio.Config{
 		SMSFrom: c.SMSFrom, WhatsAppFrom: c.WhatsAppFrom, MessagingServiceSID: c.MessagingServiceSID,
 		StatusCallback: hookURL,
-		Templates:      twilio.Templates{Approval: c.WhatsAppTemplates.Approval.render(), Result: c.WhatsAppTemplates.Result.render()},
+		Templates:      twilio.Templates{Approval: contentTemplate(c.WhatsAppTemplates.Approval), Result: contentTemplate(c.WhatsAppTemplates.Result)},
 		// The limiter may wait as long as the attempt leaves after one call.
 		CallReserve:     timeout,
 		Now:             a.now,
 		WindowTemplate:  c.WhatsApp.WindowTemplate,
 		NoQuickReplies:  c.WhatsApp.QuickReplies != nil && !*c.WhatsApp.QuickReplies,
-		SMSNumbers:      a.cfg.inboundNumbers(envelope.ChannelSMS),
-		WhatsAppNumbers: a.cfg.inboundNumbers(envelope.ChannelWhatsApp),
+		SMSNumbers:      a.cfg.InboundNumbers(envelope.ChannelSMS),
+		WhatsAppNumbers: a.cfg.InboundNumbers(envelope.ChannelWhatsApp),
 	}
 	a.media = client
 	deps := twilio.Deps{Client: client, Store: a.db, Limiter: limiter, Render: renderFn, Log: log}
@@ -102,7 +103,7 @@ func (a *app) wireTwilio() error {
 const defaultTwilioTimeout = 15 * time.Second
 
 // wireTwilioRecorder sets up the recorded SMS and WhatsApp of `beachd dev`.
-func (a *app) wireTwilioRecorder(c *TwilioConfig, renderFn twilio.RenderFunc) error {
+func (a *app) wireTwilioRecorder(c *config.TwilioConfig, renderFn twilio.RenderFunc) error {
 	rec := twilio.NewRecorderLog(1000)
 	for _, ch := range []string{envelope.ChannelSMS, envelope.ChannelWhatsApp} {
 		d, err := twilio.NewRecorder(ch, a.db, rec, renderFn, a.now)
@@ -159,7 +160,9 @@ func (twilioNoDecider) HandleInbound(context.Context, envelope.Inbound) (envelop
 	return envelope.InboundResult{Outcome: "ignored"}, nil
 }
 
-func (t *TwilioTemplateConfig) render() *render.ContentTemplate {
+// contentTemplate is the renderer's view of a configured WhatsApp content
+// template; nil when it is not configured.
+func contentTemplate(t *config.TwilioTemplateConfig) *render.ContentTemplate {
 	if t == nil {
 		return nil
 	}

@@ -29,7 +29,7 @@ func (a *app) wireWebhook() error {
 	policy := channels.WebhookPolicy
 	for _, name := range names {
 		ec := a.cfg.Webhooks.Endpoints[name]
-		signer, err := webhook.ParseSigner(ec.secretList()...)
+		signer, err := webhook.ParseSigner(ec.SecretList()...)
 		if err != nil {
 			return fmt.Errorf("webhooks.endpoints.%s: %w", name, err)
 		}

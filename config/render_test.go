@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"os"
@@ -39,8 +39,8 @@ func TestRenderConfigCheck(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), bad+":2:") {
 		t.Errorf("got %v, want %s:2", err, bad)
 	}
-	rc, err := (&RenderConfig{}).rendererConfig("https://beachd.example.org")
+	rc, err := (&RenderConfig{}).RendererConfig("https://beachd.example.org")
 	if err != nil || rc.Templates == nil || rc.TimeZone == nil {
-		t.Errorf("rendererConfig: %+v, %v", rc, err)
+		t.Errorf("RendererConfig: %+v, %v", rc, err)
 	}
 }

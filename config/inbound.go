@@ -1,8 +1,7 @@
-package main
+package config
 
 import (
 	"fmt"
-	"github.com/cool-ai/beachd/envelope"
 	"maps"
 	"net/mail"
 	"regexp"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cool-ai/beachd/api"
+	"github.com/cool-ai/beachd/envelope"
 )
 
 // InboundConfig is `agents.NAME.inbound`: the addresses people write to in
@@ -39,7 +39,7 @@ import (
 //
 // The section is checked by Config.checkInbound (the entries, the bounds,
 // an address claimed by two agents) and Config.checkInboundChannels (the
-// channel that receives each address is configured); Config.inboundAgents
+// channel that receives each address is configured); Config.InboundAgents
 // gives the checked section as an Inbound.
 type InboundConfig struct {
 	Email       []string       `yaml:"email"`
@@ -381,9 +381,9 @@ func inboundChannelTitle(channel string) string {
 	return "WhatsApp"
 }
 
-// inboundAgents are the checked inbound sections of the agents that have
+// InboundAgents are the checked inbound sections of the agents that have
 // one, by agent name. The configuration is valid.
-func (c *Config) inboundAgents() map[string]Inbound {
+func (c *Config) InboundAgents() map[string]Inbound {
 	out := map[string]Inbound{}
 	for name, a := range c.Agents {
 		if a.Inbound != nil {
@@ -393,29 +393,29 @@ func (c *Config) inboundAgents() map[string]Inbound {
 	return out
 }
 
-// inboundOwnAddresses are the addresses beachd sends mail from (email.from
+// InboundOwnAddresses are the addresses beachd sends mail from (email.from
 // and the base reply address): mail from them never starts a turn. Nil
 // without an email section.
-func (c *Config) inboundOwnAddresses() []string {
+func (c *Config) InboundOwnAddresses() []string {
 	if c.Email == nil {
 		return nil
 	}
 	var own []string
-	if f := c.Email.fromAddress(); f != "" {
+	if f := c.Email.FromAddress(); f != "" {
 		own = append(own, f)
 	}
-	if r := strings.ToLower(c.Email.replyTo()); r != "" && r != c.Email.fromAddress() {
+	if r := strings.ToLower(c.Email.ReplyTo()); r != "" && r != c.Email.FromAddress() {
 		own = append(own, r)
 	}
 	return own
 }
 
-// devInbound is the inbound section of `beachd dev`'s agent: mail to
+// DevInbound is the inbound section of `beachd dev`'s agent: mail to
 // email (the dev mail server's agent mailbox, agent@beachd.localhost) and
 // SMS and WhatsApp to number (the number the dev recorder answers from,
 // +15550001111 without a twilio section) start turns, and anybody may
 // write.
-func devInbound(email, number string) *InboundConfig {
+func DevInbound(email, number string) *InboundConfig {
 	return &InboundConfig{
 		Email:    []string{email},
 		SMS:      []string{number},
@@ -424,23 +424,23 @@ func devInbound(email, number string) *InboundConfig {
 	}
 }
 
-// inboundEmails are every agent's inbound email addresses: a conversation
+// InboundEmails are every agent's inbound email addresses: a conversation
 // answer goes out from the one the person wrote to.
-func (c *Config) inboundEmails() []string {
+func (c *Config) InboundEmails() []string {
 	var out []string
-	for _, in := range c.inboundAgents() {
+	for _, in := range c.InboundAgents() {
 		out = append(out, in.Email...)
 	}
 	sort.Strings(out)
 	return out
 }
 
-// inboundNumbers are every agent's inbound numbers on channel (sms or
+// InboundNumbers are every agent's inbound numbers on channel (sms or
 // whatsapp): a conversation answer goes out from the one the person wrote
 // to, so the channel may send from each.
-func (c *Config) inboundNumbers(channel string) []string {
+func (c *Config) InboundNumbers(channel string) []string {
 	var out []string
-	for _, in := range c.inboundAgents() {
+	for _, in := range c.InboundAgents() {
 		switch channel {
 		case envelope.ChannelSMS:
 			out = append(out, in.SMS...)

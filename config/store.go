@@ -1,16 +1,14 @@
-package main
+package config
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/cool-ai/beachd/internal/singleton"
 	"github.com/cool-ai/beachd/store/postgres"
@@ -18,8 +16,8 @@ import (
 
 // The store drivers.
 const (
-	driverBolt     = "bolt"
-	driverPostgres = "postgres"
+	DriverBolt     = "bolt"
+	DriverPostgres = "postgres"
 )
 
 // StoreConfig is the `store:` section: where beachd keeps its records
@@ -50,18 +48,18 @@ const (
 // defaults fills the driver.
 func (s *StoreConfig) defaults() {
 	if s.Driver == "" {
-		s.Driver = driverBolt
+		s.Driver = DriverBolt
 	}
 }
 
 // validate checks the section.
 func (s *StoreConfig) validate(v *validator) {
 	switch s.Driver {
-	case driverBolt:
+	case DriverBolt:
 		if s.DSN != "" {
 			v.errorf("store.dsn", "only with driver postgres (driver bolt keeps data_dir/beachd.db)")
 		}
-	case driverPostgres:
+	case DriverPostgres:
 		if strings.TrimSpace(s.DSN) == "" {
 			v.errorf("store.dsn", "required with driver postgres: a connection string such as postgres://user@host:5432/beachd")
 		} else if _, err := pgx.ParseConfig(s.DSN); err != nil {
@@ -87,13 +85,13 @@ func unwrapAll(err error) error {
 	}
 }
 
-// boltPath is the embedded store's file.
-func (c *Config) boltPath() string { return filepath.Join(c.DataDir, "beachd.db") }
+// BoltPath is the embedded store's file.
+func (c *Config) BoltPath() string { return filepath.Join(c.DataDir, "beachd.db") }
 
-// probeStore connects to the configured PostgreSQL without changing it and
+// Probe connects to the configured PostgreSQL without changing it and
 // says which schema version it has; "" for driver bolt.
-func (s *StoreConfig) probe(ctx context.Context) (string, error) {
-	if s.Driver != driverPostgres {
+func (s *StoreConfig) Probe(ctx context.Context) (string, error) {
+	if s.Driver != DriverPostgres {
 		return "", nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -128,18 +126,4 @@ func (s *StoreConfig) probe(ctx context.Context) (string, error) {
 		return fmt.Sprintf("store: postgres %s (schema %q): schema version %d; beachd serve upgrades it to %d", server, schema, have, want), nil
 	}
 	return fmt.Sprintf("store: postgres %s (schema %q): schema version %d, up to date", server, schema, have), nil
-}
-
-// storeProblem is a ConfigError of the store section's key, placed in the
-// file at path as the other problems are.
-func storeProblem(path, key string, err error) error {
-	raw, rerr := os.ReadFile(path)
-	var root *yaml.Node
-	if rerr == nil {
-		root = &yaml.Node{}
-		if yaml.Unmarshal(raw, root) != nil {
-			root = nil
-		}
-	}
-	return newConfigError(path, root, nil, []problem{{key: key, reason: err.Error()}})
 }

@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"strings"
@@ -25,19 +25,19 @@ webhooks:
       secret: "` + testWhsec + `"
 `
 	env := map[string]string{"NEW_SECRET": "whsec_QkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkI="}
-	cfg, err := parseConfig([]byte(raw), "test.yaml", func(k string) string { return env[k] })
+	cfg, err := Parse([]byte(raw), "test.yaml", func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cfg.validate(); err != nil {
+	if _, err := cfg.Validate(); err != nil {
 		t.Fatalf("valid config refused: %v", err)
 	}
 	ops := cfg.Webhooks.Endpoints["ops"]
-	if len(ops.secretList()) != 2 || ops.secretList()[0] != env["NEW_SECRET"] || ops.Timeout != 20*time.Second ||
+	if len(ops.SecretList()) != 2 || ops.SecretList()[0] != env["NEW_SECRET"] || ops.Timeout != 20*time.Second ||
 		ops.MaxConcurrency != 4 || ops.Headers["X-Tenant"] != "acme" {
 		t.Errorf("ops = %+v", ops)
 	}
-	if l := cfg.Webhooks.Endpoints["local"].secretList(); len(l) != 1 || l[0] != testWhsec {
+	if l := cfg.Webhooks.Endpoints["local"].SecretList(); len(l) != 1 || l[0] != testWhsec {
 		t.Errorf("local secrets %v", l)
 	}
 }

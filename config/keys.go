@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"fmt"
@@ -16,8 +16,8 @@ type APIKey struct {
 
 // Roles of API keys.
 const (
-	roleFull = "full"
-	roleRead = "read"
+	RoleFull = "full"
+	RoleRead = "read"
 )
 
 // UnmarshalYAML accepts a string or a {key, role} mapping, refusing other
@@ -47,13 +47,13 @@ func (k *APIKey) UnmarshalYAML(n *yaml.Node) error {
 	return fmt.Errorf("line %d: an API key is a string or {key: …, role: read}", n.Line)
 }
 
-// keysOf lists the keys of one role ("full" includes the empty role).
-func keysOf(keys []APIKey, role string) []string {
+// KeysOf lists the keys of one role ("full" includes the empty role).
+func KeysOf(keys []APIKey, role string) []string {
 	var out []string
 	for _, k := range keys {
 		r := k.Role
 		if r == "" {
-			r = roleFull
+			r = RoleFull
 		}
 		if r == role {
 			out = append(out, k.Key)

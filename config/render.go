@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"fmt"
@@ -87,8 +87,8 @@ func (c *RenderConfig) check() error {
 	return nil
 }
 
-// rendererConfig builds the renderer's configuration, loading the templates.
-func (c *RenderConfig) rendererConfig(publicURL string) (render.Config, error) {
+// RendererConfig builds the renderer's configuration, loading the templates.
+func (c *RenderConfig) RendererConfig(publicURL string) (render.Config, error) {
 	set, err := templates.Load(c.TemplatesDir)
 	if err != nil {
 		return render.Config{}, fmt.Errorf("render.templates_dir: %w", err)

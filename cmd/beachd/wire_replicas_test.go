@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -17,88 +15,8 @@ import (
 	"github.com/cool-ai/beachd/internal/testkit/fakeclock"
 	"github.com/cool-ai/beachd/store"
 	"github.com/cool-ai/beachd/store/bolt"
-	"github.com/cool-ai/beachd/store/postgres"
-	"github.com/cool-ai/beachd/store/postgres/pgtest"
 	"github.com/cool-ai/beachd/store/storetest"
 )
-
-const storeConfigBase = "listen: 127.0.0.1:1\napi_keys: [\"0123456789abcdef\"]\n"
-
-// The store section is checked like the other keys: each problem names its
-// key and its place in the file, and a password in a DSN is never shown.
-func TestConfigStoreSection(t *testing.T) {
-	for _, tt := range []struct {
-		name, yaml string
-		want       []string // empty: valid
-	}{
-		{"default", "", nil},
-		{"bolt", "store: {driver: bolt}\n", nil},
-		{"postgres", "store:\n  driver: postgres\n  dsn: postgres://beachd:pw@db.internal:5432/beachd\n  lease_ttl: 30s\n", nil},
-		{"unknown driver", "store:\n  driver: mysql\n", []string{"line 4, column 11: store.driver: must be bolt or postgres"}},
-		{"postgres without dsn", "store:\n  driver: postgres\n", []string{"store.dsn: required with driver postgres"}},
-		{"dsn with bolt", "store:\n  dsn: postgres://db/x\n", []string{"line 4, column 8: store.dsn: only with driver postgres"}},
-		{"bad dsn", "store:\n  driver: postgres\n  dsn: \"postgres://u:secretpw@host:notaport/db\"\n", []string{"line 5, column 8: store.dsn: not a PostgreSQL connection string"}},
-		{"short ttl", "store:\n  lease_ttl: 1s\n", []string{"line 4, column 14: store.lease_ttl: must be between 3s and 10m0s"}},
-		{"unknown key", "store:\n  ttl: 1s\n", []string{"store.ttl", "not a known key"}},
-	} {
-		_, _, err := checkConfig([]byte(storeConfigBase+tt.yaml), "c.yaml", env(nil), true)
-		if len(tt.want) == 0 {
-			if err != nil {
-				t.Errorf("%s: %v", tt.name, err)
-			}
-			continue
-		}
-		if err == nil {
-			t.Errorf("%s: accepted", tt.name)
-			continue
-		}
-		for _, w := range tt.want {
-			if !strings.Contains(err.Error(), w) {
-				t.Errorf("%s: error %q lacks %q", tt.name, err, w)
-			}
-		}
-		if strings.Contains(err.Error(), "secretpw") {
-			t.Errorf("%s: the error shows the password: %v", tt.name, err)
-		}
-	}
-}
-
-// configCheck runs `beachd config check` on a file with the store section.
-func configCheck(t *testing.T, storeYAML string) (code int, stdout, stderr string) {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "c.yaml")
-	if err := os.WriteFile(path, []byte(storeConfigBase+storeYAML), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	var out, errb bytes.Buffer
-	code = run(context.Background(), []string{"config", "check", "--config", path}, func(string) string { return "" }, &out, &errb)
-	return code, out.String(), errb.String()
-}
-
-// config check connects to the database of store.driver postgres and says
-// its schema version, without creating anything; a database it cannot
-// reach is a problem at store.dsn.
-func TestConfigCheckConnectsToPostgres(t *testing.T) {
-	dsn := pgtest.DSN(t)
-	code, out, errs := configCheck(t, fmt.Sprintf("store:\n  driver: postgres\n  dsn: %q\n", dsn))
-	if code != 0 || !strings.Contains(out, "no beachd tables yet; beachd serve creates them (schema version") || !strings.HasSuffix(out, ": ok\n") {
-		t.Fatalf("fresh schema: exit %d\n%s%s", code, out, errs)
-	}
-	db, err := postgres.Open(context.Background(), dsn, postgres.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
-	code, out, errs = configCheck(t, fmt.Sprintf("store:\n  driver: postgres\n  dsn: %q\n", dsn))
-	if want := fmt.Sprintf("schema version %d, up to date", postgres.SchemaVersion()); code != 0 || !strings.Contains(out, want) {
-		t.Fatalf("migrated schema: exit %d, want %q\n%s%s", code, want, out, errs)
-	}
-
-	code, out, errs = configCheck(t, "store:\n  driver: postgres\n  dsn: \"postgres://root:secretpw@127.0.0.1:1/test?connect_timeout=2\"\n")
-	if code != 1 || !strings.Contains(errs, "line 5, column 8: store.dsn: cannot connect to root@127.0.0.1:1/test") || strings.Contains(errs+out, "secretpw") {
-		t.Fatalf("unreachable database: exit %d\n%s%s", code, out, errs)
-	}
-}
 
 // /readyz and the metrics say which singletons this replica holds: on the
 // embedded store, all of them, each under its lease. /readyz says so to a

@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"strings"
@@ -23,19 +23,19 @@ email:
 		}
 		return ""
 	}
-	cfg, err := parseConfig([]byte(base), "t.yaml", getenv)
+	cfg, err := Parse([]byte(base), "t.yaml", getenv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cfg.validate(); err != nil {
+	if _, err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	e := cfg.Email
 	if e.SMTP.Password != "pw" || e.Lifetime != 48*time.Hour || e.SMTP.Timeout != 20*time.Second || e.IMAP.PollInterval != 2*time.Minute {
 		t.Fatalf("parsed %+v %+v", e, e.IMAP)
 	}
-	if e.replyTo() != "agent@reply.example.org" || e.fromAddress() != "agent@example.org" {
-		t.Fatalf("reply-to %q from %q", e.replyTo(), e.fromAddress())
+	if e.ReplyTo() != "agent@reply.example.org" || e.FromAddress() != "agent@example.org" {
+		t.Fatalf("reply-to %q from %q", e.ReplyTo(), e.FromAddress())
 	}
 
 	for _, tc := range []struct{ yaml, key string }{
@@ -54,11 +54,11 @@ email:
 		{`email: { from: a@b.org, authserv_id: "mx.b.org; dkim=pass", smtp: { host: h.org }, imap: { host: i.org, username: u } }`, "email.authserv_id"},
 		{`email: { from: a@b.org, authserv_id: mx.b.org, trust_unauthenticated: true, smtp: { host: h.org }, imap: { host: i.org, username: u } }`, "email.trust_unauthenticated"},
 	} {
-		cfg, err := parseConfig([]byte("api_keys: [kkkkkkkkkkkkkkkkkkkk]\n"+tc.yaml), "t.yaml", getenv)
+		cfg, err := Parse([]byte("api_keys: [kkkkkkkkkkkkkkkkkkkk]\n"+tc.yaml), "t.yaml", getenv)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.yaml, err)
 		}
-		_, err = cfg.validate()
+		_, err = cfg.Validate()
 		if err == nil || !strings.Contains(err.Error(), tc.key+":") {
 			t.Errorf("%s: err %v, want a problem at %s", tc.yaml, err, tc.key)
 		}
@@ -69,17 +69,17 @@ email:
 		`email: { from: a@b.org, smtp: { host: h.org } }`,
 		`email: { from: a@b.org, trust_unauthenticated: true, smtp: { host: h.org }, imap: { host: i.org, username: u } }`,
 	} {
-		cfg, _ := parseConfig([]byte("api_keys: [kkkkkkkkkkkkkkkkkkkk]\n"+y), "t.yaml", getenv)
-		if _, err := cfg.validate(); err != nil {
+		cfg, _ := Parse([]byte("api_keys: [kkkkkkkkkkkkkkkkkkkk]\n"+y), "t.yaml", getenv)
+		if _, err := cfg.Validate(); err != nil {
 			t.Errorf("%s: %v", y, err)
 		}
 	}
 	// none is fine on loopback.
-	cfg, _ = parseConfig([]byte("api_keys: [kkkkkkkkkkkkkkkkkkkk]\nemail: { from: a@b.org, smtp: { host: 127.0.0.1, port: 2525, tls: none } }"), "t.yaml", getenv)
-	if _, err := cfg.validate(); err != nil {
+	cfg, _ = Parse([]byte("api_keys: [kkkkkkkkkkkkkkkkkkkk]\nemail: { from: a@b.org, smtp: { host: 127.0.0.1, port: 2525, tls: none } }"), "t.yaml", getenv)
+	if _, err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := parseConfig([]byte(`email: { from: a@b.org, smtp: { host: h.org, bogus: 1 } }`), "t.yaml", getenv); err == nil {
+	if _, err := Parse([]byte(`email: { from: a@b.org, smtp: { host: h.org, bogus: 1 } }`), "t.yaml", getenv); err == nil {
 		t.Error("unknown key accepted")
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"bytes"
@@ -50,7 +50,7 @@ func TestConfigErrorsInFlowMapsNameTheirKey(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := parseConfig([]byte(tt.yaml), "test.yaml", env(map[string]string{"W": "4"}))
+			_, err := Parse([]byte(tt.yaml), "test.yaml", env(map[string]string{"W": "4"}))
 			if err == nil {
 				t.Fatal("accepted")
 			}
@@ -71,7 +71,7 @@ func TestConfigErrorsInFlowMapsNameTheirKey(t *testing.T) {
 // The walk that names problems must judge a document as yaml's decoder
 // does: a problem wherever yaml finds one, none where yaml finds none.
 func FuzzConfigErrorPaths(f *testing.F) {
-	if raw, err := os.ReadFile("../../beachd.example.yaml"); err == nil {
+	if raw, err := os.ReadFile("../beachd.example.yaml"); err == nil {
 		f.Add(raw)
 	}
 	for _, s := range []string{

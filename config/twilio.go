@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"net/url"
@@ -27,7 +27,7 @@ import (
 //	    approval: { content_sid: HX…, variables: { "1": "{{(index .Approvals 0).Summary}}" } }
 //	    result:   { content_sid: HX…, variables: { "1": "{{.Text}}" } }
 //	  whatsapp:
-//	    window_template: HX…                 # sent when a conversation's 24-hour window is closed (config_inbound.go)
+//	    window_template: HX…                 # sent when a conversation's 24-hour window is closed (inbound.go)
 //
 // The inbound webhook (messages and status callbacks) is public_url +
 // /v1/inbound/twilio; configure exactly that URL at Twilio. Without
@@ -83,8 +83,8 @@ var (
 	e164Number       = regexp.MustCompile(`^\+[1-9][0-9]{6,14}$`)
 )
 
-// hasCredentials reports whether the section can reach Twilio.
-func (c *TwilioConfig) hasCredentials() bool { return c.AccountSID != "" && c.AuthToken != "" }
+// HasCredentials reports whether the section can reach Twilio.
+func (c *TwilioConfig) HasCredentials() bool { return c.AccountSID != "" && c.AuthToken != "" }
 
 func (c *TwilioConfig) validate(v *validator) {
 	switch {

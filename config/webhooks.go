@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"fmt"
@@ -42,8 +42,8 @@ type EndpointConfig struct {
 	Headers        map[string]string `yaml:"headers"`
 }
 
-// secretList is the endpoint's secrets in signing order.
-func (e EndpointConfig) secretList() []string {
+// SecretList is the endpoint's secrets in signing order.
+func (e EndpointConfig) SecretList() []string {
 	if e.Secret != "" {
 		return append([]string{e.Secret}, e.Secrets...)
 	}
@@ -136,9 +136,9 @@ func loopbackHost(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// devSinkConfig is the endpoint `beachd dev` delivers to: its own sink,
+// DevSink is the endpoint `beachd dev` delivers to: its own sink,
 // consuming every part type a webhook may receive.
-func devSinkConfig(addr, secret string) EndpointConfig {
+func DevSink(addr, secret string) EndpointConfig {
 	return EndpointConfig{
 		URL:      "http://" + addr + "/dev/sink",
 		Secret:   secret,

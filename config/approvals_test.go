@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"strings"
@@ -20,11 +20,11 @@ approvals:
   injection_lifetime: 48h
 `
 	env := map[string]string{"AGENT_TOKEN": "tok", "APPROVAL_SECRET": strings.Repeat("x", 40)}
-	cfg, err := parseConfig([]byte(raw), "test.yaml", func(k string) string { return env[k] })
+	cfg, err := Parse([]byte(raw), "test.yaml", func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cfg.validate(); err != nil {
+	if _, err := cfg.Validate(); err != nil {
 		t.Fatalf("valid config refused: %v", err)
 	}
 	a := cfg.Approvals
@@ -48,11 +48,11 @@ approvals:
   sms_code_digits: 3
   max_wrong_codes: -1
 `
-	cfg, err = parseConfig([]byte(bad), "bad.yaml", func(string) string { return "" })
+	cfg, err = Parse([]byte(bad), "bad.yaml", func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = cfg.validate()
+	_, err = cfg.Validate()
 	if err == nil {
 		t.Fatal("bad config accepted")
 	}
@@ -73,17 +73,17 @@ approvals:
   email_links: false
   words: {granted: [ja, Oui], denied: [nein]}
 `
-	cfg, err := parseConfig([]byte(raw), "test.yaml", func(string) string { return "" })
+	cfg, err := Parse([]byte(raw), "test.yaml", func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cfg.validate(); err != nil {
+	if _, err := cfg.Validate(); err != nil {
 		t.Fatalf("valid config refused: %v", err)
 	}
 	if a := cfg.Approvals; a.EmailLinks == nil || *a.EmailLinks {
 		t.Errorf("email_links = %v", a.EmailLinks)
 	}
-	w, err := cfg.Approvals.words()
+	w, err := cfg.Approvals.ParseWords()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,11 +95,11 @@ approvals:
 api_keys: ["0123456789abcdef0123"]
 approvals: {words: {granted: [ja, "nur ja"], denied: [yes, stop]}}
 `
-	cfg, err = parseConfig([]byte(bad), "bad.yaml", func(string) string { return "" })
+	cfg, err = Parse([]byte(bad), "bad.yaml", func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = cfg.validate()
+	_, err = cfg.Validate()
 	if err == nil {
 		t.Fatal("bad words accepted")
 	}
@@ -120,11 +120,11 @@ api_keys: ["0123456789abcdef0123"]
 email: {from: "a@example.org", smtp: {host: 127.0.0.1, port: 2525, tls: none}}
 approvals: {email_links: false}
 `
-	cfg, err := parseConfig([]byte(raw), "test.yaml", func(string) string { return "" })
+	cfg, err := Parse([]byte(raw), "test.yaml", func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cfg.validate(); err == nil || !strings.Contains(err.Error(), "approvals.email_links") || !strings.Contains(err.Error(), "email.imap") {
+	if _, err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "approvals.email_links") || !strings.Contains(err.Error(), "email.imap") {
 		t.Fatalf("err = %v", err)
 	}
 }

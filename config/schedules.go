@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"fmt"
@@ -37,8 +37,8 @@ type ScheduleConfig struct {
 	ErrorNotice bool `yaml:"error_notice"`
 }
 
-// definition is the schedule package's view of the entry.
-func (s *ScheduleConfig) definition() schedule.Definition {
+// Definition is the schedule package's view of the entry.
+func (s *ScheduleConfig) Definition() schedule.Definition {
 	return schedule.Definition{Name: s.Name, Cron: s.Cron, TimeZone: s.TimeZone, Agent: s.Agent, Message: s.Message,
 		Session: s.Session, To: s.To, Disabled: s.Enabled != nil && !*s.Enabled, Timeout: s.Timeout,
 		CatchUp: s.CatchUp, Overlap: s.Overlap, Retries: s.Retries, RetryDelay: s.RetryDelay, ErrorNotice: s.ErrorNotice}
@@ -51,7 +51,7 @@ func (s *ScheduleConfig) validate(v *validator, i int, c *Config) {
 	for name := range c.Agents {
 		agents[name] = true
 	}
-	_, err := schedule.Check([]schedule.Definition{s.definition()}, schedule.CheckOptions{
+	_, err := schedule.Check([]schedule.Definition{s.Definition()}, schedule.CheckOptions{
 		Agents: agents, Now: time.Now(), Key: func(int) string { return key }})
 	badZone := false
 	if ce, ok := err.(*schedule.ConfigError); ok {

@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"strings"
@@ -20,14 +20,14 @@ agents:
     approvers: ["Alice <alice@Example.ORG>", "+447700900123", "webhook:ops"]
   open: { a2a_url: "http://127.0.0.1:9001/" }
 `
-	cfg, err := parseConfig([]byte(raw), "test.yaml", func(string) string { return "" })
+	cfg, err := Parse([]byte(raw), "test.yaml", func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cfg.validate(); err != nil {
+	if _, err := cfg.Validate(); err != nil {
 		t.Fatalf("valid config refused: %v", err)
 	}
-	sets := cfg.approverSets()
+	sets := cfg.ApproverSets()
 	if _, ok := sets["open"]; ok || len(sets["travel"]) != 3 {
 		t.Fatalf("approver sets %v", sets)
 	}
@@ -46,11 +46,11 @@ agents:
     approvers: ["alice", "+44 7700", "webhook:nowhere", "webhook:", "bob@"]
   none: { a2a_url: "http://127.0.0.1:9001/", approvers: [] }
 `
-	cfg, err = parseConfig([]byte(bad), "bad.yaml", func(string) string { return "" })
+	cfg, err = Parse([]byte(bad), "bad.yaml", func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = cfg.validate()
+	_, err = cfg.Validate()
 	if err == nil {
 		t.Fatal("bad approvers accepted")
 	}

@@ -1,11 +1,8 @@
-package main
+package config
 
 import (
-	"bytes"
-	"context"
 	"errors"
 	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -33,7 +30,7 @@ twilio:
 // followed by extra.
 func checkInboundYAML(t *testing.T, extra string) (*Config, error) {
 	t.Helper()
-	cfg, _, err := checkConfig([]byte(inboundBase+extra), "t.yaml", env(nil), true)
+	cfg, _, err := CheckBytes([]byte(inboundBase+extra), "t.yaml", env(nil), false)
 	return cfg, err
 }
 
@@ -57,7 +54,7 @@ func TestInboundConfigParsed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := cfg.inboundAgents()
+	got := cfg.InboundAgents()
 	want := map[string]Inbound{
 		"travel": {
 			Email: []string{"travel@example.org", "desk@example.org"}, SMS: []string{"+15550001111"}, WhatsApp: []string{"+15550002222"},
@@ -70,81 +67,10 @@ func TestInboundConfigParsed(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("inbound agents\n got %+v\nwant %+v", got, want)
 	}
-	if own := cfg.inboundOwnAddresses(); !reflect.DeepEqual(own, []string{"agent@example.org", "agent@reply.example.org"}) {
+	if own := cfg.InboundOwnAddresses(); !reflect.DeepEqual(own, []string{"agent@example.org", "agent@reply.example.org"}) {
 		t.Errorf("own addresses %v", own)
 	}
 }
-
-// One config check reports every problem of the inbound sections, each at
-// its entry, naming the bad value and showing a good one.
-func TestInboundProblemsAtTheirEntries(t *testing.T) {
-	const agents = `agents:
-  travel:
-    a2a_url: http://127.0.0.1:9000/
-    inbound:
-      email: ["Travel <travel@example.org>", "travel+x@example.org", "not-mail", "ok@example.org", "OK@example.org"]
-      sms: ["+44 7700 900123", "+15550009999"]
-      whatsapp: ["+15550001111"]
-      allow: ["*@", "+44", "+0*", "bob*@example.org", "whatsapp:+447700900123", "alice", "*@example.org"]
-      idle_timeout: 30s
-      max_turns: { per_minute: 20, per_hour: -1 }
-  hooks:
-    injector: webhook
-    webhook_url: https://hooks.example.org/
-    webhook_secret: whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
-    inbound: { idle_timeout: 1000h, max_turns: { per_minute: 200 } }
-`
-	path := filepath.Join(t.TempDir(), "beachd.yaml")
-	writeFile(t, path, inboundBase+twilioWindow+agents)
-	var out, errb bytes.Buffer
-	if code := run(context.Background(), []string{"config", "check", "--config", path}, env(nil), &out, &errb); code != 1 {
-		t.Fatalf("exit %d, %s", code, errb.String())
-	}
-	want := []string{ // in file order
-		`line 13, column 32: twilio.whatsapp.window_template: must be a content SID, HX followed by 32 hex digits (HX0123456789abcdef0123456789abcdef), got "HX123"`,
-		`line 18, column 15: agents.travel.inbound.email[0]: "Travel <travel@example.org>": write the bare address, such as travel@example.org`,
-		`line 18, column 46: agents.travel.inbound.email[1]: "travel+x@example.org": no '+' in the local part`,
-		`line 18, column 70: agents.travel.inbound.email[2]: "not-mail" is not an email address; write one such as travel@example.org`,
-		`line 18, column 100: agents.travel.inbound.email[4]: ok@example.org is listed twice (also email[3])`,
-		`line 19, column 13: agents.travel.inbound.sms[0]: "+44 7700 900123" is not an E.164 number; write one such as +15550001111`,
-		`line 19, column 32: agents.travel.inbound.sms[1]: +15550009999 is not a number Twilio sends SMS from (twilio.sms_from; it is +15550001111): answers go out from the number written to, so set twilio.sms_from: "+15550009999"`,
-		`line 20, column 18: agents.travel.inbound.whatsapp[0]: +15550001111 is not a number Twilio sends WhatsApp from (twilio.whatsapp_from; it is +15550002222)`,
-		`line 21, column 15: agents.travel.inbound.allow[0]: "*@" is not an allow entry (not a domain after *@); write an address (alice@example.org), a domain (*@example.org), a number (+447700900123), a number prefix (+44*) or * for everyone`,
-		`line 21, column 21: agents.travel.inbound.allow[1]: "+44" is not an allow entry (not an E.164 number)`,
-		`line 21, column 28: agents.travel.inbound.allow[2]: "+0*" is not an allow entry (a number prefix is + and 1 to 14 digits, the first not 0, then *)`,
-		`line 21, column 35: agents.travel.inbound.allow[3]: "bob*@example.org" is not an allow entry (* stands alone`,
-		`line 21, column 55: agents.travel.inbound.allow[4]: "whatsapp:+447700900123" is not an allow entry (a number is allowed on SMS and WhatsApp alike: write it without whatsapp:)`,
-		`line 21, column 81: agents.travel.inbound.allow[5]: "alice" is not an allow entry; write an address`,
-		`line 22, column 21: agents.travel.inbound.idle_timeout: must be between 1m and 720h (30 days; 0: the default, 24h), got 30s`,
-		`line 23, column 46: agents.travel.inbound.max_turns.per_hour: must be between 1 and 60000 (0: the default, 100), got -1`,
-		`line 28, column 5: agents.hooks.inbound.email: none of email, sms and whatsapp is set: list the addresses people write to, or leave inbound out`,
-		`line 28, column 5: agents.hooks.inbound: needs agents.hooks.a2a_url: a conversation is a series of A2A turns with the agent`,
-		`line 28, column 30: agents.hooks.inbound.idle_timeout: must be between 1m and 720h (30 days; 0: the default, 24h), got 1000h0m0s`,
-		`line 28, column 37: agents.hooks.inbound.max_turns.per_hour: must be at least per_minute: per_hour is 100, the default, per_minute 200`,
-	}
-	got := errb.String()
-	at := 0
-	for _, w := range want {
-		i := strings.Index(got[at:], w)
-		if i < 0 {
-			t.Errorf("lacks (or out of order) %q", w)
-			continue
-		}
-		at += i + len(w)
-	}
-	// The valid entries raise nothing, and a bad entry is not judged
-	// again by the channel checks.
-	for _, no := range []string{"email[3]:", "allow[6]", "max_turns.per_minute", "is read by the email channel", "sms[0]: +"} {
-		if strings.Contains(got, no) {
-			t.Errorf("reports %q", no)
-		}
-	}
-	if t.Failed() {
-		t.Logf("got:\n%s", got)
-	}
-}
-
-const twilioWindow = "  whatsapp: { window_template: HX123 }\n"
 
 // An address belongs to one agent only: the second agent to claim it (in
 // name order) is refused, naming the first. The same number on two
@@ -161,7 +87,7 @@ func TestInboundAddressBelongsToOneAgent(t *testing.T) {
     a2a_url: http://127.0.0.1:9002/
     inbound: { sms: ["+15550001111"] }
 `)
-	var ce *ConfigError
+	var ce *Error
 	if !errors.As(err, &ce) {
 		t.Fatalf("accepted: %v", err)
 	}
@@ -198,41 +124,9 @@ func TestInboundNeedsItsChannel(t *testing.T) {
 		{"messaging service only", key + "twilio: { account_sid: AC00000000000000000000000000000000, auth_token: t, messaging_service_sid: MG00000000000000000000000000000000 }\n" + agent + "{ sms: [\"+15550001111\"] }\n",
 			`agents.travel.inbound.sms[0]: +15550001111 is not a number Twilio sends SMS from (twilio.sms_from; none is set)`},
 	} {
-		_, _, err := checkConfig([]byte(tc.yaml), "t.yaml", env(nil), true)
+		_, _, err := CheckBytes([]byte(tc.yaml), "t.yaml", env(nil), false)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s:\n got %v\nwant %s", tc.name, err, tc.want)
-		}
-	}
-}
-
-// `beachd dev` has no email or twilio section: its own mail server and
-// recorded SMS and WhatsApp receive the dev agent's inbound addresses, so
-// devInbound passes serve's check in dev, and only there.
-func TestDevInboundPassesDevCheck(t *testing.T) {
-	cfg := devConfig("127.0.0.1:8025", t.TempDir(), "0123456789abcdef0123", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
-	a := cfg.Agents[devAgentName]
-	a.Inbound = devInbound("agent@beachd.localhost", "+15550001111")
-	cfg.Agents[devAgentName] = a
-	check := func(dev bool) error {
-		v := &validator{}
-		cfg.check(v)
-		cfg.checkServe(v, dev)
-		return v.err()
-	}
-	if err := check(true); err != nil {
-		t.Fatalf("dev refuses its own configuration: %v", err)
-	}
-	got := cfg.inboundAgents()[devAgentName]
-	want := Inbound{Email: []string{"agent@beachd.localhost"}, SMS: []string{"+15550001111"}, WhatsApp: []string{"+15550001111"},
-		Allow: []string{"*"}, IdleTimeout: 24 * time.Hour, PerMinute: 10, PerHour: 100, RefuseUnknown: true}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("dev inbound\n got %+v\nwant %+v", got, want)
-	}
-	err := check(false)
-	for _, w := range []string{"inbound.email[0]: mail to agent@beachd.localhost is read by the email channel, which is off",
-		"inbound.sms[0]: messages to +15550001111 come through Twilio", "inbound.whatsapp[0]: messages to +15550001111 come through Twilio"} {
-		if err == nil || !strings.Contains(err.Error(), w) {
-			t.Errorf("outside dev, lacks %q: %v", w, err)
 		}
 	}
 }
@@ -240,7 +134,7 @@ func TestDevInboundPassesDevCheck(t *testing.T) {
 // The example's commented inbound block and window template, uncommented,
 // pass config check as they stand.
 func TestExampleInboundBlockIsValid(t *testing.T) {
-	raw, err := os.ReadFile("../../beachd.example.yaml")
+	raw, err := os.ReadFile("../beachd.example.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,13 +162,13 @@ func TestExampleInboundBlockIsValid(t *testing.T) {
 		t.Fatalf("found %d commented lines of the inbound block and window template in the example", uncommented)
 	}
 	secret := "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
-	cfg, _, err := checkConfig([]byte(strings.Join(lines, "\n")), "beachd.example.yaml", env(map[string]string{
+	cfg, _, err := CheckBytes([]byte(strings.Join(lines, "\n")), "beachd.example.yaml", env(map[string]string{
 		"BEACHD_API_KEY": "0123456789abcdef0123", "BILLING_WEBHOOK_SECRET": secret, "OPS_WEBHOOK_SECRET": secret,
-		"SMTP_PASSWORD": "p", "IMAP_PASSWORD": "p", "TWILIO_ACCOUNT_SID": "AC00000000000000000000000000000000", "TWILIO_AUTH_TOKEN": "t"}), true)
+		"SMTP_PASSWORD": "p", "IMAP_PASSWORD": "p", "TWILIO_ACCOUNT_SID": "AC00000000000000000000000000000000", "TWILIO_AUTH_TOKEN": "t"}), false)
 	if err != nil {
 		t.Fatalf("the example, inbound uncommented:\n%s\n%v", strings.Join(lines, "\n"), err)
 	}
-	in, ok := cfg.inboundAgents()["travel"]
+	in, ok := cfg.InboundAgents()["travel"]
 	if !ok || len(in.Email) == 0 || len(in.SMS) == 0 || len(in.WhatsApp) == 0 || len(in.Allow) == 0 || cfg.Twilio.WhatsApp.WindowTemplate == "" {
 		t.Errorf("the uncommented example: inbound %+v, window template %q", in, cfg.Twilio.WhatsApp.WindowTemplate)
 	}
@@ -364,7 +258,7 @@ func TestInboundBounds(t *testing.T) {
 	// email written as a string: the one problem is its type, not a
 	// section without addresses.
 	_, err := checkInboundYAML(t, "agents:\n  travel:\n    a2a_url: http://127.0.0.1:9000/\n    inbound: { email: travel@example.org }\n")
-	var ce *ConfigError
+	var ce *Error
 	if !errors.As(err, &ce) || len(ce.Problems) != 1 || !strings.Contains(ce.Problems[0], `inbound.email: want a list, got "travel@example.org"`) {
 		t.Errorf("email as a string: %v", err)
 	}
@@ -374,7 +268,7 @@ func TestInboundBounds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if in := cfg.inboundAgents(); !in["a"].RefuseUnknown || in["b"].RefuseUnknown {
+	if in := cfg.InboundAgents(); !in["a"].RefuseUnknown || in["b"].RefuseUnknown {
 		t.Errorf("refuse_unknown: a %v, b %v", in["a"].RefuseUnknown, in["b"].RefuseUnknown)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"fmt"
@@ -30,14 +30,4 @@ func (c *FetchConfig) validate(v *validator) {
 			v.errorf(fmt.Sprintf("fetch.allow[%d]", i), "%v", err)
 		}
 	}
-}
-
-// client builds the guarded client for fetches whose address comes from
-// content.
-func (c *FetchConfig) client() (*fetch.Client, error) {
-	f, err := fetch.New(fetch.Config{Allow: c.Allow})
-	if err != nil {
-		return nil, fmt.Errorf("fetch: %w", err)
-	}
-	return f, nil
 }

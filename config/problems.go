@@ -1,7 +1,8 @@
-package main
+package config
 
 import (
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 
@@ -17,7 +18,7 @@ import (
 //  2. ${ENV} expansion: every unset variable is a problem at its key; the
 //     value becomes "" and the pass goes on.
 //  3. decoding: unknown keys and values of the wrong type (named in plain
-//     words by the node walk in config_paths.go); the keys that decoded
+//     words by the node walk in paths.go); the keys that decoded
 //     keep their values and the pass goes on.
 //  4. validation: Config.check and each section's validate method report
 //     through validator.errorf(key, …), with the key path as written in
@@ -48,15 +49,15 @@ func (p problem) String() string {
 	return s
 }
 
-// ConfigError lists every problem of a configuration, one per line.
-type ConfigError struct {
+// Error lists every problem of a configuration, one per line.
+type Error struct {
 	// File is the configuration file's name; "" for a configuration built
 	// in code (beachd dev).
 	File     string
 	Problems []string
 }
 
-func (e *ConfigError) Error() string {
+func (e *Error) Error() string {
 	head := "invalid configuration"
 	if e.File != "" {
 		head = e.File + ": " + head
@@ -85,7 +86,7 @@ func (v *validator) err() error {
 	if len(v.problems) == 0 {
 		return nil
 	}
-	return &ConfigError{Problems: v.problems}
+	return &Error{Problems: v.problems}
 }
 
 // newConfigError places each problem in the file (by its key path, for
@@ -129,7 +130,22 @@ func newConfigError(file string, root *yaml.Node, refused map[string]bool, probs
 	for i, p := range out {
 		lines[i] = p.String()
 	}
-	return &ConfigError{File: file, Problems: lines}
+	return &Error{File: file, Problems: lines}
+}
+
+// KeyError is an *Error of one key's problem found after the file was
+// checked (Probe's, at store.dsn), placed in the file at path as the other
+// problems are.
+func KeyError(path, key string, err error) error {
+	raw, rerr := os.ReadFile(path)
+	var root *yaml.Node
+	if rerr == nil {
+		root = &yaml.Node{}
+		if yaml.Unmarshal(raw, root) != nil {
+			root = nil
+		}
+	}
+	return newConfigError(path, root, nil, []problem{{key: key, reason: err.Error()}})
 }
 
 // underRefused reports whether key is a refused key or lies under one.

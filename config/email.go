@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"fmt"
@@ -91,8 +91,8 @@ type IMAPConfig struct {
 	MaxMessageBytes int64         `yaml:"max_message_bytes"`
 }
 
-// replyLocal is the local part of the Reply-To base address.
-func (c *EmailConfig) replyLocal() string {
+// ReplyLocalPart is the local part of the Reply-To base address.
+func (c *EmailConfig) ReplyLocalPart() string {
 	if c.ReplyLocal != "" {
 		return c.ReplyLocal
 	}
@@ -103,16 +103,16 @@ func (c *EmailConfig) replyLocal() string {
 	return ""
 }
 
-// replyTo is the base reply address, "" without a reply domain.
-func (c *EmailConfig) replyTo() string {
+// ReplyTo is the base reply address, "" without a reply domain.
+func (c *EmailConfig) ReplyTo() string {
 	if c.ReplyDomain == "" {
 		return ""
 	}
-	return c.replyLocal() + "@" + c.ReplyDomain
+	return c.ReplyLocalPart() + "@" + c.ReplyDomain
 }
 
-// fromAddress is the bare sending address.
-func (c *EmailConfig) fromAddress() string {
+// FromAddress is the bare sending address.
+func (c *EmailConfig) FromAddress() string {
 	if a, err := mail.ParseAddress(c.From); err == nil {
 		return strings.ToLower(a.Address)
 	}

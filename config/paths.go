@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"encoding"
@@ -59,7 +59,7 @@ var (
 	timeType            = reflect.TypeFor[time.Time]()
 	stringType          = reflect.TypeFor[string]()
 	yamlLinePrefix      = regexp.MustCompile(`^line \d+: `)
-	mainPackage         = regexp.MustCompile(`(^|[^A-Za-z0-9_.])main\.`)
+	configPackage       = regexp.MustCompile(`(^|[^A-Za-z0-9_.])config\.`)
 )
 
 func (w *nodeWalker) add(path string, n *yaml.Node, msg string) {
@@ -300,9 +300,9 @@ func gotValue(n *yaml.Node, t reflect.Type) string {
 }
 
 // goTypeNames drops this package's name from Go type names in yaml's
-// messages ("into main.EmailConfig").
+// messages ("into config.EmailConfig").
 func goTypeNames(msg string) string {
-	return mainPackage.ReplaceAllString(msg, "$1")
+	return configPackage.ReplaceAllString(msg, "$1")
 }
 
 func joinKey(path, key string) string {

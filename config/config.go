@@ -1,29 +1,25 @@
-package main
+package config
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/url"
 	"os"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/cool-ai/beachd/envelope"
-	"go.yaml.in/yaml/v3"
 )
 
 // Config is beachd's configuration file (docs/configuration.md). Sections owned by a
-// channel or feature live in config_<area>.go beside this file.
+// channel or feature live in <area>.go beside this file.
 type Config struct {
 	Listen  string `yaml:"listen"`
 	DataDir string `yaml:"data_dir"`
 	// Store is where the records are kept: the embedded file under
-	// data_dir, or PostgreSQL shared by several replicas (config_store.go).
+	// data_dir, or PostgreSQL shared by several replicas (store.go).
 	Store     StoreConfig `yaml:"store"`
 	PublicURL string      `yaml:"public_url"`
 	APIKeys   []APIKey    `yaml:"api_keys"`
@@ -41,14 +37,14 @@ type Config struct {
 	Render    RenderConfig                `yaml:"render"`
 	Limits    LimitsConfig                `yaml:"limits"`
 	Dispatch  DispatchConfig              `yaml:"dispatch"`
-	Fetch     FetchConfig                 `yaml:"fetch"` // content-driven fetches (config_fetch.go)
+	Fetch     FetchConfig                 `yaml:"fetch"` // content-driven fetches (fetch.go)
 	// Retention: envelopes whose deliveries are all sent or dead are removed
 	// this long after acceptance, with their attempts; default 168h (7 days).
 	Retention time.Duration `yaml:"retention"`
 
-	// devAgentA2A is the A2A generation `beachd dev`'s agent speaks ("0.3",
+	// DevAgentA2A is the A2A generation `beachd dev`'s agent speaks ("0.3",
 	// or 1.0 otherwise); not configurable from a file.
-	devAgentA2A string
+	DevAgentA2A string `yaml:"-"`
 }
 
 // LogConfig selects the log format and level.
@@ -77,8 +73,8 @@ type DispatchConfig struct {
 	Workers int `yaml:"workers"` // concurrent sends, default 32
 }
 
-// defaults fills the zero values that have defaults.
-func (c *Config) defaults() {
+// FillDefaults fills the zero values that have defaults.
+func (c *Config) FillDefaults() {
 	if c.Listen == "" {
 		c.Listen = "127.0.0.1:8025"
 	}
@@ -121,8 +117,9 @@ func (c *Config) registry(v *validator) *envelope.Registry {
 	return reg
 }
 
-// validate checks the whole configuration and returns every problem.
-func (c *Config) validate() (*envelope.Registry, error) {
+// Validate checks the whole configuration and returns every problem, and
+// the part-type registry it defines.
+func (c *Config) Validate() (*envelope.Registry, error) {
 	v := &validator{}
 	reg := c.check(v)
 	return reg, v.err()
@@ -148,11 +145,11 @@ func (c *Config) check(v *validator) *envelope.Registry {
 		if len(k.Key) < 16 {
 			v.errorf(fmt.Sprintf("api_keys[%d]", i), "must be at least 16 characters")
 		}
-		if k.Role != "" && k.Role != roleFull && k.Role != roleRead {
+		if k.Role != "" && k.Role != RoleFull && k.Role != RoleRead {
 			v.errorf(fmt.Sprintf("api_keys[%d].role", i), "must be full or read, got %q", k.Role)
 		}
 	}
-	if len(c.APIKeys) > 0 && len(keysOf(c.APIKeys, roleFull)) == 0 {
+	if len(c.APIKeys) > 0 && len(KeysOf(c.APIKeys, RoleFull)) == 0 {
 		v.errorf("api_keys", "at least one full-access key is required (a plain string, or role: full)")
 	}
 	switch c.Log.Format {
@@ -229,7 +226,7 @@ func (c *Config) check(v *validator) *envelope.Registry {
 // agents' inbound addresses (dev stands in for a missing email or twilio
 // section).
 func (c *Config) checkServe(v *validator, dev bool) {
-	if c.Twilio != nil && !c.Twilio.hasCredentials() && !dev {
+	if c.Twilio != nil && !c.Twilio.HasCredentials() && !dev {
 		v.errorf("twilio.account_sid", "required, with twilio.auth_token, to send SMS and WhatsApp (only `beachd dev` records messages without them)")
 	}
 	c.checkInboundChannels(v, dev)
@@ -241,6 +238,16 @@ func (c *Config) checkServe(v *validator, dev bool) {
 	if err := c.Render.check(); err != nil {
 		v.errorf("render.templates_dir", "%v", errors.Unwrap(err))
 	}
+}
+
+// ValidateServe is Validate with what a running daemon needs besides
+// (checkServe); dev as for Check. A daemon built in code (`beachd dev`)
+// is checked with it, as a file is by Check.
+func (c *Config) ValidateServe(dev bool) (*envelope.Registry, error) {
+	v := &validator{}
+	reg := c.check(v)
+	c.checkServe(v, dev)
+	return reg, v.err()
 }
 
 // checkListenAddr checks a listen address: host:port, the host empty (every
@@ -258,148 +265,6 @@ func checkListenAddr(addr string) error {
 		return fmt.Errorf("host %q is not an IP address or a host name", host)
 	}
 	return nil
-}
-
-// loadValidConfig loads a configuration file and validates it, templates
-// included, returning the part-type registry it defines. Every problem
-// names its key; all are reported at once. It accepts a twilio section
-// without credentials, as `beachd render` and `beachd dev` do.
-func loadValidConfig(path string, getenv func(string) string) (*Config, *envelope.Registry, error) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return nil, nil, fmt.Errorf("read config: %w", err)
-	}
-	return checkConfig(raw, path, getenv, false)
-}
-
-// loadServeConfig is what `beachd serve` and `beachd config check`
-// accept: loadValidConfig, and Twilio credentials when twilio is set.
-func loadServeConfig(path string, getenv func(string) string) (*Config, *envelope.Registry, error) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return nil, nil, fmt.Errorf("read config: %w", err)
-	}
-	return checkConfig(raw, path, getenv, true)
-}
-
-// checkConfig decodes and validates a configuration file in one pass and
-// reports every problem it finds (see config_problems.go).
-func checkConfig(raw []byte, name string, getenv func(string) string, serve bool) (*Config, *envelope.Registry, error) {
-	cfg, root, probs, err := decodeConfig(raw, getenv)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", name, err)
-	}
-	refused := map[string]bool{}
-	for _, p := range probs {
-		refused[p.key] = true
-	}
-	v := &validator{}
-	reg := cfg.check(v)
-	cfg.checkServe(v, !serve)
-	if err := newConfigError(name, root, refused, append(probs, v.items...)); err != nil {
-		return nil, nil, err
-	}
-	return cfg, reg, nil
-}
-
-var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
-
-// loadConfig reads, expands and decodes a configuration file. Unknown keys
-// are errors; ${ENV} references in values are expanded with getenv, and a
-// reference to an unset variable is an error naming the key. It does not
-// validate values: loadValidConfig does.
-func loadConfig(path string, getenv func(string) string) (*Config, error) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("read config: %w", err)
-	}
-	return parseConfig(raw, path, getenv)
-}
-
-// parseConfig is loadConfig of a file's content; name is the file's name.
-func parseConfig(raw []byte, name string, getenv func(string) string) (*Config, error) {
-	cfg, root, probs, err := decodeConfig(raw, getenv)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	if err := newConfigError(name, root, nil, probs); err != nil {
-		return nil, err
-	}
-	return cfg, nil
-}
-
-// maxConfigBytes bounds a configuration file.
-const maxConfigBytes = 1 << 20
-
-// decodeConfig expands and decodes a configuration file, defaults filled.
-// err is a file that cannot be read as yaml at all; probs are the unset
-// variables, unknown keys and values of the wrong type, each with its key
-// and position, and cfg holds every value that did decode. root is the
-// file's node tree, after expansion, positions as written.
-func decodeConfig(raw []byte, getenv func(string) string) (cfg *Config, root *yaml.Node, probs []problem, err error) {
-	if len(raw) > maxConfigBytes {
-		return nil, nil, nil, fmt.Errorf("larger than %d bytes", maxConfigBytes)
-	}
-	root = &yaml.Node{}
-	if err := yaml.Unmarshal(raw, root); err != nil {
-		return nil, nil, nil, err
-	}
-	expandNode(root, "", getenv, &probs)
-	cfg = &Config{}
-	if len(bytes.TrimSpace(raw)) > 0 && root.Kind != 0 {
-		expanded, err := yaml.Marshal(root)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		dec := yaml.NewDecoder(bytes.NewReader(expanded))
-		dec.KnownFields(true)
-		// On values of the wrong type and unknown keys yaml goes on to the
-		// end and keeps what it could decode; describeYAMLError names them.
-		if err := dec.Decode(cfg); err != nil && !errors.Is(err, io.EOF) {
-			dp, derr := describeYAMLError(err, root)
-			if derr != nil {
-				return nil, nil, nil, derr
-			}
-			probs = append(probs, dp...)
-		}
-	}
-	cfg.defaults()
-	return cfg, root, probs, nil
-}
-
-func expandNode(n *yaml.Node, path string, getenv func(string) string, missing *[]problem) {
-	switch n.Kind {
-	case yaml.DocumentNode:
-		for _, c := range n.Content {
-			expandNode(c, path, getenv, missing)
-		}
-	case yaml.MappingNode:
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			expandNode(n.Content[i+1], joinKey(path, n.Content[i].Value), getenv, missing)
-		}
-	case yaml.SequenceNode:
-		for i, c := range n.Content {
-			expandNode(c, fmt.Sprintf("%s[%d]", path, i), getenv, missing)
-		}
-	case yaml.ScalarNode:
-		if !strings.Contains(n.Value, "${") {
-			return
-		}
-		n.Value = envRef.ReplaceAllStringFunc(n.Value, func(m string) string {
-			name := m[2 : len(m)-1]
-			v := getenv(name)
-			if v == "" {
-				*missing = append(*missing, problem{key: path, line: n.Line, col: n.Column,
-					reason: fmt.Sprintf("environment variable %s is not set", name)})
-			}
-			return v
-		})
-		// Resolve the expanded value's type again (a quoted reference stays a
-		// string; an unquoted one may be a number, as if written in place).
-		if n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) == 0 {
-			n.Tag = ""
-		}
-	}
 }
 
 // durationOr returns d, or def when d is zero.

@@ -1,8 +1,6 @@
-package main
+package config
 
 import (
-	"bytes"
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,19 +9,30 @@ import (
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
+func writeFile(t *testing.T, path, content string) string {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 func TestExampleConfigIsValid(t *testing.T) {
-	raw, err := os.ReadFile("../../beachd.example.yaml")
+	raw, err := os.ReadFile("../beachd.example.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	secret := "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
-	cfg, err := parseConfig(raw, "beachd.example.yaml", env(map[string]string{
+	cfg, err := Parse(raw, "beachd.example.yaml", env(map[string]string{
 		"BEACHD_API_KEY": "0123456789abcdef0123", "BILLING_WEBHOOK_SECRET": secret, "OPS_WEBHOOK_SECRET": secret,
 		"SMTP_PASSWORD": "p", "IMAP_PASSWORD": "p", "TWILIO_ACCOUNT_SID": "AC00000000000000000000000000000000", "TWILIO_AUTH_TOKEN": "t"}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cfg.validate(); err != nil {
+	if _, err := cfg.Validate(); err != nil {
 		t.Fatalf("the repository's example configuration is invalid: %v", err)
 	}
 	if cfg.APIKeys[0].Key != "0123456789abcdef0123" || cfg.Email.SMTP.Password != "p" {
@@ -43,7 +52,7 @@ func TestConfigErrorsNameTheirKeys(t *testing.T) {
 		{"wrong type", "api_keys: 5\n", []string{"api_keys"}},
 	}
 	for _, tt := range tests {
-		_, err := parseConfig([]byte(tt.yaml), "test.yaml", env(nil))
+		_, err := Parse([]byte(tt.yaml), "test.yaml", env(nil))
 		if err == nil {
 			t.Errorf("%s: accepted", tt.name)
 			continue
@@ -69,11 +78,11 @@ webhooks:
 schedules:
   - {name: brief, cron: "0 8 30 2 *", agent: ghost, message: hi, to: []}
 `
-	cfg, err := parseConfig([]byte(y), "test.yaml", env(nil))
+	cfg, err := Parse([]byte(y), "test.yaml", env(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = cfg.validate()
+	_, err = cfg.Validate()
 	if err == nil {
 		t.Fatal("accepted")
 	}
@@ -86,7 +95,7 @@ schedules:
 }
 
 func TestEnvExpansionKeepsTypes(t *testing.T) {
-	cfg, err := parseConfig([]byte("api_keys: [\"${K}\"]\ndispatch:\n  workers: ${W}\n"), "t.yaml", env(map[string]string{"K": "0123456789abcdef: # not yaml", "W": "7"}))
+	cfg, err := Parse([]byte("api_keys: [\"${K}\"]\ndispatch:\n  workers: ${W}\n"), "t.yaml", env(map[string]string{"K": "0123456789abcdef: # not yaml", "W": "7"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,17 +105,17 @@ func TestEnvExpansionKeepsTypes(t *testing.T) {
 }
 
 func FuzzParseConfig(f *testing.F) {
-	if raw, err := os.ReadFile("../../beachd.example.yaml"); err == nil {
+	if raw, err := os.ReadFile("../beachd.example.yaml"); err == nil {
 		f.Add(raw)
 	}
 	f.Add([]byte("listen: 127.0.0.1:1\napi_keys: [\"${X}\"]\n"))
 	f.Add([]byte("schedules: [{name: a, cron: '@daily'}]\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		cfg, err := parseConfig(b, "fuzz.yaml", env(map[string]string{"X": "0123456789abcdef"}))
+		cfg, err := Parse(b, "fuzz.yaml", env(map[string]string{"X": "0123456789abcdef"}))
 		if err != nil {
 			return
 		}
-		cfg.validate() // must not panic
+		cfg.Validate() // must not panic
 	})
 }
 
@@ -121,26 +130,9 @@ func TestDefaultPublicURL(t *testing.T) {
 		"beachd.lan:80":  "http://beachd.lan:80",
 	} {
 		c := &Config{Listen: listen}
-		c.defaults()
+		c.FillDefaults()
 		if c.PublicURL != want {
 			t.Errorf("listen %s: public_url %s, want %s", listen, c.PublicURL, want)
-		}
-	}
-}
-
-// config check refuses what serve would refuse at start.
-func TestConfigCheckMatchesServe(t *testing.T) {
-	dir := t.TempDir()
-	for name, extra := range map[string]string{
-		"twilio without credentials": "twilio: {sms_from: \"+15555550100\"}\n",
-		"unreadable injector secret": "agents: {a: {injector: webhook, webhook_url: \"https://x.example/i\", webhook_secret: \"not-a-secret\"}}\n",
-	} {
-		path := filepath.Join(dir, "c.yaml")
-		os.WriteFile(path, []byte("listen: 127.0.0.1:1\napi_keys: [\"0123456789abcdef\"]\n"+extra), 0o600)
-		var out, errb bytes.Buffer
-		code := run(context.Background(), []string{"config", "check", "--config", path}, func(string) string { return "" }, &out, &errb)
-		if key := map[bool]string{true: "twilio.", false: "webhook_secret"}[strings.HasPrefix(name, "twilio")]; code == 0 || !strings.Contains(errb.String(), key) {
-			t.Errorf("%s: config check exit %d, %q; want a failure naming %s", name, code, errb.String(), key)
 		}
 	}
 }
