@@ -20,6 +20,7 @@ import (
 //	  travel:
 //	    a2a_url: http://127.0.0.1:9000/   # A2A endpoint; its origin serves the agent card
 //	    a2a_version: auto                 # auto (default: the card decides), "1.0" or "0.3"
+//	    a2a_binding: auto                 # auto (default: the card decides), jsonrpc or http+json (1.0)
 //	    injector: a2a                     # or webhook
 //	    webhook_url: https://agent.example.org/approvals   # injector: webhook
 //	    webhook_secret: "whsec_…"         # Standard Webhooks secret (injector: webhook)
@@ -29,6 +30,7 @@ import (
 type AgentConfig struct {
 	A2AURL        string            `yaml:"a2a_url"`
 	A2AVersion    string            `yaml:"a2a_version"`
+	A2ABinding    string            `yaml:"a2a_binding"`
 	Injector      string            `yaml:"injector"`
 	WebhookURL    string            `yaml:"webhook_url"`
 	WebhookSecret string            `yaml:"webhook_secret"`
@@ -71,6 +73,11 @@ func (a AgentConfig) validate(v *validator, key string) {
 	case "", agent.VersionAuto, agent.V10, agent.V03:
 	default:
 		v.errorf(key+".a2a_version", "must be auto, 1.0 or 0.3, got %q", a.A2AVersion)
+	}
+	if b, err := agent.ParseBinding(a.A2ABinding); err != nil {
+		v.errorf(key+".a2a_binding", "must be auto, jsonrpc or http+json, got %q", a.A2ABinding)
+	} else if b == agent.BindingHTTPJSON && a.A2AVersion == agent.V03 {
+		v.errorf(key+".a2a_binding", "http+json is an A2A 1.0 binding; a2a_version 0.3 speaks JSON-RPC only")
 	}
 	if a.Timeout < 0 || a.Timeout > 10*time.Minute {
 		v.errorf(key+".timeout", "must be between 0 (default 30s) and 10m")

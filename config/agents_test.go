@@ -61,3 +61,30 @@ agents:
 		}
 	}
 }
+
+func TestAgentA2ABinding(t *testing.T) {
+	check := func(version, binding string) error {
+		raw := `
+api_keys: ["0123456789abcdef0123"]
+agents:
+  travel: { a2a_url: "http://127.0.0.1:9000/", a2a_version: "` + version + `", a2a_binding: "` + binding + `" }
+`
+		cfg, err := Parse([]byte(raw), "test.yaml", func(string) string { return "" })
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = cfg.Validate()
+		return err
+	}
+	for _, ok := range [][2]string{{"", ""}, {"auto", "auto"}, {"1.0", "http+json"}, {"1.0", "jsonrpc"}, {"auto", "http+json"}, {"0.3", "jsonrpc"}} {
+		if err := check(ok[0], ok[1]); err != nil {
+			t.Errorf("a2a_version %q, a2a_binding %q refused: %v", ok[0], ok[1], err)
+		}
+	}
+	for _, bad := range [][3]string{{"1.0", "grpc", "must be auto, jsonrpc or http+json"}, {"0.3", "http+json", "A2A 1.0 binding"}} {
+		err := check(bad[0], bad[1])
+		if err == nil || !strings.Contains(err.Error(), "agents.travel.a2a_binding") || !strings.Contains(err.Error(), bad[2]) {
+			t.Errorf("a2a_version %q, a2a_binding %q: %v", bad[0], bad[1], err)
+		}
+	}
+}

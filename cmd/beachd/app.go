@@ -55,7 +55,6 @@ type app struct {
 	db         store.Store
 	registry   *envelope.Registry
 	renderer   *render.Renderer
-	httpClient *http.Client
 	metrics    *prometheus.Registry
 	apiMetrics *api.Metrics
 
@@ -103,7 +102,6 @@ type app struct {
 func buildApp(ctx context.Context, cfg *config.Config, reg *envelope.Registry, log *slog.Logger, stdout io.Writer, dev bool, ln net.Listener) (_ *app, err error) {
 	a := &app{cfg: cfg, log: log, now: time.Now, dev: dev, stdout: stdout, registry: reg,
 		deliverers: map[string]channels.Deliverer{}, policies: map[string]channels.Policy{},
-		httpClient: &http.Client{Timeout: 30 * time.Second},
 		metrics:    prometheus.NewRegistry()}
 	defer func() {
 		if err != nil {

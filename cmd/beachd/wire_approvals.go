@@ -100,7 +100,7 @@ func (a *app) wireApprovals() error {
 	for _, n := range names {
 		ac := a.cfg.Agents[n]
 		if ac.A2AURL != "" {
-			targets[n] = agent.Target{URL: ac.A2AURL, Version: ac.A2AVersion, Headers: ac.Headers, Timeout: ac.Timeout}
+			targets[n] = agent.Target{URL: ac.A2AURL, Version: ac.A2AVersion, Binding: ac.A2ABinding, Timeout: ac.Timeout, Headers: ac.Headers}
 		}
 		if ac.Injector == "webhook" {
 			signer, err := webhook.ParseSigner(ac.WebhookSecret)
