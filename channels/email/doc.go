@@ -7,7 +7,10 @@
 // Message-ID derived from the delivery id and the approval token
 // (<DELIVERYID.TOKEN@DOMAIN>, from the renderer), so a retry after an
 // ambiguous failure sends the same Message-ID and a duplicate is
-// recognisable. Failures are classified:
+// recognisable. With DKIM configured, the message is written out once,
+// signed over every header field a reader acts on, each over-signed
+// (dkim.go), and those very bytes are what the SMTP transaction sends.
+// Failures are classified:
 //
 //   - a 5xx reply to MAIL, RCPT or the end of DATA is permanent;
 //   - a 4xx reply, a network, TLS or timeout error is temporary;
