@@ -1,7 +1,9 @@
 package email
 
 import (
+	"errors"
 	"fmt"
+	"net/mail"
 	"strings"
 
 	"github.com/emersion/go-message"
@@ -37,24 +39,45 @@ import (
 // made to write the decisive result — DMARC — into the topmost one, or
 // mail whose verdict is in a lower field is quarantined.
 //
-// The verdict. With From's domain D, the sender is verified when the
-// fields read report
+// The From. The sender is the one mailbox of the message's one From field,
+// read strictly (net/mail's parser, encoded-words decoded): a message with
+// no From field or several, a From holding several addresses, a group
+// ("Friends: alice@example.org;"), an address literal as domain, trailing
+// text after the address, an unquoted "<" or "@" in the display name
+// ("mallory@evil.example <alice@example.org" — the receiving server and
+// beachd could each take a different one for the sender), a domain that is
+// not a host name or is written in a form IDNA only maps to one (full-width
+// letters), is not verified, whatever the results say. A display name that
+// looks like an address is harmless: the address is what counts. This is
+// checked even with TrustUnauthenticated.
 //
-//   - dmarc=pass (for header.from D, when the result names one), and no
-//     other DMARC result; or
-//   - no DMARC result other than dmarc=none (D publishes no DMARC record,
-//     or the server does not check DMARC), and dkim=pass for a signing
-//     domain aligned with D: the same organisational domain (relaxed
-//     alignment, RFC 7489 §3.1.1, with the public suffix list).
+// The verdict. With From's domain D (lower case, A-labels), the sender is
+// verified when the fields read report
+//
+//   - dmarc=pass with header.from D, and no other DMARC result; or
+//   - no DMARC result other than dmarc=none, for D or naming no domain (D
+//     publishes no DMARC record, or the server does not check DMARC), and
+//     dkim=pass for a signing domain (header.d, else the domain of
+//     header.i) aligned with D: the same organisational domain (relaxed
+//     alignment, RFC 7489 §3.1.1, with the public suffix list), or D
+//     itself when ParseOptions.DKIMAlignment is AlignStrict.
+//
+// Domains are compared without case and in their A-label form, so a
+// result may name D as U-labels. A DMARC result counts only for the domain
+// it names: dmarc=pass that names no header.from, or any DMARC result for
+// another domain — a parent or a subdomain of D included —, says the
+// server judged some other From than the one beachd reads, and the message
+// is not verified. So is a result that gives its method, header.from,
+// header.d or header.i twice (go-msgauth's parser keeps only the last).
 //
 // Anything else is not verified: no field from the authserv-id, an
 // unreadable field, dmarc=fail, temperror, permerror or any other DMARC
 // result, dmarc=none (or none at all) without an aligned DKIM pass — SPF
 // alone never verifies, since an SPF pass says nothing about From and
 // spf=fail with dmarc=none is exactly what a spoofed From looks like —, a
-// From with no address, or with more than one. A message that is not
-// verified is reported as AuthFailed and quarantined: recorded with the
-// reason, never obeyed.
+// From that is not one clean mailbox. A message that is not verified is
+// reported as AuthFailed and quarantined: recorded with the reason, never
+// obeyed.
 
 // Limits of the verification.
 const (
@@ -63,6 +86,18 @@ const (
 	maxTrustedAuthResults = 16
 	// maxAuthResultsBytes bounds one field; a longer one is unreadable.
 	maxAuthResultsBytes = 16 << 10
+	// maxFromBytes bounds the From field (unfolded); a longer one is not
+	// a clean mailbox.
+	maxFromBytes = 4 << 10
+)
+
+// DKIM alignment modes (ParseOptions.DKIMAlignment; DMARC's adkim).
+const (
+	// AlignRelaxed: the signing domain and From's domain have the same
+	// organisational domain. The default.
+	AlignRelaxed = "relaxed"
+	// AlignStrict: the signing domain is From's domain.
+	AlignStrict = "strict"
 )
 
 // senderCheck is the verdict of verifySender.
@@ -73,7 +108,11 @@ type senderCheck struct {
 }
 
 // verifySender applies the rule above to a message's header.
-func verifySender(h message.Header, fromCount int, from string, opts ParseOptions) senderCheck {
+func verifySender(h message.Header, opts ParseOptions) senderCheck {
+	domain, err := strictFromDomain(h)
+	if err != nil {
+		return senderCheck{detail: "sender not verified: " + err.Error()}
+	}
 	if opts.TrustUnauthenticated {
 		return senderCheck{verified: true, detail: "not checked (trust_unauthenticated)"}
 	}
@@ -88,18 +127,87 @@ func verifySender(h message.Header, fromCount int, from string, opts ParseOption
 	if len(fields) == 0 {
 		return senderCheck{detail: "sender not verified: no Authentication-Results from " + id}
 	}
-	switch {
-	case fromCount == 0 || from == "":
-		return senderCheck{detail: "sender not verified: no From address"}
-	case fromCount > 1:
-		return senderCheck{detail: "sender not verified: more than one From address"}
-	}
-	_, domain, _ := strings.Cut(from, "@")
-	v := judge(fields, normDomain(domain))
+	v := judge(fields, domain, opts.DKIMAlignment == AlignStrict)
 	if !v.verified {
 		v.detail = "sender not verified by " + id + ": " + v.detail
 	}
 	return v
+}
+
+// strictFromDomain reads the one mailbox of the one From field and returns
+// its domain (lower case, A-labels), or says why the From is not clean (in
+// words of its own: the field's text is not quoted).
+func strictFromDomain(h message.Header) (string, error) {
+	vs := h.Values("From")
+	switch {
+	case len(vs) == 0:
+		return "", errors.New("no From field")
+	case len(vs) > 1:
+		return "", fmt.Errorf("%d From fields", len(vs))
+	}
+	v := vs[0]
+	if len(v) > maxFromBytes {
+		return "", fmt.Errorf("From field of %d bytes, limit %d", len(v), maxFromBytes)
+	}
+	if groupSyntax(v) {
+		return "", errors.New("From is a group, not one mailbox")
+	}
+	p := mail.AddressParser{WordDecoder: newWordDecoder()}
+	a, err := p.Parse(v)
+	if err != nil {
+		// net/mail's texts may quote the field after a comma or a colon.
+		why := strings.TrimPrefix(err.Error(), "mail: ")
+		if i := strings.IndexAny(why, ",:"); i >= 0 {
+			why = why[:i]
+		}
+		return "", fmt.Errorf("From is not one RFC 5322 mailbox (%s)", why)
+	}
+	i := strings.LastIndexByte(a.Address, '@')
+	if i < 0 {
+		return "", errors.New("From address has no domain")
+	}
+	d := a.Address[i+1:]
+	if strings.HasPrefix(d, "[") {
+		return "", errors.New("From address has an address literal for a domain")
+	}
+	domain := normDomain(d)
+	if domain == "" {
+		return "", errors.New("From address's domain is not a host name in canonical form")
+	}
+	return domain, nil
+}
+
+// groupSyntax: v has a ':' or ';' outside quoted strings, comments and
+// domain literals — an RFC 5322 group (which net/mail reads as its member
+// when it has one), never a mailbox.
+func groupSyntax(v string) bool {
+	s, err := stripCFWS(v)
+	if err != nil {
+		return false // unbalanced: the parser refuses it
+	}
+	quoted, escaped, literal := false, false, false
+	for _, r := range s {
+		switch {
+		case escaped:
+			escaped = false
+		case quoted:
+			switch r {
+			case '\\':
+				escaped = true
+			case '"':
+				quoted = false
+			}
+		case literal:
+			literal = r != ']'
+		case r == '"':
+			quoted = true
+		case r == '[':
+			literal = true
+		case r == ':' || r == ';':
+			return true
+		}
+	}
+	return false
 }
 
 // trustedAuthResults returns the parsed results of the fields of authserv-id
@@ -170,7 +278,39 @@ func parseAuthResults(v string) ([]authres.Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parse: %w", err)
 	}
+	if err := twiceNamed(s); err != nil {
+		return nil, err
+	}
 	return results, nil
+}
+
+// twiceNamed reports a result that gives its method, or a property that
+// names whom it is about (header.from, header.d, header.i), twice:
+// go-msgauth keeps the last and would hide the first. Results are split
+// as go-msgauth splits them (at every ';', then at white space).
+func twiceNamed(s string) error {
+	parts := strings.Split(s, ";")
+	for _, part := range parts[1:] {
+		words := strings.Fields(part)
+		if len(words) == 0 {
+			continue
+		}
+		method, _, _ := strings.Cut(words[0], "=")
+		method = strings.ToLower(method)
+		seen := map[string]bool{method: true}
+		for _, w := range words[1:] {
+			k, _, ok := strings.Cut(w, "=")
+			k = strings.ToLower(k)
+			if !ok || (k != method && k != "header.from" && k != "header.d" && k != "header.i") {
+				continue
+			}
+			if seen[k] {
+				return fmt.Errorf("a %s result gives %s twice", clip(headerText(method), 32), clip(headerText(k), 32))
+			}
+			seen[k] = true
+		}
+	}
+	return nil
 }
 
 // stripCFWS removes comments, honouring quoted strings and quoted pairs,
@@ -222,7 +362,7 @@ func stripCFWS(s string) (string, error) {
 }
 
 // judge applies the verdict rule to the results of the trusted fields.
-func judge(fields [][]authres.Result, fromDomain string) senderCheck {
+func judge(fields [][]authres.Result, fromDomain string, strict bool) senderCheck {
 	var dmarcPass, dmarcOther, dkimPass bool
 	var seen []string
 	note := func(s string) {
@@ -234,36 +374,39 @@ func judge(fields [][]authres.Result, fromDomain string) senderCheck {
 		for _, r := range results {
 			switch r := r.(type) {
 			case *authres.DMARCResult:
-				hf := normDomain(unquote(r.From))
+				named := unquote(r.From)
 				switch {
-				case r.Value == authres.ResultPass && (hf == "" || hf == fromDomain):
-					dmarcPass = true
-				case r.Value == authres.ResultPass:
+				case named != "" && normDomain(named) != fromDomain:
 					dmarcOther = true
-					note("dmarc=pass for another domain (" + hf + ")")
+					note("dmarc=" + shown(string(r.Value)) + " for another domain (" + shown(named) + ")")
+				case r.Value == authres.ResultPass && named == "":
+					dmarcOther = true
+					note("dmarc=pass names no header.from")
+				case r.Value == authres.ResultPass:
+					dmarcPass = true
 				case r.Value == authres.ResultNone:
 					note("dmarc=none")
 				default:
 					dmarcOther = true
-					note("dmarc=" + string(r.Value))
+					note("dmarc=" + shown(string(r.Value)))
 				}
 			case *authres.DKIMResult:
 				d := normDomain(unquote(r.Domain))
-				if d == "" {
-					_, d, _ = strings.Cut(unquote(r.Identifier), "@")
-					d = normDomain(d)
+				if unquote(r.Domain) == "" {
+					i := unquote(r.Identifier)
+					d = normDomain(i[strings.LastIndexByte(i, '@')+1:])
 				}
 				switch {
-				case r.Value == authres.ResultPass && aligned(d, fromDomain):
+				case r.Value == authres.ResultPass && aligned(d, fromDomain, strict):
 					dkimPass = true
 				case r.Value == authres.ResultPass:
-					note("dkim=pass not aligned (" + d + ")")
+					note("dkim=pass not aligned" + dOrNothing(d))
 				default:
-					note("dkim=" + string(r.Value) + dOrNothing(d))
+					note("dkim=" + shown(string(r.Value)) + dOrNothing(d))
 				}
 			case *authres.SPFResult:
 				if r.Value != authres.ResultPass {
-					note("spf=" + string(r.Value))
+					note("spf=" + shown(string(r.Value)))
 				}
 			}
 		}
@@ -283,6 +426,10 @@ func judge(fields [][]authres.Result, fromDomain string) senderCheck {
 	return senderCheck{detail: strings.Join(seen, "; ")}
 }
 
+// shown is a value from a result as a reason may quote it: one line, at
+// most 64 bytes.
+func shown(s string) string { return clip(headerText(s), 64) }
+
 func dOrNothing(d string) string {
 	if d == "" {
 		return ""
@@ -301,29 +448,42 @@ func containsPrefix(list []string, p string) bool {
 
 func unquote(s string) string { return strings.Trim(strings.TrimSpace(s), `"`) }
 
-// normDomain lower-cases a domain, in its ASCII (A-label) form, without a
-// trailing dot; "" when it is not a usable domain.
+// normDomain is a domain in canonical form — lower case, A-labels, without
+// a trailing dot — or "" when it is not a host name, or is written in a
+// form IDNA only maps to one (full-width or decomposed letters, a
+// compatibility character): only a domain written as itself compares
+// equal to another.
 func normDomain(d string) string {
 	d = strings.TrimSuffix(strings.ToLower(strings.TrimSpace(d)), ".")
-	if d == "" || strings.ContainsAny(d, " \t@;,<>\"") {
+	if d == "" {
 		return ""
 	}
 	a, err := idna.Lookup.ToASCII(d)
-	if err != nil {
-		return d
+	if err != nil || a == "" {
+		return ""
+	}
+	if a != d {
+		u, err := idna.Lookup.ToUnicode(a)
+		if err != nil || u != d {
+			return ""
+		}
 	}
 	return a
 }
 
-// aligned is DMARC's relaxed alignment: the signing domain and From's
-// domain have the same organisational domain (one label below the public
-// suffix). A domain that is itself a public suffix aligns only with itself.
-func aligned(d, from string) bool {
+// aligned: the signing domain d may speak for From's domain — the same
+// domain, or (relaxed, unless strict) the same organisational domain (one
+// label below the public suffix). A domain that is itself a public suffix
+// aligns only with itself.
+func aligned(d, from string, strict bool) bool {
 	if d == "" || from == "" {
 		return false
 	}
 	if d == from {
 		return true
+	}
+	if strict {
+		return false
 	}
 	od, err1 := publicsuffix.EffectiveTLDPlusOne(d)
 	of, err2 := publicsuffix.EffectiveTLDPlusOne(from)

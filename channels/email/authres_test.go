@@ -40,7 +40,6 @@ func TestVerifySenderRule(t *testing.T) {
 	}{
 		// What verifies.
 		{"dmarc pass", alice, []string{rcvd, ar("mx.example.com; dmarc=pass header.from=example.org")}, true, ""},
-		{"dmarc pass without header.from", alice, []string{rcvd, ar("mx.example.com; dmarc=pass")}, true, ""},
 		{"dmarc pass beats an aligned dkim fail", alice, []string{rcvd, ar("mx.example.com; dkim=fail header.d=example.org; dmarc=pass header.from=example.org")}, true, ""},
 		{"dmarc none, aligned dkim pass", alice, []string{rcvd, ar("mx.example.com; dkim=pass header.d=example.org; dmarc=none header.from=example.org")}, true, ""},
 		{"no dmarc result, aligned dkim pass", alice, []string{rcvd, ar("mx.example.com; dkim=pass header.d=example.org")}, true, ""},
@@ -76,8 +75,10 @@ func TestVerifySenderRule(t *testing.T) {
 		{"unreadable field of ours is not skipped", alice, []string{rcvd, ar("mx.example.com; dkim=pass (unterminated header.d=example.org"), ar("mx.example.com; dmarc=pass")}, false, "unreadable"},
 		{"unsupported version of ours is not skipped", alice, []string{rcvd, ar("mx.example.com 2; dmarc=fail"), ar("mx.example.com; dmarc=pass")}, false, "unreadable"},
 		{"malformed result", alice, []string{rcvd, ar("mx.example.com; dmarc")}, false, "unreadable"},
-		{"two From addresses", "alice@example.org, mallory@attacker.example", []string{rcvd, ar("mx.example.com; dmarc=pass header.from=example.org")}, false, "more than one From"},
-		{"no From address", "undisclosed", []string{rcvd, ar("mx.example.com; dmarc=pass")}, false, "no From address"},
+		{"two From addresses", "alice@example.org, mallory@attacker.example", []string{rcvd, ar("mx.example.com; dmarc=pass header.from=example.org")}, false, "From is not one RFC 5322 mailbox (expected single address)"},
+		{"no From address", "undisclosed", []string{rcvd, ar("mx.example.com; dmarc=pass header.from=example.org")}, false, "From is not one RFC 5322 mailbox"},
+		{"dmarc pass without header.from", alice, []string{rcvd, ar("mx.example.com; dmarc=pass")}, false, "dmarc=pass names no header.from"},
+		{"dmarc pass without header.from beside an aligned dkim pass", alice, []string{rcvd, ar("mx.example.com; dkim=pass header.d=example.org; dmarc=pass")}, false, "dmarc=pass names no header.from"},
 		{"too large", alice, []string{rcvd, ar("mx.example.com; dmarc=pass; x=" + strings.Repeat("a", maxAuthResultsBytes))}, false, "limit"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

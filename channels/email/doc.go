@@ -7,7 +7,10 @@
 // Message-ID derived from the delivery id and the approval token
 // (<DELIVERYID.TOKEN@DOMAIN>, from the renderer), so a retry after an
 // ambiguous failure sends the same Message-ID and a duplicate is
-// recognisable. Failures are classified:
+// recognisable. With DKIM configured, the message is written out once,
+// signed over every header field a reader acts on, each over-signed
+// (dkim.go), and those very bytes are what the SMTP transaction sends.
+// Failures are classified:
 //
 //   - a 5xx reply to MAIL, RCPT or the end of DATA is permanent;
 //   - a 4xx reply, a network, TLS or timeout error is temporary;
@@ -64,13 +67,18 @@
 // verifies (ConversationFromAddress); the tag cannot be taken for an
 // approval token, nor a token for a conversation.
 //
-// Senders. A reply's From is believed only when the Authentication-Results
-// of the receiving server (ParseOptions.AuthServID) verify it: dmarc=pass,
-// or, with no DMARC policy, an aligned dkim=pass. Only that server's
+// Senders. A reply's From is believed only when it is one clean RFC 5322
+// mailbox (one From field, one address, no group, nothing after it) and
+// the Authentication-Results of the receiving server
+// (ParseOptions.AuthServID) verify it: dmarc=pass for header.from the From
+// domain, or, with no DMARC policy, a dkim=pass aligned with it
+// (ParseOptions.DKIMAlignment, relaxed by default). Only that server's
 // topmost field (and any of its fields above the first Received field) is
 // read, so a field the sender forged lower down counts for nothing. Every
 // other reply — no results, dmarc=none with spf=fail, permerror, temperror,
-// no authserv-id configured — is AuthFailed and is quarantined, not
-// obeyed; authres.go states the rule in full. TrustUnauthenticated is the
-// explicit opt-out for a server that adds no results (`beachd dev`).
+// a DMARC verdict for another domain or for none, a From that is not one
+// clean mailbox, no authserv-id configured — is AuthFailed and is
+// quarantined, not obeyed; authres.go states the rule in full.
+// TrustUnauthenticated is the explicit opt-out for a server that adds no
+// results (`beachd dev`); it still requires a clean From.
 package email

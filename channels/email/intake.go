@@ -148,6 +148,11 @@ func (c IntakeConfig) Validate() error {
 	if strings.TrimSpace(c.Parse.AuthServID) == "" && !c.Parse.TrustUnauthenticated {
 		errs = append(errs, errors.New("imap parse: an authserv-id to verify senders is required (or trust unauthenticated senders explicitly)"))
 	}
+	switch c.Parse.DKIMAlignment {
+	case "", AlignRelaxed, AlignStrict:
+	default:
+		errs = append(errs, fmt.Errorf("imap parse: dkim alignment %q is not relaxed or strict", c.Parse.DKIMAlignment))
+	}
 	return errors.Join(errs...)
 }
 

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/mail"
+	"net/textproto"
 	"os"
 	"regexp"
 	"strconv"
@@ -74,7 +75,8 @@ type SenderConfig struct {
 	// NOOP before it is reused; default 10 s.
 	MaxIdle time.Duration
 
-	// DKIM signs every message when Domain is set.
+	// DKIM signs every message when Domain is set (dkim.go says which
+	// header fields, and how they are over-signed).
 	DKIM DKIMConfig
 
 	// MaxArtifactBytes caps one fetched artifact (bigger: a link), and
@@ -189,7 +191,7 @@ type Sender struct {
 	registry *envelope.Registry
 	http     *http.Client // the guarded artifact client (channels/fetch)
 	log      *slog.Logger
-	signer   *gomail.DKIMSigner
+	dkim     *dkimSigner
 	pool     *pool
 	// admitted counts the jobs the dispatcher holds for this sender
 	// (Admit, Done).
@@ -254,11 +256,11 @@ func NewSender(cfg SenderConfig, renderer *render.Renderer, registry *envelope.R
 			}
 			pem = b
 		}
-		key, err := gomail.PrivKeyFromPEM(pem)
+		signer, err := newDKIMSigner(cfg.DKIM.Domain, cfg.DKIM.Selector, pem)
 		if err != nil {
 			return nil, fmt.Errorf("dkim private key: %w", err)
 		}
-		s.signer = gomail.NewDKIMSigner(cfg.DKIM.Domain, cfg.DKIM.Selector, key)
+		s.dkim = signer
 	}
 	s.pool = &pool{size: cfg.PoolSize, sem: make(chan struct{}, cfg.PoolSize), dial: s.dial, maxIdle: cfg.MaxIdle, timeout: cfg.Timeout, now: cfg.Now}
 	return s, nil
@@ -267,11 +269,11 @@ func NewSender(cfg SenderConfig, renderer *render.Renderer, registry *envelope.R
 // Close closes the pooled connections (QUIT).
 func (s *Sender) Close() error { return s.pool.close() }
 
-// conn is one SMTP connection: go-mail's client for the transaction logic
-// and the raw socket, which is closed to abort a transaction when the
-// context ends (go-mail's client holds its lock across a read).
+// conn is one SMTP connection: go-mail's SMTP client (dialled, with TLS
+// and AUTH done, by go-mail's Client) for the transaction and the raw
+// socket, which is closed to abort a transaction when the context ends
+// (the SMTP client holds its lock across a read).
 type conn struct {
-	mc       *gomail.Client
 	sc       *smtp.Client
 	raw      net.Conn
 	lastUsed time.Time
@@ -311,9 +313,6 @@ func (s *Sender) dial(ctx context.Context) (*conn, error) {
 	opts := []gomail.Option{
 		gomail.WithPort(s.cfg.Port), gomail.WithTimeout(s.cfg.Timeout), gomail.WithHELO(s.cfg.HELO),
 		gomail.WithDialContextFunc(dialFn), gomail.WithTLSConfig(s.tlsConfig()),
-		// We check idle connections ourselves, and a completed DATA ends
-		// the transaction: no NOOP before and no RSET after each message.
-		gomail.WithoutNoop(), gomail.WithoutRset(),
 	}
 	switch s.cfg.TLS {
 	case TLSStartTLS:
@@ -331,9 +330,9 @@ func (s *Sender) dial(ctx context.Context) (*conn, error) {
 		}
 		opts = append(opts, gomail.WithSMTPAuth(auth), gomail.WithUsername(s.cfg.Username), gomail.WithPassword(s.cfg.Password))
 	}
-	if s.signer != nil {
-		opts = append(opts, gomail.WithAlwaysDKIMSign(s.signer))
-	}
+	// go-mail's Client only dials (greeting, EHLO, STARTTLS, AUTH); the
+	// transaction is transact's, so that the bytes signed are the bytes
+	// sent.
 	mc, err := gomail.NewClient(s.cfg.Host, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("smtp client: %w", err)
@@ -345,7 +344,7 @@ func (s *Sender) dial(ctx context.Context) (*conn, error) {
 		closeRaw()
 		return nil, err
 	}
-	c.mc, c.sc, c.lastUsed = mc, sc, s.cfg.Now()
+	c.sc, c.lastUsed = sc, s.cfg.Now()
 	return c, nil
 }
 
@@ -389,10 +388,23 @@ func (s *Sender) Deliver(ctx context.Context, job *channels.Job) (*channels.Resu
 			return nil, channels.Permanent(fmt.Errorf("envelope from: %w", err))
 		}
 	}
+	raw, err := s.wire(msg)
+	if err != nil {
+		return nil, channels.Permanent(err)
+	}
+	sender, err := msg.GetSender(false)
+	if err != nil {
+		return nil, channels.Permanent(fmt.Errorf("envelope from: %w", err))
+	}
+	rcpts, err := msg.GetRecipients()
+	if err != nil {
+		return nil, channels.Permanent(fmt.Errorf("recipients: %w", err))
+	}
 	// Receipts, errors and logs carry the Message-ID with the approval
 	// token cut out: the token is a credential and is stored only hashed.
 	msgID := redactToken(strings.Trim(em.MessageID, "<>"))
 	var c *conn
+	var resp string
 	healthy := true
 	for try := 0; ; try++ {
 		c, err = s.pool.get(ctx)
@@ -400,7 +412,7 @@ func (s *Sender) Deliver(ctx context.Context, job *channels.Job) (*channels.Resu
 			return nil, s.failure(err, msgID, nil)
 		}
 		stop := context.AfterFunc(ctx, func() { c.raw.Close() })
-		err = c.mc.SendWithSMTPClient(c.sc, msg)
+		resp, err = transact(c.sc, s.cfg.Timeout, sender, rcpts, raw)
 		aborted := !stop()
 		if err == nil {
 			// The server accepted the message, even if the deadline came
@@ -418,22 +430,96 @@ func (s *Sender) Deliver(ctx context.Context, job *channels.Job) (*channels.Resu
 		return nil, s.failure(err, msgID, []string{d.To, em.MessageID})
 	}
 	s.pool.put(c, healthy)
-	r := parseReply(250, msg.ServerResponse())
+	r := parseReply(250, resp)
 	return &channels.Result{ProviderID: r.QueueID, Receipt: r.receipt(msgID)}, nil
 }
 
-// staleConn: the connection was dead before the transaction started.
+// wire is the message as it goes on the wire: written out by go-mail and,
+// when DKIM is configured, with its DKIM-Signature on top. These are the
+// very bytes that were signed.
+func (s *Sender) wire(msg *gomail.Msg) ([]byte, error) {
+	var buf bytes.Buffer
+	if _, err := msg.WriteTo(&buf); err != nil {
+		return nil, fmt.Errorf("write email: %w", err)
+	}
+	if s.dkim == nil {
+		return buf.Bytes(), nil
+	}
+	sig, err := s.dkim.signature(buf.Bytes())
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte(sig), buf.Bytes()...), nil
+}
+
+// The steps of an SMTP transaction, named in a txError.
+const (
+	stepConn      = "connection check"
+	stepMail      = "mail from"
+	stepRcpt      = "rcpt to"
+	stepData      = "data"
+	stepWrite     = "write message"
+	stepDataClose = "end of data"
+)
+
+// txError is a failed step of a transaction; err is the server's reply
+// (a *textproto.Error) or the network error.
+type txError struct {
+	step string
+	err  error
+}
+
+func (e *txError) Error() string { return e.step + ": " + e.err.Error() }
+func (e *txError) Unwrap() error { return e.err }
+
+// transact sends raw (CRLF line ends, dot-stuffed by the client) over sc:
+// MAIL FROM sender, RCPT TO each of rcpts, DATA. It returns the server's
+// reply to the end of data. After a failure the connection is not reused,
+// so nothing is reset.
+func transact(sc *smtp.Client, timeout time.Duration, sender string, rcpts []string, raw []byte) (string, error) {
+	if !sc.HasConnection() {
+		return "", &txError{stepConn, errors.New("no connection")}
+	}
+	if err := sc.UpdateDeadline(timeout); err != nil {
+		return "", &txError{stepConn, err}
+	}
+	if err := sc.Mail(sender); err != nil {
+		return "", &txError{stepMail, err}
+	}
+	for _, r := range rcpts {
+		if err := sc.Rcpt(r); err != nil {
+			return "", &txError{stepRcpt, err}
+		}
+	}
+	w, err := sc.Data()
+	if err != nil {
+		return "", &txError{stepData, err}
+	}
+	if _, err := w.Write(raw); err != nil {
+		return "", &txError{stepWrite, err}
+	}
+	if err := w.Close(); err != nil {
+		return "", &txError{stepDataClose, err}
+	}
+	if dc, ok := w.(*smtp.DataCloser); ok {
+		return dc.ServerResponse(), nil
+	}
+	return "", nil
+}
+
+// staleConn: the connection was dead before the transaction started (no
+// reply from the server at MAIL FROM, or no connection at all).
 func staleConn(err error) bool {
-	var se *gomail.SendError
-	return errors.As(err, &se) && se.ErrorCode() == 0 &&
-		(se.Reason == gomail.ErrSMTPMailFrom || se.Reason == gomail.ErrConnCheck)
+	var te *txError
+	var pe *textproto.Error
+	return errors.As(err, &te) && (te.step == stepConn || te.step == stepMail) && !errors.As(err, &pe)
 }
 
 // failure classifies a send error. secrets (the recipient, our raw
 // Message-ID) are cut out of the error text, which is logged and stored.
 func (s *Sender) failure(err error, msgID string, secrets []string) error {
-	var se *gomail.SendError
-	if !errors.As(err, &se) {
+	var te *txError
+	if !errors.As(err, &te) {
 		// Dial, greeting, STARTTLS, AUTH, or a context that ended before
 		// the transaction: the message was not sent; try again later.
 		r := replyFromError(err)
@@ -443,15 +529,13 @@ func (s *Sender) failure(err error, msgID string, secrets []string) error {
 		}
 		return ce
 	}
-	r := replyFromError(err)
-	if r.Code == 0 {
-		r.Code = se.ErrorCode()
-	}
-	if r.EnhancedCode == "" {
-		r.EnhancedCode = se.EnhancedStatusCode()
+	var r reply
+	if pe := (*textproto.Error)(nil); errors.As(err, &pe) {
+		r = parseReply(pe.Code, pe.Msg)
+		r.Text = strings.TrimSpace(strings.TrimPrefix(r.Text, r.EnhancedCode))
 	}
 	r.Text = scrub(r.Text, secrets)
-	ce := &channels.Error{Err: &sendError{msg: "smtp " + scrub(se.Error(), secrets), err: err}}
+	ce := &channels.Error{Err: &sendError{msg: "smtp " + scrub(te.Error(), secrets), err: err}}
 	if r.Code != 0 {
 		ce.Receipt = ptr(r.receipt(msgID))
 	}
@@ -460,7 +544,7 @@ func (s *Sender) failure(err error, msgID string, secrets []string) error {
 		ce.Permanent = true
 	case r.Code >= 400:
 		// temporary
-	case se.Reason == gomail.ErrSMTPDataClose:
+	case te.step == stepDataClose:
 		// The final "." was written and no reply came: the server may have
 		// queued the message. The retry sends the same Message-ID.
 		ce.MaybeSent = true
@@ -468,7 +552,7 @@ func (s *Sender) failure(err error, msgID string, secrets []string) error {
 	return ce
 }
 
-// sendError prints a scrubbed text and unwraps to go-mail's error.
+// sendError prints a scrubbed text and unwraps to the cause.
 type sendError struct {
 	msg string
 	err error
