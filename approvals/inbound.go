@@ -141,7 +141,7 @@ func (s *Service) handleInbound(ctx context.Context, in envelope.Inbound) (envel
 
 	// Sender binding: only the recipient the token was issued to decides.
 	if in.AuthFailed {
-		return note(OutcomeQuarantined, bd, "Authentication-Results: "+in.AuthDetail)
+		return note(OutcomeQuarantined, bd, "sender not verified: "+in.AuthDetail)
 	}
 	if known {
 		switch spec.Address {

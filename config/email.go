@@ -21,6 +21,7 @@ import (
 //	  reply_local: approvals               # default: the local part of from
 //	  message_id_domain: example.org       # default: the domain of from
 //	  authserv_id: mx.example.org          # required with imap: whose Authentication-Results verify senders
+//	  dkim_alignment: relaxed              # relaxed (default) | strict: how an aligned dkim=pass is judged
 //	  trust_unauthenticated: false         # true: believe From unverified (a server that adds no results)
 //	  lifetime: 120h                       # retries give up after, default 5 days
 //	  smtp:
@@ -49,6 +50,10 @@ type EmailConfig struct {
 	ReplyLocal      string `yaml:"reply_local"`
 	MessageIDDomain string `yaml:"message_id_domain"`
 	AuthServID      string `yaml:"authserv_id"`
+	// DKIMAlignment is how an aligned DKIM pass is judged: relaxed (the
+	// default: the signing domain and From's domain share their
+	// organisational domain) or strict (they are the same).
+	DKIMAlignment string `yaml:"dkim_alignment"`
 	// TrustUnauthenticated believes a reply's From without any
 	// Authentication-Results: only for a receiving server that adds none
 	// and accepts mail from nobody but the people it serves.
@@ -212,6 +217,11 @@ func (c *EmailConfig) validateSenderCheck(v *validator) {
 	id := strings.TrimSpace(c.AuthServID)
 	if id != "" && (strings.ContainsAny(id, "; \t()\"") || len(id) > 255) {
 		v.errorf("email.authserv_id", "must be an authserv-id (the first word of the Authentication-Results fields your mail server adds, usually its host name), got %q", c.AuthServID)
+	}
+	switch c.DKIMAlignment {
+	case "", "relaxed", "strict":
+	default:
+		v.errorf("email.dkim_alignment", "must be relaxed or strict, got %q", c.DKIMAlignment)
 	}
 	if id != "" && c.TrustUnauthenticated {
 		v.errorf("email.trust_unauthenticated", "cannot be combined with email.authserv_id: either senders are verified by that server's Authentication-Results, or not at all")

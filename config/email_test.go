@@ -83,3 +83,27 @@ email:
 		t.Error("unknown key accepted")
 	}
 }
+
+func TestDKIMAlignmentKey(t *testing.T) {
+	for _, tc := range []struct{ value, problem string }{{"", ""}, {"relaxed", ""}, {"strict", ""}, {"loose", "email.dkim_alignment: must be relaxed or strict"}} {
+		raw := `
+api_keys: ["0123456789abcdef0123"]
+email:
+  from: agent@example.org
+  authserv_id: mx.example.org
+  dkim_alignment: "` + tc.value + `"
+  smtp: { host: smtp.example.org, port: 587 }
+`
+		cfg, err := Parse([]byte(raw), "test.yaml", func(string) string { return "" })
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = cfg.Validate()
+		switch {
+		case tc.problem == "" && err != nil:
+			t.Errorf("dkim_alignment %q refused: %v", tc.value, err)
+		case tc.problem != "" && (err == nil || !strings.Contains(err.Error(), tc.problem)):
+			t.Errorf("dkim_alignment %q: %v, want %q", tc.value, err, tc.problem)
+		}
+	}
+}

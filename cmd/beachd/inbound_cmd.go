@@ -168,6 +168,7 @@ func (c *InboundParseCmd) Run(g *globals) error {
 	if cfg := configEmail(conf); cfg != nil {
 		opts.ReplyDomain, opts.ReplyLocal = cfg.ReplyDomain, cfg.ReplyLocalPart()
 		opts.MessageIDDomain, opts.AuthServID = cfg.MessageIDDomain, cfg.AuthServID
+		opts.DKIMAlignment = cfg.DKIMAlignment
 		opts.TrustUnauthenticated = cfg.TrustUnauthenticated
 		if f := cfg.FromAddress(); f != "" {
 			opts.OwnAddresses = []string{f}

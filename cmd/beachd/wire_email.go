@@ -79,7 +79,7 @@ func (a *app) wireEmail() error {
 		Mailbox: m.Mailbox, Processed: m.Processed, PollInterval: m.PollInterval, MaxMessageBytes: m.MaxMessageBytes,
 		Now: a.now,
 		Parse: email.ParseOptions{ReplyDomain: c.ReplyDomain, ReplyLocal: c.ReplyLocalPart(),
-			MessageIDDomain: c.MessageIDDomain, OwnAddresses: own, AuthServID: c.AuthServID,
+			MessageIDDomain: c.MessageIDDomain, OwnAddresses: own, AuthServID: c.AuthServID, DKIMAlignment: c.DKIMAlignment,
 			TrustUnauthenticated: c.TrustUnauthenticated},
 	}
 	if a.conversations != nil {
