@@ -102,7 +102,7 @@ type app struct {
 func buildApp(ctx context.Context, cfg *config.Config, reg *envelope.Registry, log *slog.Logger, stdout io.Writer, dev bool, ln net.Listener) (_ *app, err error) {
 	a := &app{cfg: cfg, log: log, now: time.Now, dev: dev, stdout: stdout, registry: reg,
 		deliverers: map[string]channels.Deliverer{}, policies: map[string]channels.Policy{},
-		metrics:    prometheus.NewRegistry()}
+		metrics: prometheus.NewRegistry()}
 	defer func() {
 		if err != nil {
 			a.close()
