@@ -61,6 +61,11 @@ type InboundWrite struct {
 	Turn *Turn
 	// PerMinute and PerHour are the conversation's turn limits (0: none).
 	PerMinute, PerHour int
+	// Limits are the flood limits across conversations the turn counts
+	// against too (a sender's, the agent's), checked in order after the
+	// conversation's. A turn any limit holds is counted by none; one they
+	// all let through is counted by each.
+	Limits []TurnLimit
 	// ThreadKey indexes an SMS/WhatsApp conversation by (channel, our
 	// number, their number); IdleTimeout is how long it stays open.
 	ThreadKey   string
@@ -72,6 +77,10 @@ type InboundWrite struct {
 	// join the conversation's chain before its own Message-ID.
 	References []string
 }
+
+// ReleasedBy is how a released record's reason begins: an operator let a
+// held message start its turn ("released by an operator; held: <why>").
+const ReleasedBy = "released by an operator"
 
 // InboundWritten is what RecordInbound stored.
 type InboundWritten struct {

@@ -118,6 +118,11 @@ type Conversations interface {
 	ConversationByThread(ctx context.Context, key string) (*Conversation, error)
 	ConversationByMessageID(ctx context.Context, msgID string) (*Conversation, error)
 	ConversationMessages(ctx context.Context, id string, limit int) ([]ConversationMessage, error)
+	// ReleaseInbound queues turn for a held inbound message (an operator's
+	// decision: no flood limit applies) and marks the record a turn, in one
+	// transaction. ErrNotFound: no such record; ErrBadState: the record is
+	// not held, or belongs to no conversation.
+	ReleaseInbound(ctx context.Context, id string, turn Turn, at time.Time) (*InboundWritten, error)
 }
 
 // Turns are the outbox of agent turns started by inbound messages.

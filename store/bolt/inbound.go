@@ -108,32 +108,14 @@ func (s *DB) RecordInbound(ctx context.Context, w store.InboundWrite) (*store.In
 				}
 			}
 			if w.Turn != nil {
-				recent := c.RecentTurns[:0:0]
-				for _, t := range c.RecentTurns {
-					if now.Sub(t) < time.Hour {
-						recent = append(recent, t)
-					}
+				reason, err := limitTurnTx(tx, c, w, now)
+				if err != nil {
+					return err
 				}
-				lastMinute := 0
-				for _, t := range recent {
-					if now.Sub(t) < time.Minute {
-						lastMinute++
-					}
-				}
-				switch {
-				case w.PerMinute > 0 && lastMinute >= w.PerMinute:
-					rec.Disposition, rec.Reason = envelope.DispositionHeld, fmt.Sprintf("more than %d turns a minute in this conversation", w.PerMinute)
+				if reason != "" {
+					rec.Disposition, rec.Reason = envelope.DispositionHeld, reason
 					w.Turn = nil
-				case w.PerHour > 0 && len(recent) >= w.PerHour:
-					rec.Disposition, rec.Reason = envelope.DispositionHeld, fmt.Sprintf("more than %d turns an hour in this conversation", w.PerHour)
-					w.Turn = nil
-				default:
-					recent = append(recent, now)
-					if len(recent) > store.MaxRecentTurns {
-						recent = recent[len(recent)-store.MaxRecentTurns:]
-					}
 				}
-				c.RecentTurns = recent
 			}
 			if w.Turn != nil {
 				c.Turns++
@@ -280,7 +262,9 @@ func (s *DB) ListInboundRecords(ctx context.Context, before string, limit, scan 
 // answered or dead (a record whose turn is still queued or in flight is
 // kept, and so are the records after it). Conversations and their
 // Message-ID index stay: they are small, and a late reply still threads.
-// Call it until it returns 0.
+// Within the same max it removes the flood limits' counters whose latest
+// turn came before `before` (counted in the result). Call it until it
+// returns 0.
 func (s *DB) PruneInbound(ctx context.Context, before time.Time, max int) (int, error) {
 	if max <= 0 {
 		max = 1000
@@ -333,6 +317,13 @@ func (s *DB) PruneInbound(ctx context.Context, before time.Time, max int) (int, 
 				}
 			}
 			n++
+		}
+		if n < max {
+			pruned, err := pruneTurnLimitsTx(tx, before, max-n)
+			if err != nil {
+				return err
+			}
+			n += pruned
 		}
 		return nil
 	})
