@@ -39,9 +39,20 @@ type Sender interface {
 
 // MediaFetcher fetches a provider's media (Twilio MediaUrlN) with the
 // account's credentials, refusing any URL not on the provider's API host
-// and anything larger than max bytes. channels/twilio implements it.
+// and anything larger than max bytes. channels/twilio implements it. An
+// error that is a MediaFailure says whether a later try can succeed; any
+// other is taken as one that may.
 type MediaFetcher interface {
 	FetchMedia(ctx context.Context, url string, max int64) (data []byte, mediaType string, err error)
+}
+
+// MediaFailure is a MediaFetcher's error that says whether a later fetch
+// can succeed, and why this one failed in a few words fit for the agent
+// (no URL, no credential). *twilio.MediaError is one.
+type MediaFailure interface {
+	error
+	MediaPermanent() bool
+	MediaReason() string
 }
 
 // Enqueuer stores an answer for delivery the way every envelope is
@@ -86,6 +97,14 @@ type Config struct {
 	// Media fetches Twilio media when a turn is built (optional: without
 	// it, provider media is listed in the message's metadata only).
 	Media MediaFetcher
+	// MediaAttempts and MediaRetryFor bound the fetches of one media item
+	// that fail in a way a later try may fix (a 5xx, a timeout): the turn
+	// is retried, with its backoff, until the item failed MediaAttempts
+	// times (default 3) or MediaRetryFor passed since the message came
+	// (default 10m); then the turn goes on without it, saying so. A
+	// refusal (a 4xx, an address refused) gives up on the item at once.
+	MediaAttempts int
+	MediaRetryFor time.Duration
 
 	// The turn outbox worker. Zero values mean the defaults.
 	// Workers: concurrent turns (default 4). Lifetime: how long a turn is
@@ -257,6 +276,12 @@ func New(cfg Config, st Store, dec Decider, ag Agent, send Sender, log *slog.Log
 	}
 	if cfg.Poll <= 0 {
 		cfg.Poll = 500 * time.Millisecond
+	}
+	if cfg.MediaAttempts <= 0 {
+		cfg.MediaAttempts = 3
+	}
+	if cfg.MediaRetryFor <= 0 {
+		cfg.MediaRetryFor = 10 * time.Minute
 	}
 	if cfg.Rand == nil {
 		cfg.Rand = rand.Reader

@@ -15,8 +15,12 @@ type AttachmentInfo struct {
 	URL string `json:"url,omitempty"`
 	// Stored: the bytes are stored beside the record.
 	Stored bool `json:"stored,omitempty"`
-	// Note says why the bytes are not kept (over the bound).
+	// Note says why the bytes are not kept (over the bound) or could not be
+	// fetched: the turn goes to the agent without them, saying so.
 	Note string `json:"note,omitempty"`
+	// FetchFailures counts the fetches of URL that failed and may succeed
+	// later (a provider's 5xx, a timeout).
+	FetchFailures int `json:"fetchFailures,omitempty"`
 }
 
 // InboundRecord is one inbound message and what beachd made of it.

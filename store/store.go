@@ -112,6 +112,10 @@ type Conversations interface {
 	InboundRecord(ctx context.Context, id string) (*InboundRecord, error)
 	InboundAttachment(ctx context.Context, id string, n int) ([]byte, error)
 	PutInboundAttachment(ctx context.Context, id string, n int, data []byte) error
+	// NoteInboundAttachment records a failed fetch of attachment n's URL:
+	// failures is its FetchFailures now, note (when not "") why the bytes
+	// will not be fetched. ErrNotFound: no such record or attachment.
+	NoteInboundAttachment(ctx context.Context, id string, n int, failures int, note string) error
 	ListInboundRecords(ctx context.Context, before string, limit, scan int, keep func(*InboundRecord) bool) ([]*InboundRecord, error)
 	Conversation(ctx context.Context, id string) (*Conversation, error)
 	ListConversations(ctx context.Context, before string, limit, scan int, keep func(*Conversation) bool) ([]*Conversation, error)

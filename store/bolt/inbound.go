@@ -224,6 +224,29 @@ func (s *DB) PutInboundAttachment(ctx context.Context, id string, n int, data []
 	return nil
 }
 
+// NoteInboundAttachment records a failed fetch of attachment n's URL: its
+// failure count and, when note is not "", why it will not be fetched.
+func (s *DB) NoteInboundAttachment(ctx context.Context, id string, n int, failures int, note string) error {
+	err := s.bolt.Update(func(tx *bbolt.Tx) error {
+		var rec store.InboundRecord
+		if err := getJSON(tx.Bucket(bInboundRecords), []byte(id), &rec); err != nil {
+			return err
+		}
+		if n < 0 || n >= len(rec.Attachments) {
+			return fmt.Errorf("inbound %s has no attachment %d: %w", id, n, store.ErrNotFound)
+		}
+		rec.Attachments[n].FetchFailures = failures
+		if note != "" {
+			rec.Attachments[n].Note = note
+		}
+		return putJSON(tx.Bucket(bInboundRecords), []byte(id), rec)
+	})
+	if err != nil {
+		return fmt.Errorf("note attachment %d of %s: %w", n, id, err)
+	}
+	return nil
+}
+
 // ListInboundRecords lists inbound records newest first, before the id
 // `before` ("" from the newest), those keep accepts, at most limit, reading
 // at most scan records.

@@ -421,6 +421,34 @@ func (s *DB) PutInboundAttachment(ctx context.Context, id string, n int, data []
 	return nil
 }
 
+// NoteInboundAttachment records a failed fetch of attachment n's URL: its
+// failure count and, when note is not "", why it will not be fetched.
+func (s *DB) NoteInboundAttachment(ctx context.Context, id string, n int, failures int, note string) error {
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		rec, err := convGet[store.InboundRecord](ctx, tx, `SELECT doc FROM inbound_records WHERE id = $1 FOR UPDATE`, id)
+		if err != nil {
+			return err
+		}
+		if n < 0 || n >= len(rec.Attachments) {
+			return fmt.Errorf("inbound %s has no attachment %d: %w", id, n, store.ErrNotFound)
+		}
+		rec.Attachments[n].FetchFailures = failures
+		if note != "" {
+			rec.Attachments[n].Note = note
+		}
+		doc, err := convDoc(rec)
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `UPDATE inbound_records SET doc = $2 WHERE id = $1`, id, doc)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("note attachment %d of %s: %w", n, id, err)
+	}
+	return nil
+}
+
 // convCollect reads up to scan docs from rows and returns, in order, those
 // keep accepts, at most limit.
 func convCollect[T any](rows pgx.Rows, limit int, keep func(*T) bool) ([]*T, error) {
