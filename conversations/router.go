@@ -46,7 +46,13 @@ func (rt route) found() bool { return rt.agent != "" }
 //   - "not-understood" and "unknown-token" of an SMS or WhatsApp text go on
 //     when the message belongs to an open conversation or was sent to an
 //     agent's number: a person texting an agent writes digits and words
-//     that approvals tries as a code first;
+//     that approvals tries as a code first. Not a text that carried the
+//     right code of a request waiting for the sender (not-understood with
+//     an approval): it is about that request, and approvals answered it;
+//   - "wrong-code" (a text that reads as an answer, "YES 111111", from a
+//     number with requests waiting, whose code matches none) and
+//     "rate-limited" stay: approvals told the person about their requests,
+//     and the text is never also a chat turn;
 //   - "ignored" (auto-reply, bounce, a channel's own reason): disposition
 //     ignored, nothing more;
 //   - "duplicate" for a message this router has no record of: approvals
@@ -94,7 +100,7 @@ func (r *Router) HandleInbound(ctx context.Context, in envelope.Inbound) (envelo
 	switch ares.Outcome {
 	case "", approvals.OutcomeNoToken:
 	case approvals.OutcomeNotUnderstood, approvals.OutcomeUnknownToken:
-		if !textChannel(in.Channel) || !rt.found() {
+		if !textChannel(in.Channel) || !rt.found() || ares.ApprovalID != "" {
 			return r.recordApproval(ctx, in, rec, ares)
 		}
 	case approvals.OutcomeDuplicate:

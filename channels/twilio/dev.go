@@ -353,8 +353,8 @@ type DevReplyResult struct {
 	ButtonPayload string `json:"buttonPayload,omitempty"`
 	// Outcome: decided, duplicate, no-token, unknown-token, wrong-sender,
 	// quarantined, not-understood, already-decided, expired, ignored,
-	// opt-out, opt-in or rate-limited (approvals); turn, rejected, held or
-	// unrouted (conversations).
+	// opt-out, opt-in, rate-limited or wrong-code (approvals); turn,
+	// rejected, held or unrouted (conversations).
 	Outcome    string `json:"outcome"`
 	ApprovalID string `json:"approvalId,omitempty"`
 	Decision   string `json:"decision,omitempty"`
@@ -379,8 +379,9 @@ var devOutcomeWhy = map[string]string{
 	"opt-out":                    "a carrier opt-out keyword: nothing more is sent to this number until it opts in",
 	"opt-in":                     "a carrier opt-in keyword",
 	"rate-limited":               "too many wrong codes from this number: it is locked for a while",
+	"wrong-code":                 "the reply reads as an answer, but its code matches none of the approvals waiting for this number: the number is told so, with their codes",
 	envelope.DispositionRejected: "the sender may not write to this agent (agents.<name>.inbound.allow), or wrote too often",
-	envelope.DispositionHeld:     "the message was held for an operator to look at",
+	envelope.DispositionHeld:     "a flood limit held the message (too many turns from this sender, this conversation or for this agent); an operator may release it",
 	envelope.DispositionUnrouted: "no agent has this number among its inbound numbers, and the message answers no approval or conversation",
 }
 
