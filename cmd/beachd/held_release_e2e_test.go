@@ -57,3 +57,23 @@ func TestHeldMessageReleasedByTheOperator(t *testing.T) {
 		t.Fatal("releasing a message that is no longer held succeeded")
 	}
 }
+
+// Until the flood limits across conversations have keys of their own, an
+// agent whose max_turns exceeds the agent's default ceiling has its sender
+// and agent limits raised to it; otherwise the defaults apply.
+func TestTurnLimitsFor(t *testing.T) {
+	for _, c := range []struct {
+		perMinute, perHour int
+		want               string
+	}{
+		{10, 100, "{0 0 0 0}"},
+		{60, 1000, "{0 0 0 0}"},
+		{1000, 60000, "{1000 60000 1000 60000}"},
+		{61, 100, "{61 100 61 1000}"},
+	} {
+		got := fmt.Sprint(turnLimitsFor(Inbound{PerMinute: c.perMinute, PerHour: c.perHour}))
+		if got != c.want {
+			t.Errorf("max_turns %d/%d: %s, want %s", c.perMinute, c.perHour, got, c.want)
+		}
+	}
+}

@@ -32,8 +32,10 @@ func (a *app) wireConversations() error {
 		return errors.New("conversations need approvals and the agent client")
 	}
 	agents := make(map[string]conversations.AgentConfig, len(inbound))
+	limits := make(map[string]conversations.TurnLimits, len(inbound))
 	for name, in := range inbound {
 		agents[name] = conversations.AgentConfig(in)
+		limits[name] = turnLimitsFor(in)
 	}
 	metrics, err := conversations.NewMetrics(a.metrics)
 	if err != nil {
@@ -41,6 +43,7 @@ func (a *app) wireConversations() error {
 	}
 	r, err := conversations.New(conversations.Config{
 		Agents:            agents,
+		TurnLimits:        limits,
 		OwnAddresses:      a.cfg.inboundOwnAddresses(),
 		Now:               a.now,
 		AttachmentURLBase: a.cfg.PublicURL,
@@ -75,6 +78,25 @@ func (a *app) wireConversations() error {
 		}
 	}
 	return nil
+}
+
+// turnLimitsFor is an agent's flood limits across conversations: the
+// defaults (conversations.DefaultTurnLimits), except that an agent whose
+// max_turns lets one conversation take more turns than the agent's
+// default ceiling has its sender and agent limits raised to max_turns — a
+// ceiling below what one conversation may take would make max_turns a
+// dead letter. (The configuration has no keys of their own for these
+// limits yet: agents.NAME.inbound.max_turns_per_sender and
+// max_turns_per_agent will set them.)
+func turnLimitsFor(in Inbound) conversations.TurnLimits {
+	d := conversations.DefaultTurnLimits
+	if in.PerMinute <= d.AgentPerMinute && in.PerHour <= d.AgentPerHour {
+		return conversations.TurnLimits{}
+	}
+	return conversations.TurnLimits{
+		SenderPerMinute: max(d.SenderPerMinute, in.PerMinute), SenderPerHour: max(d.SenderPerHour, in.PerHour),
+		AgentPerMinute: max(d.AgentPerMinute, in.PerMinute), AgentPerHour: max(d.AgentPerHour, in.PerHour),
+	}
 }
 
 // conversationKey derives a key of its own for one use of the approvals
