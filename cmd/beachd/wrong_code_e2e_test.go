@@ -1,11 +1,17 @@
 package main
 
 import (
+	"encoding/json"
+	"net/http"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/cool-ai/beachd/agent/agenttest"
+	"github.com/cool-ai/beachd/channels/email/smtptest"
+	"github.com/cool-ai/beachd/channels/twilio/twiliotest"
 	"github.com/cool-ai/beachd/internal/testkit/poll"
 )
 
@@ -82,6 +88,94 @@ func TestMistypedCodeIsAnsweredNotChatted(t *testing.T) {
 				t.Fatalf("the agent answered %d of these texts as chat", n)
 			}
 		})
+	}
+}
+
+// TestMistypedCodeThroughTheTwilioWebhook: the built daemon, its SMS going
+// to Prism serving Twilio's OpenAPI description, a person's texts coming
+// through the signed webhook. A number with an approval waiting texts the
+// agent's number "YES" and a wrong code: no turn reaches the agent, the
+// approval stays pending, and the SMS beachd sends back (accepted by the
+// Twilio peer) says the code does not match and gives the right one.
+func TestMistypedCodeThroughTheTwilioWebhook(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the daemon with its peers")
+	}
+	prism := twiliotest.StartPrism(t, "the mistyped-code test's Twilio peer", twiliotest.SpecMessages)
+	ag := agenttest.Start()
+	t.Cleanup(ag.Close)
+	rec := startAgentRecorder(t, ag.URL)
+	mp := startMailPeer(t)
+	smtpPort, _ := smtptest.Start(t, &smtptest.Server{}, smtptest.Plain)
+	tw := startTwilioRecorder(t, prism)
+	cd := startConvDaemon(t, rec.URL, mp, smtpPort, tw.URL, "")
+	cd.start()
+	defer cd.stop()
+	const person = "+447700900501"
+
+	raw, err := os.ReadFile("../../testdata/dev-approval.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var req map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &req); err != nil {
+		t.Fatal(err)
+	}
+	req["to"] = json.RawMessage(`[{"channel":"sms","address":"` + person + `"}]`)
+	req["agent"] = json.RawMessage(`"travel"`)
+	body, _ := json.Marshal(req)
+	if code, out, err := cd.post(string(body)); err != nil || code != 202 {
+		t.Fatalf("approval request: %d %s %v", code, out, err)
+	}
+	var code string
+	poll.Eventually(t, 30*time.Second, "the approval SMS at the Twilio peer", func() bool {
+		for _, m := range tw.Sent("Reply YES") {
+			if mm := anyCodeRe.FindStringSubmatch(m.Body); mm != nil && m.To == person {
+				code = mm[1]
+				return true
+			}
+		}
+		return false
+	})
+	wrong := "111111"
+	if code == wrong {
+		wrong = "222222"
+	}
+	hc := &http.Client{Timeout: 10 * time.Second}
+	if status, out := cd.sms(hc, "SMtypo0000000000000000000000000001", person, "YES "+wrong); status/100 != 2 {
+		t.Fatalf("webhook: %d %s", status, out)
+	}
+	var answer string
+	poll.Eventually(t, 30*time.Second, "the answer to the mistyped code at the Twilio peer", func() bool {
+		for _, m := range tw.Sent("does not match") {
+			if m.To == person {
+				answer = m.Body
+				return true
+			}
+		}
+		return false
+	})
+	if !strings.Contains(answer, "Reply YES "+code+" or NO "+code) || strings.Contains(answer, wrong) {
+		t.Fatalf("the answer %q does not give the right code (or repeats the wrong one)", answer)
+	}
+	var inbound struct {
+		Inbound []struct{ Disposition, Reason, TurnID, ConversationID string }
+	}
+	if status, err := getJSON(cd.base, "/v1/inbound?channel=sms", &inbound); status != 200 || err != nil || len(inbound.Inbound) != 1 {
+		t.Fatalf("inbound: %d %v %+v", status, err, inbound)
+	}
+	if in := inbound.Inbound[0]; in.Disposition != "approval" || in.Reason != "wrong-code" || in.TurnID != "" || in.ConversationID != "" {
+		t.Fatalf("the mistyped code was recorded %+v; want an approval answer (wrong-code), no turn", in)
+	}
+	var a struct{ State string }
+	if status, err := getJSON(cd.base, "/v1/approvals/appr_dev_1", &a); status != 200 || err != nil || a.State != "pending" {
+		t.Fatalf("approval: %d %v %q", status, err, a.State)
+	}
+	if n := len(rec.All()); n != 0 {
+		t.Fatalf("%d messages reached the agent as turns", n)
+	}
+	if refused := tw.Refused(); len(refused) != 0 {
+		t.Fatalf("the Twilio peer refused %+v", refused)
 	}
 }
 
