@@ -15,6 +15,8 @@ import (
 //
 //	GET  /v1/turns?state=&limit= → 200 {"turns":[…]}, oldest first
 //	POST /v1/turns/{id}/retry    → 200 {"turn":{…}}; 404 unknown; 409 not dead
+//	POST /v1/inbound/release/{id} → 200 {"inbound":{…}}: a message a flood
+//	    limit held starts its turn now; 404 unknown; 409 not held
 
 // Turns is what the API reads and does of the conversations' turn outbox.
 // Unknown ids match store.ErrNotFound, a turn that is not dead
@@ -22,6 +24,14 @@ import (
 type Turns interface {
 	ListTurns(ctx context.Context, state string, limit int) ([]TurnItem, error)
 	RetryTurn(ctx context.Context, id string) (*TurnItem, error)
+}
+
+// HeldReleaser releases a held inbound message: its turn starts now,
+// whatever the flood limits (an operator's decision). TurnRoutes serves
+// POST /v1/inbound/release/{id} when its Turns is one too. Unknown ids
+// match store.ErrNotFound, a message that is not held store.ErrBadState.
+type HeldReleaser interface {
+	ReleaseInbound(ctx context.Context, id string) (*InboundItem, error)
 }
 
 // TurnItem is one turn: a message of a person sent to the agent.
@@ -84,8 +94,25 @@ func TurnRoutes(t Turns, log *slog.Logger) []Route {
 		}
 		WriteJSON(w, http.StatusOK, map[string]any{"turn": it})
 	}
-	return []Route{
+	routes := []Route{
 		{Method: "GET", Pattern: "/v1/turns", Handler: http.HandlerFunc(list), Auth: true},
 		{Method: "POST", Pattern: "/v1/turns/{id}/retry", Handler: http.HandlerFunc(retry), Auth: true},
 	}
+	if rel, ok := t.(HeldReleaser); ok {
+		release := func(w http.ResponseWriter, r *http.Request) {
+			id := r.PathValue("id")
+			if !ValidID(id, "inb_") {
+				WriteError(w, log, &envelope.ValidationError{Problems: []envelope.Problem{{Path: "id", Reason: "not an inbound message id (inb_…)"}}})
+				return
+			}
+			it, err := rel.ReleaseInbound(r.Context(), id)
+			if err != nil {
+				WriteError(w, log, err)
+				return
+			}
+			WriteJSON(w, http.StatusOK, map[string]any{"inbound": it})
+		}
+		routes = append(routes, Route{Method: "POST", Pattern: "/v1/inbound/release/{id}", Handler: http.HandlerFunc(release), Auth: true})
+	}
+	return routes
 }

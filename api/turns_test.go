@@ -35,6 +35,55 @@ func (f *fakeTurns) RetryTurn(_ context.Context, id string) (*TurnItem, error) {
 	return t, nil
 }
 
+// fakeReleaser is fakeTurns that also releases held inbound messages.
+type fakeReleaser struct {
+	fakeTurns
+	held map[string]*InboundItem
+}
+
+func (f *fakeReleaser) ReleaseInbound(_ context.Context, id string) (*InboundItem, error) {
+	it, ok := f.held[id]
+	if !ok {
+		return nil, fmt.Errorf("inbound %s: %w", id, store.ErrNotFound)
+	}
+	if it.Disposition != "held" {
+		return nil, fmt.Errorf("inbound %s is %s: %w", id, it.Disposition, store.ErrBadState)
+	}
+	it.Disposition, it.TurnID = "turn", "trn_released"
+	return it, nil
+}
+
+func TestReleaseRoute(t *testing.T) {
+	if len(TurnRoutes(&fakeTurns{}, nil)) != 2 {
+		t.Fatal("a Turns that releases nothing got a release route")
+	}
+	f := &fakeReleaser{held: map[string]*InboundItem{
+		"inb_held": {ID: "inb_held", Disposition: "held", Reason: "sender limit: 5 turns a minute"},
+		"inb_turn": {ID: "inb_turn", Disposition: "turn"},
+	}}
+	mux := http.NewServeMux()
+	for _, r := range TurnRoutes(f, nil) {
+		mux.Handle(r.Method+" "+r.Pattern, r.Handler)
+	}
+	do := func(target string) (int, map[string]any) {
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, httptest.NewRequest("POST", target, nil))
+		var body map[string]any
+		_ = json.Unmarshal(rec.Body.Bytes(), &body)
+		return rec.Code, body
+	}
+	for target, want := range map[string]int{"/v1/inbound/release/inb_turn": 409, "/v1/inbound/release/inb_nope": 404,
+		"/v1/inbound/release/trn_x": 400} {
+		if code, body := do(target); code != want {
+			t.Errorf("%s: %d %v, want %d", target, code, body, want)
+		}
+	}
+	code, body := do("/v1/inbound/release/inb_held")
+	if it, _ := body["inbound"].(map[string]any); code != 200 || it["disposition"] != "turn" || it["turnId"] != "trn_released" {
+		t.Errorf("release of a held message: %d %v", code, body)
+	}
+}
+
 func TestTurnRoutes(t *testing.T) {
 	f := &fakeTurns{turns: map[string]*TurnItem{
 		"trn_dead": {ID: "trn_dead", State: "dead", Agent: "travel"},

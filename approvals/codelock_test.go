@@ -42,9 +42,15 @@ func TestSMSConcurrentGuessesStopAtTheLimit(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	// Four are answered "unknown"; the fifth locks; the rest find the lock.
-	if outcomes[OutcomeUnknownToken] != 4 || outcomes[OutcomeRateLimited] != 26 {
-		t.Fatalf("outcomes %v; want 4 unknown-token and 26 rate-limited", outcomes)
+	// Four are answered "wrong code"; the fifth locks; the rest find the
+	// lock.
+	if outcomes[OutcomeWrongCode] != 4 || outcomes[OutcomeRateLimited] != 26 {
+		t.Fatalf("outcomes %v; want 4 wrong-code and 26 rate-limited", outcomes)
+	}
+	// Four answers showing the code again, one saying the code is locked;
+	// the 25 texts that found the lock got nothing more.
+	if got := h.told(aliceNum); len(got) != 5 {
+		t.Fatalf("%d answers to 30 guesses, want 5: %q", len(got), got)
 	}
 	res := h.inbound(envelope.Inbound{Channel: "sms", From: aliceNum, MessageID: "R", Text: "yes " + hd.Code})
 	if res.Outcome != OutcomeRateLimited || res.ApprovalID != "appr-race" {

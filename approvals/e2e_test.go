@@ -143,7 +143,7 @@ func TestSMSWrongCodesLockTheNumber(t *testing.T) {
 	for i := range 3 {
 		outcomes = append(outcomes, h.inbound(envelope.Inbound{Channel: "sms", From: aliceNum, MessageID: fmt.Sprint("W", i), Text: "yes " + wrong}).Outcome)
 	}
-	if !slices.Equal(outcomes, []string{OutcomeUnknownToken, OutcomeUnknownToken, OutcomeRateLimited}) {
+	if !slices.Equal(outcomes, []string{OutcomeWrongCode, OutcomeWrongCode, OutcomeRateLimited}) {
 		t.Fatalf("outcomes %v", outcomes)
 	}
 	// Locked: even the right code is refused now.

@@ -117,6 +117,28 @@ func FuzzFindCode(f *testing.F) {
 	})
 }
 
+// FuzzAnswerShape: whatever a text says, answerShape either finds no
+// answer or returns ASCII digits about a code's length that occur in the
+// text's first line.
+func FuzzAnswerShape(f *testing.F) {
+	for _, s := range []string{"YES 111111", "no, 48219", "482193", "yes 2 people", "YES111111", "ok 1234567 thanks", "١٢٣٤٥٦", "", "\n\n no 12345"} {
+		f.Add(s)
+	}
+	svc := &Service{cfg: Config{CodeDigits: 6, Words: englishWords}}
+	f.Fuzz(func(t *testing.T, s string) {
+		digits, ok := svc.answerShape(s)
+		if !ok {
+			if digits != "" {
+				t.Fatal("digits without ok")
+			}
+			return
+		}
+		if !isDigits(digits) || len(digits) < 4 || len(digits) > 8 || !strings.Contains(firstLine(s), digits) {
+			t.Fatalf("answerShape(%q) = %q", s, digits)
+		}
+	})
+}
+
 // FuzzLinkHandler throws arbitrary paths, methods and forms at the link
 // page: it never panics, never answers 5xx, and never changes the
 // approval's state except through a POST carrying the page's valid nonce.

@@ -269,3 +269,61 @@ func email(addr string) envelope.Recipient {
 }
 func sms(num string) envelope.Recipient { return envelope.Recipient{Channel: "sms", Address: num} }
 func wa(num string) envelope.Recipient  { return envelope.Recipient{Channel: "whatsapp", Address: num} }
+
+// told renders, as the channel would send them, the messages the Service
+// stored itself for number (answers to a mistyped code: their deliveries
+// carry the approvals they are about, whose handles are rendered at send
+// time), oldest first.
+func (h *harness) told(number string) []string {
+	h.t.Helper()
+	r, err := render.New(render.Config{})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	dels, err := h.db.ListDeliveries(h.ctx, "", "", 1000)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var out []string
+	for _, d := range dels { // oldest first
+		if d.To != number {
+			continue
+		}
+		rec, err := h.db.Envelope(h.ctx, d.EnvelopeID)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		if rec.Source != "approvals" {
+			continue
+		}
+		var env envelope.Envelope
+		if err := json.Unmarshal(rec.Envelope, &env); err != nil {
+			h.t.Fatal(err)
+		}
+		handles, err := h.svc.Handles(h.ctx, d, &env)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		in := render.Input{Envelope: &env, Approvals: handles, Recipient: render.Recipient{Channel: d.Channel, Address: d.To}, Now: h.clock.Now()}
+		if d.Channel == envelope.ChannelWhatsApp {
+			// As text, the code shown (quick_replies off, or the
+			// quick-reply content unavailable): with buttons, the same
+			// message asks to tap one instead.
+			for i := range in.Approvals {
+				in.Approvals[i].Buttons = nil
+			}
+			w, err := r.WhatsApp(in)
+			if err != nil {
+				h.t.Fatal(err)
+			}
+			out = append(out, w.Body)
+			continue
+		}
+		s, err := r.SMS(in)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		out = append(out, s.Body)
+	}
+	return out
+}

@@ -2,6 +2,7 @@ package approvals
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -26,6 +27,11 @@ const (
 	OutcomeOptOut         = "opt-out"
 	OutcomeOptIn          = "opt-in"
 	OutcomeRateLimited    = "rate-limited"
+	// OutcomeWrongCode: an SMS or WhatsApp text that reads as an answer
+	// ("YES 111111") from a number with requests waiting for its answer,
+	// whose code matches none of them. The number is told so, and shown
+	// the codes of those requests again (answerWrongCode).
+	OutcomeWrongCode = "wrong-code"
 )
 
 // Channels of decisions that are not inbound messages.
@@ -115,18 +121,35 @@ func (s *Service) handleInbound(ctx context.Context, in envelope.Inbound) (envel
 	var bd *bound
 	var outcome string
 	if isCodeMessage(in) {
-		var locked *store.CodeResult
+		var tried *store.CodeResult
 		var err error
-		if bd, locked, outcome, err = s.tryCode(ctx, in, now); err != nil {
+		if bd, tried, outcome, err = s.tryCode(ctx, in, now); err != nil {
 			return envelope.InboundResult{}, err
 		}
-		if locked != nil {
+		_, answer := s.answerShape(in.Text)
+		switch {
+		case tried != nil && tried.Locked:
 			var lb *bound
-			if locked.Approval != nil {
-				lb = &bound{a: locked.Approval}
+			if tried.Approval != nil {
+				lb = &bound{a: tried.Approval}
 			}
-			return note(OutcomeRateLimited, lb, fmt.Sprintf("%d wrong codes: code refused from this number until %s",
-				locked.Wrong, locked.LockedUntil.UTC().Format(time.RFC3339)))
+			res, err := note(OutcomeRateLimited, lb, fmt.Sprintf("%d wrong codes: code refused from this number until %s",
+				tried.Wrong, tried.LockedUntil.UTC().Format(time.RFC3339)))
+			if err == nil && res.Outcome == OutcomeRateLimited && answer {
+				s.answerLocked(ctx, in, tried, now)
+			}
+			return res, err
+		case tried != nil && outcome == OutcomeUnknownToken && answer && len(tried.Pending) > 0:
+			var one *bound
+			if len(tried.Pending) == 1 {
+				one = &bound{a: &store.Approval{ID: tried.Pending[0].ApprovalID}}
+			}
+			res, err := note(OutcomeWrongCode, one, fmt.Sprintf("the code matches none of the %d requests waiting for this number's answer (%d wrong)",
+				len(tried.Pending), tried.Wrong))
+			if err == nil && res.Outcome == OutcomeWrongCode {
+				s.answerWrongCode(ctx, in, tried, now)
+			}
+			return res, err
 		}
 	} else {
 		bd, outcome = s.resolve(ctx, in)
@@ -289,10 +312,17 @@ func (s *Service) presentedCode(in envelope.Inbound) (string, bool) {
 // can spoof a person's number cannot silence them for the approvals that
 // come later (THREATS.md #2). locked is set when the message is refused
 // by a lock.
-func (s *Service) tryCode(ctx context.Context, in envelope.Inbound, now time.Time) (bd *bound, locked *store.CodeResult, outcome string, err error) {
+//
+// A text that reads as an answer but whose digits are not a code's length
+// ("YES 11111") is tried too: it matches nothing, so it counts as a wrong
+// code, and the lock bounds the answers such texts get. tried is what the
+// store found (nil when there was no code to try).
+func (s *Service) tryCode(ctx context.Context, in envelope.Inbound, now time.Time) (bd *bound, tried *store.CodeResult, outcome string, err error) {
 	code, ok := s.presentedCode(in)
 	if !ok {
-		return nil, nil, OutcomeNoToken, nil
+		if code, ok = s.answerShape(in.Text); !ok {
+			return nil, nil, OutcomeNoToken, nil
+		}
 	}
 	r, err := s.db.TryCode(ctx, store.CodeAttempt{Channel: in.Channel, Number: in.From, Hash: codeKey(in.Channel, in.From, code),
 		At: now, Max: s.cfg.MaxWrongCodes, Window: s.cfg.WrongCodeWindow, LockFor: s.cfg.LockFor})
@@ -303,10 +333,31 @@ func (s *Service) tryCode(ctx context.Context, in envelope.Inbound, now time.Tim
 		return nil, &r, OutcomeRateLimited, nil
 	}
 	if r.Binding == nil {
-		return nil, nil, OutcomeUnknownToken, nil
+		return nil, &r, OutcomeUnknownToken, nil
 	}
 	bd, outcome = s.verify(ctx, in, r.Binding, code, code)
-	return bd, nil, outcome, nil
+	return bd, &r, outcome, nil
+}
+
+// answerDigitsSlack is how many digits a mistyped code may have more or
+// fewer than a code ("YES 48219" for 482193) and still read as an answer.
+const answerDigitsSlack = 2
+
+// answerShape reports whether text reads as an answer to a request by code,
+// and returns its digits: the first line is a decision word followed by a
+// group of digits about a code's length ("YES 111111", "no, 48219"), or is
+// one group of exactly a code's digits ("482193"). "yes 2 people" does not
+// read as one: a person texting an agent writes numbers too.
+func (s *Service) answerShape(text string) (string, bool) {
+	words := splitWords(firstLine(text))
+	switch {
+	case len(words) == 1 && isDigits(words[0].w) && len(words[0].w) == s.cfg.CodeDigits:
+		return words[0].w, true
+	case len(words) >= 2 && s.cfg.Words.keyword(words[0].w) != "" && isDigits(words[1].w) &&
+		len(words[1].w) >= max(3, s.cfg.CodeDigits-answerDigitsSlack) && len(words[1].w) <= s.cfg.CodeDigits+answerDigitsSlack:
+		return words[1].w, true
+	}
+	return "", false
 }
 
 // apply stores the decision (or learns it came too late) and tells the
@@ -470,6 +521,131 @@ func (s *Service) confirm(ctx context.Context, in envelope.Inbound, to, text str
 	}
 }
 
+// answerWrongCode tells a number whose text read as an answer, with a code
+// that matches none of the requests waiting for its answer, that the code
+// does not match, and shows each of those requests again: one still open
+// to a code with "Reply YES <code> or NO <code>", one whose code this
+// number has now tried too often as locked, with the other ways it can be
+// decided. The codes are the number's own (codes are bound to the number
+// they were sent to, and this answer goes to that number), and they are
+// not stored: the delivery carries the approvals it is about, and the
+// channel renders each code at send time, as for the request itself. The
+// lock bounds these answers: each wrong code counts, and after
+// MaxWrongCodes the number gets one last answer per lock (answerLocked).
+func (s *Service) answerWrongCode(ctx context.Context, in envelope.Inbound, r *store.CodeResult, now time.Time) {
+	var open []*store.Approval
+	var locked []string
+	for _, p := range r.Pending {
+		a, err := s.db.Approval(ctx, p.ApprovalID)
+		if err != nil || a.State != store.ApprovalPending || !now.Before(a.ExpiresAt) {
+			continue
+		}
+		if p.Counter.LockedUntil.After(now) {
+			if p.LockedNow {
+				s.lockAnswered(ctx, in, a.ID, p.Counter.LockedUntil, now)
+			}
+			locked = append(locked, Summary(a))
+			continue
+		}
+		open = append(open, a)
+	}
+	if len(open) == 0 && len(locked) == 0 {
+		return
+	}
+	text := "That code does not match"
+	switch {
+	case len(open) == 1:
+		text += " the request waiting for your answer. Reply with its code:"
+	case len(open) > 1:
+		text += fmt.Sprintf(" any of the %d requests waiting for your answer. Reply with the code of the one you mean:", len(open))
+	default:
+		text += "."
+	}
+	if len(locked) > 0 {
+		text += "\n" + lockedText(locked)
+	}
+	s.tell(ctx, in, text, open)
+}
+
+// answerLocked tells a number whose text read as an answer, and whose
+// code is locked for the request(s) it may mean, that it can no longer
+// answer them by code: once per lock of each request, and without a code.
+func (s *Service) answerLocked(ctx context.Context, in envelope.Inbound, r *store.CodeResult, now time.Time) {
+	type lock struct {
+		id    string
+		until time.Time
+	}
+	var locks []lock
+	if r.Approval != nil {
+		locks = append(locks, lock{r.Approval.ID, r.LockedUntil})
+	}
+	for _, p := range r.Pending {
+		locks = append(locks, lock{p.ApprovalID, p.Counter.LockedUntil})
+	}
+	var summaries []string
+	for _, l := range locks {
+		a, err := s.db.Approval(ctx, l.id)
+		if err != nil || a.State != store.ApprovalPending || !now.Before(a.ExpiresAt) {
+			continue
+		}
+		if s.lockAnswered(ctx, in, l.id, l.until, now) {
+			summaries = append(summaries, Summary(a))
+		}
+	}
+	if len(summaries) > 0 {
+		s.tell(ctx, in, lockedText(summaries), nil)
+	}
+}
+
+// lockAnswered marks that the number was told of the lock of approval id
+// until `until`, and reports whether this is the first time.
+func (s *Service) lockAnswered(ctx context.Context, in envelope.Inbound, id string, until, now time.Time) bool {
+	first, err := s.db.Once(ctx, "code-locked-answer/"+in.Channel+"/"+in.From+"/"+id+"/"+until.UTC().Format(time.RFC3339), now)
+	return err == nil && first
+}
+
+// lockedText says of requests whose code is locked for this number what
+// remains: no code (the number may be someone else's hands).
+func lockedText(summaries []string) string {
+	if len(summaries) == 1 {
+		return "Too many wrong codes for this request: " + summaries[0] + ". It can no longer be answered by code from this number; it can still be decided another way."
+	}
+	return "Too many wrong codes for these requests: " + strings.Join(summaries, "; ") +
+		". They can no longer be answered by code from this number; they can still be decided another way."
+}
+
+// tell sends text to the sender of in on its channel, with the approvals
+// about as approval-request parts of the message and on its delivery, so
+// that the channel renders the sender's own code (and buttons) for each at
+// send time, as it does for a request: no code is written into the stored
+// message. Nothing is sent when confirmations are off (no Enqueuer).
+func (s *Service) tell(ctx context.Context, in envelope.Inbound, text string, about []*store.Approval) {
+	if s.enq == nil || in.From == "" {
+		return
+	}
+	env := &envelope.Envelope{Role: "agent",
+		Parts: []envelope.Part{{Text: &text, Metadata: map[string]any{"partType": envelope.PartResponse}}},
+		Meta:  envelope.Meta{SessionID: "beachd-approvals", TurnID: "answer-" + s.db.NewID(""), ProducedAt: s.cfg.Now().UTC(), FinalizedBy: "complete"}}
+	var ids []string
+	for _, a := range about {
+		env.Parts = append(env.Parts, envelope.Part{Data: a.Request, Metadata: map[string]any{"partType": envelope.PartApprovalRequest}})
+		ids = append(ids, a.ID)
+	}
+	body, err := json.Marshal(env)
+	if err != nil {
+		s.log.Error("encode an answer to an approval reply", "channel", in.Channel, "err", err)
+		return
+	}
+	if _, err := s.db.Ingest(ctx, store.Ingest{Envelope: body, Source: "approvals",
+		Deliveries: []store.NewDelivery{{Channel: in.Channel, To: in.From, ApprovalIDs: ids}}}); err != nil {
+		s.log.Error("store an answer to an approval reply", "channel", in.Channel, "err", err)
+		return
+	}
+	if s.cfg.Notify != nil {
+		s.cfg.Notify()
+	}
+}
+
 // replyNotUnderstood sends at most one "did not understand" per address per
 // day, and only to the recipient the token was issued to.
 func (s *Service) replyNotUnderstood(ctx context.Context, in envelope.Inbound, bd *bound, now time.Time) {
@@ -482,9 +658,13 @@ func (s *Service) replyNotUnderstood(ctx context.Context, in envelope.Inbound, b
 	}
 	text := "Sorry, I did not understand your reply. Please answer with YES or NO on the first line (you may add a reason after it)."
 	if bd.code != "" {
-		// Not the code itself: this text is stored as an envelope, and
-		// the code is a credential kept only as a hash.
 		text = "Sorry, I did not understand. Reply YES or NO followed by the code in our message."
+		if bd.a.State == store.ApprovalPending && now.Before(bd.a.ExpiresAt) {
+			// The request again, its code rendered at send time: the code
+			// is a credential kept only as a hash, never in a stored text.
+			s.tell(ctx, in, "Sorry, I did not understand. Reply YES or NO followed by the code:", []*store.Approval{bd.a})
+			return
+		}
 	}
 	s.confirm(ctx, in, bd.b.Recipient, text)
 }

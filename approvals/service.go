@@ -60,6 +60,12 @@ type Config struct {
 	Rand        io.Reader
 	// Metrics, when set, count inbound outcomes.
 	Metrics *Metrics
+	// Notify, when set, is told when the Service stored a message for
+	// delivery itself (an answer to a mistyped code, which carries the
+	// approvals it is about so that the codes are rendered at send time):
+	// the dispatcher's Notify. Without it the dispatcher finds the message
+	// at its next look.
+	Notify func()
 }
 
 // Validate checks the configuration after defaults.
@@ -133,10 +139,12 @@ type Handoff interface {
 var _ Handoff = (*Injector)(nil)
 
 // Store is the part of the store a Service uses: the approvals, the
-// operator's view of their injections, and the envelopes that asked.
+// operator's view of their injections, the envelopes that asked, and the
+// ingest of the answers it stores itself.
 // Every store.Store is one.
 type Store interface {
 	store.Approvals
+	Ingest(ctx context.Context, in store.Ingest) (*store.IngestResult, error)
 	Injection(ctx context.Context, id string) (*store.Injection, error)
 	ListInjections(ctx context.Context, st string, limit int) ([]*store.Injection, error)
 	ReleaseInjection(ctx context.Context, claimed *store.Injection, at time.Time) error

@@ -26,7 +26,9 @@ import (
 //	      whatsapp: ["+15550002222"]         # our numbers (twilio.whatsapp_from)
 //	      allow: ["*@example.org", "+44*"]   # who may write (deny by default)
 //	      idle_timeout: 24h                  # an SMS/WhatsApp conversation stays open this long after its last message
-//	      max_turns: { per_minute: 10, per_hour: 100 }
+//	      max_turns: { per_minute: 10, per_hour: 100 }             # one conversation
+//	      max_turns_per_sender: { per_minute: 5, per_hour: 30 }    # one sender, across conversations and channels
+//	      max_turns_per_agent: { per_minute: 60, per_hour: 1000 }  # everyone writing to this agent
 //	      refuse_unknown: true               # one polite refusal a day to a sender not allowed
 //
 // Each allow entry is one of:
@@ -48,6 +50,12 @@ type InboundConfig struct {
 	Allow       []string       `yaml:"allow"`
 	IdleTimeout time.Duration  `yaml:"idle_timeout"`
 	MaxTurns    MaxTurnsConfig `yaml:"max_turns"`
+	// MaxTurnsPerSender and MaxTurnsPerAgent bound the turns one sender
+	// (across all their conversations) and all senders together may start:
+	// defaults 5/30 and 60/1000, each raised to at least max_turns (a
+	// conversation's own limit) when that is higher.
+	MaxTurnsPerSender MaxTurnsConfig `yaml:"max_turns_per_sender"`
+	MaxTurnsPerAgent  MaxTurnsConfig `yaml:"max_turns_per_agent"`
 	// RefuseUnknown: nil (unset) means true.
 	RefuseUnknown *bool `yaml:"refuse_unknown"`
 }
@@ -73,6 +81,14 @@ type Inbound struct {
 	RefuseUnknown        bool
 }
 
+// TurnLimits are an agent's flood limits across conversations, defaults
+// applied; its fields are those of conversations.TurnLimits, in the same
+// order, so one converts to the other.
+type TurnLimits struct {
+	SenderPerMinute, SenderPerHour int
+	AgentPerMinute, AgentPerHour   int
+}
+
 // Defaults and bounds of an inbound section.
 const (
 	defaultIdleTimeout   = 24 * time.Hour
@@ -80,6 +96,10 @@ const (
 	maxIdleTimeout       = 30 * 24 * time.Hour
 	defaultTurnsPerMin   = 10
 	defaultTurnsPerHour  = 100
+	defaultSenderPerMin  = 5
+	defaultSenderPerHour = 30
+	defaultAgentPerMin   = 60
+	defaultAgentPerHour  = 1000
 	maxTurnsPerMinute    = 1000
 	maxTurnsPerHour      = 60 * maxTurnsPerMinute
 	maxInboundAddresses  = 100  // per list (email, sms, whatsapp)
@@ -225,23 +245,59 @@ func (c *InboundConfig) resolve(report func(key, format string, args ...any)) In
 	if c.IdleTimeout != 0 && (c.IdleTimeout < minIdleTimeout || c.IdleTimeout > maxIdleTimeout) {
 		report("idle_timeout", "must be between 1m and 720h (30 days; 0: the default, 24h), got %s", c.IdleTimeout)
 	}
-	perMin, perHour := c.MaxTurns.PerMinute, c.MaxTurns.PerHour
+	checkTurns(report, "max_turns", c.MaxTurns, defaultTurnsPerMin, defaultTurnsPerHour)
+	checkTurns(report, "max_turns_per_sender", c.MaxTurnsPerSender, defaultSenderPerMin, defaultSenderPerHour)
+	checkTurns(report, "max_turns_per_agent", c.MaxTurnsPerAgent, defaultAgentPerMin, defaultAgentPerHour)
+	return out
+}
+
+// checkTurns checks one {per_minute, per_hour} pair of the section; zero
+// means the default given.
+func checkTurns(report func(key, format string, args ...any), key string, t MaxTurnsConfig, defMin, defHour int) {
+	perMin, perHour := t.PerMinute, t.PerHour
 	if perMin < 0 || perMin > maxTurnsPerMinute {
-		report("max_turns.per_minute", "must be between 1 and %d (0: the default, %d), got %d", maxTurnsPerMinute, defaultTurnsPerMin, perMin)
+		report(key+".per_minute", "must be between 1 and %d (0: the default, %d), got %d", maxTurnsPerMinute, defMin, perMin)
 	}
 	if perHour < 0 || perHour > maxTurnsPerHour {
-		report("max_turns.per_hour", "must be between 1 and %d (0: the default, %d), got %d", maxTurnsPerHour, defaultTurnsPerHour, perHour)
+		report(key+".per_hour", "must be between 1 and %d (0: the default, %d), got %d", maxTurnsPerHour, defHour, perHour)
 	}
-	if perMin >= 0 && perHour >= 0 && out.PerHour < out.PerMinute {
+	gotMin, gotHour := orDefault(perMin, defMin), orDefault(perHour, defHour)
+	if perMin >= 0 && perHour >= 0 && gotHour < gotMin {
 		what := func(set, n int) string {
 			if set == 0 {
 				return fmt.Sprintf("%d, the default", n)
 			}
 			return fmt.Sprint(n)
 		}
-		report("max_turns.per_hour", "must be at least per_minute: per_hour is %s, per_minute %s", what(perHour, out.PerHour), what(perMin, out.PerMinute))
+		report(key+".per_hour", "must be at least per_minute: per_hour is %s, per_minute %s", what(perHour, gotHour), what(perMin, gotMin))
 	}
-	return out
+}
+
+func orDefault(n, def int) int {
+	if n == 0 {
+		return def
+	}
+	return n
+}
+
+// turnLimits is the section's limits across conversations, defaults
+// applied. A limit left unset is never below a max_turns that is set: a
+// ceiling under what one conversation was allowed would leave that setting
+// without effect.
+func (c *InboundConfig) turnLimits() TurnLimits {
+	pick := func(set, def, floor int) int {
+		if set > 0 {
+			return set
+		}
+		return max(def, floor)
+	}
+	l := TurnLimits{
+		SenderPerMinute: pick(c.MaxTurnsPerSender.PerMinute, defaultSenderPerMin, c.MaxTurns.PerMinute),
+		SenderPerHour:   pick(c.MaxTurnsPerSender.PerHour, defaultSenderPerHour, c.MaxTurns.PerHour),
+	}
+	l.AgentPerMinute = pick(c.MaxTurnsPerAgent.PerMinute, defaultAgentPerMin, l.SenderPerMinute)
+	l.AgentPerHour = pick(c.MaxTurnsPerAgent.PerHour, defaultAgentPerHour, l.SenderPerHour)
+	return l
 }
 
 // checkInbound checks every agent's inbound section: its entries, its
@@ -388,6 +444,18 @@ func (c *Config) InboundAgents() map[string]Inbound {
 	for name, a := range c.Agents {
 		if a.Inbound != nil {
 			out[name] = a.Inbound.resolve(func(string, string, ...any) {})
+		}
+	}
+	return out
+}
+
+// InboundTurnLimits are the flood limits across conversations of each agent
+// that has an inbound section.
+func (c *Config) InboundTurnLimits() map[string]TurnLimits {
+	out := map[string]TurnLimits{}
+	for name, a := range c.Agents {
+		if a.Inbound != nil {
+			out[name] = a.Inbound.turnLimits()
 		}
 	}
 	return out

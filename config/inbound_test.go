@@ -245,7 +245,7 @@ func TestInboundBounds(t *testing.T) {
 		{"refuse_unknown: sometimes", `inbound.refuse_unknown: want true or false, got "sometimes"`},
 		{"allow: \"*\"", `inbound.allow: want a list, got "*"`},
 		{"sms: \"+15550001111\"", `inbound.sms: want a list, got "+15550001111"`},
-		{"mail: [x@example.org]", "inbound.mail: is not a known key (known keys here: email, sms, whatsapp, allow, idle_timeout, max_turns, refuse_unknown)"},
+		{"mail: [x@example.org]", "inbound.mail: is not a known key (known keys here: email, sms, whatsapp, allow, idle_timeout, max_turns, max_turns_per_sender, max_turns_per_agent, refuse_unknown)"},
 	} {
 		_, err := checkInboundYAML(t, agent+tc.yaml+" }\n")
 		switch {
@@ -270,5 +270,51 @@ func TestInboundBounds(t *testing.T) {
 	}
 	if in := cfg.InboundAgents(); !in["a"].RefuseUnknown || in["b"].RefuseUnknown {
 		t.Errorf("refuse_unknown: a %v, b %v", in["a"].RefuseUnknown, in["b"].RefuseUnknown)
+	}
+}
+
+func TestInboundTurnLimits(t *testing.T) {
+	limits := func(section string) (TurnLimits, error) {
+		raw := `
+api_keys: ["0123456789abcdef0123"]
+email: { from: agent@example.org, authserv_id: mx.example.org, smtp: {host: smtp.example.org, port: 587},
+  imap: {host: imap.example.org, username: u, password: p} }
+agents:
+  travel:
+    a2a_url: "http://127.0.0.1:9000/"
+    inbound: { email: [travel@example.org], allow: ["*"] ` + section + ` }
+`
+		cfg, err := Parse([]byte(raw), "test.yaml", func(string) string { return "" })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cfg.Validate(); err != nil {
+			return TurnLimits{}, err
+		}
+		return cfg.InboundTurnLimits()["travel"], nil
+	}
+	for _, tc := range []struct {
+		section string
+		want    TurnLimits
+	}{
+		{"", TurnLimits{5, 30, 60, 1000}},
+		{", max_turns: {per_minute: 3}", TurnLimits{5, 30, 60, 1000}},
+		{", max_turns: {per_minute: 100, per_hour: 2000}", TurnLimits{100, 2000, 100, 2000}},
+		{", max_turns_per_sender: {per_minute: 2, per_hour: 10}", TurnLimits{2, 10, 60, 1000}},
+		{", max_turns: {per_minute: 100}, max_turns_per_sender: {per_minute: 2}, max_turns_per_agent: {per_minute: 7, per_hour: 70}", TurnLimits{2, 30, 7, 70}},
+	} {
+		got, err := limits(tc.section)
+		if err != nil || got != tc.want {
+			t.Errorf("inbound%s: %+v, %v; want %+v", tc.section, got, err, tc.want)
+		}
+	}
+	for _, tc := range []struct{ section, problem string }{
+		{", max_turns_per_sender: {per_minute: -1}", "agents.travel.inbound.max_turns_per_sender.per_minute: must be between 1 and 1000"},
+		{", max_turns_per_agent: {per_hour: 70000}", "agents.travel.inbound.max_turns_per_agent.per_hour: must be between 1 and 60000"},
+		{", max_turns_per_sender: {per_minute: 40}", "agents.travel.inbound.max_turns_per_sender.per_hour: must be at least per_minute: per_hour is 30, the default, per_minute 40"},
+	} {
+		if _, err := limits(tc.section); err == nil || !strings.Contains(err.Error(), tc.problem) {
+			t.Errorf("inbound%s: %v, want %q", tc.section, err, tc.problem)
+		}
 	}
 }

@@ -39,9 +39,20 @@ type Sender interface {
 
 // MediaFetcher fetches a provider's media (Twilio MediaUrlN) with the
 // account's credentials, refusing any URL not on the provider's API host
-// and anything larger than max bytes. channels/twilio implements it.
+// and anything larger than max bytes. channels/twilio implements it. An
+// error that is a MediaFailure says whether a later try can succeed; any
+// other is taken as one that may.
 type MediaFetcher interface {
 	FetchMedia(ctx context.Context, url string, max int64) (data []byte, mediaType string, err error)
+}
+
+// MediaFailure is a MediaFetcher's error that says whether a later fetch
+// can succeed, and why this one failed in a few words fit for the agent
+// (no URL, no credential). *twilio.MediaError is one.
+type MediaFailure interface {
+	error
+	MediaPermanent() bool
+	MediaReason() string
 }
 
 // Enqueuer stores an answer for delivery the way every envelope is
@@ -57,6 +68,11 @@ type Enqueuer interface {
 type Config struct {
 	// Agents by name.
 	Agents map[string]AgentConfig
+	// TurnLimits are each agent's flood limits across its conversations,
+	// by agent name (agents.NAME.inbound.max_turns_per_sender and
+	// max_turns_per_agent). An agent not listed, and a zero field, take
+	// the defaults (DefaultTurnLimits).
+	TurnLimits map[string]TurnLimits
 	// OwnAddresses are our sending addresses (email from, reply_to): mail
 	// from them never starts turns.
 	OwnAddresses []string
@@ -81,6 +97,14 @@ type Config struct {
 	// Media fetches Twilio media when a turn is built (optional: without
 	// it, provider media is listed in the message's metadata only).
 	Media MediaFetcher
+	// MediaAttempts and MediaRetryFor bound the fetches of one media item
+	// that fail in a way a later try may fix (a 5xx, a timeout): the turn
+	// is retried, with its backoff, until the item failed MediaAttempts
+	// times (default 3) or MediaRetryFor passed since the message came
+	// (default 10m); then the turn goes on without it, saying so. A
+	// refusal (a 4xx, an address refused) gives up on the item at once.
+	MediaAttempts int
+	MediaRetryFor time.Duration
 
 	// The turn outbox worker. Zero values mean the defaults.
 	// Workers: concurrent turns (default 4). Lifetime: how long a turn is
@@ -123,6 +147,47 @@ type AgentConfig struct {
 	RefuseUnknown bool
 }
 
+// TurnLimits bound the turns an agent's inbound messages start across its
+// conversations, beside each conversation's own limits
+// (AgentConfig.PerMinute, PerHour): a message beyond one is recorded held,
+// with the limit in its reason, and starts nothing. A zero field takes
+// its default.
+type TurnLimits struct {
+	// SenderPerMinute and SenderPerHour bound the turns one sender starts
+	// with the agent, across all their conversations and channels (a sender
+	// is a normalised address or number: the same number on SMS and
+	// WhatsApp is one sender). Defaults 5 and 30.
+	SenderPerMinute, SenderPerHour int
+	// AgentPerMinute and AgentPerHour bound all the turns the agent's
+	// inbound messages start, whoever sends them. Defaults 60 and 1000.
+	AgentPerMinute, AgentPerHour int
+}
+
+// DefaultTurnLimits are the limits of an agent whose TurnLimits leave a
+// field zero.
+var DefaultTurnLimits = TurnLimits{SenderPerMinute: 5, SenderPerHour: 30, AgentPerMinute: 60, AgentPerHour: 1000}
+
+// withDefaults is l with every field that is not positive set to its
+// default.
+func (l TurnLimits) withDefaults() TurnLimits {
+	d := DefaultTurnLimits
+	pick := func(v, def int) int {
+		if v > 0 {
+			return v
+		}
+		return def
+	}
+	return TurnLimits{SenderPerMinute: pick(l.SenderPerMinute, d.SenderPerMinute), SenderPerHour: pick(l.SenderPerHour, d.SenderPerHour),
+		AgentPerMinute: pick(l.AgentPerMinute, d.AgentPerMinute), AgentPerHour: pick(l.AgentPerHour, d.AgentPerHour)}
+}
+
+// Names of the flood limits across conversations, as a held record's
+// reason gives them ("sender limit: 5 turns a minute").
+const (
+	limitSender = "sender limit"
+	limitAgent  = "agent limit"
+)
+
 // Transport is one way to reach an agent: {"smtp","mailto:…"},
 // {"sms","sms:+…"}, {"whatsapp","whatsapp:+…"}.
 type Transport struct {
@@ -133,6 +198,10 @@ type Transport struct {
 // ErrNotFound: no such inbound message, conversation, turn or attachment.
 // It also matches store.ErrNotFound.
 var ErrNotFound = fmt.Errorf("conversations: %w", store.ErrNotFound)
+
+// ErrNotHeld: ReleaseInbound of a message that is not held. It also
+// matches store.ErrBadState.
+var ErrNotHeld = fmt.Errorf("conversations: the message is not held: %w", store.ErrBadState)
 
 // ErrBadSignature: an attachment link whose signature is wrong or has
 // expired (which of the two is not said).
@@ -208,6 +277,12 @@ func New(cfg Config, st Store, dec Decider, ag Agent, send Sender, log *slog.Log
 	if cfg.Poll <= 0 {
 		cfg.Poll = 500 * time.Millisecond
 	}
+	if cfg.MediaAttempts <= 0 {
+		cfg.MediaAttempts = 3
+	}
+	if cfg.MediaRetryFor <= 0 {
+		cfg.MediaRetryFor = 10 * time.Minute
+	}
 	if cfg.Rand == nil {
 		cfg.Rand = rand.Reader
 	}
@@ -253,6 +328,11 @@ func New(cfg Config, st Store, dec Decider, ag Agent, send Sender, log *slog.Log
 		agents[name] = ac
 	}
 	r.cfg.Agents = agents
+	limits := make(map[string]TurnLimits, len(agents))
+	for name := range agents {
+		limits[name] = cfg.TurnLimits[name].withDefaults()
+	}
+	r.cfg.TurnLimits = limits
 	for _, a := range cfg.OwnAddresses {
 		r.own[normalise(envelope.ChannelEmail, a)] = true
 	}

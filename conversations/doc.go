@@ -7,7 +7,8 @@
 // webhook. It offers every message to approvals first (approvals always
 // win), routes the rest — to the thread it answers, else to the agent
 // whose inbound address it was sent to — checks the sender against the
-// agent's allow list and the conversation's turn limits, and records the
+// agent's allow list and the flood limits (the conversation's, the
+// sender's across their conversations, the agent's), and records the
 // message with its disposition and the turn it queues in one store
 // transaction before it answers: a channel acknowledges a message only
 // after that. Run is the turn outbox worker: it sends each turn to the
@@ -16,8 +17,8 @@
 // ordinary delivery carrying the conversation's Extra keys
 // (envelope.Extra*), which the channels use to thread the reply.
 //
-// Dispositions of inbound messages: approval, turn, held (over a turn
-// limit), rejected (not authenticated, not allowed, not a participant),
-// ignored (automatic mail, bounces, our own addresses), unrouted,
-// duplicate.
+// Dispositions of inbound messages: approval, turn, held (over a flood
+// limit; ReleaseInbound lets one start its turn), rejected (not
+// authenticated, not allowed, not a participant), ignored (automatic mail,
+// bounces, our own addresses), unrouted, duplicate.
 package conversations

@@ -21,6 +21,8 @@ import (
 	"github.com/cool-ai/beachd/internal/testkit/fakeclock"
 	"github.com/cool-ai/beachd/store"
 	"github.com/cool-ai/beachd/store/bolt"
+	"github.com/cool-ai/beachd/store/postgres"
+	"github.com/cool-ai/beachd/store/postgres/pgtest"
 	"github.com/cool-ai/beachd/store/storetest"
 )
 
@@ -67,7 +69,7 @@ type harness struct {
 	t       *testing.T
 	ctx     context.Context
 	path    string
-	db      *bolt.DB
+	db      store.Store
 	clock   *fakeclock.Clock
 	r       *Router
 	ag      Agent
@@ -89,6 +91,9 @@ type opts struct {
 	dbPath  string
 	clock   *fakeclock.Clock
 	noStore bool
+	// postgres: the store is PostgreSQL (a schema of its own on the test
+	// server) instead of a bbolt file.
+	postgres bool
 }
 
 const testKey = "0123456789abcdef0123456789abcdef"
@@ -117,7 +122,21 @@ func newHarness(t *testing.T, o opts) *harness {
 	if h.path == "" {
 		h.path = filepath.Join(t.TempDir(), "beachd.db")
 	}
-	h.db = storetest.OpenAt(t, h.path, bolt.Options{Now: h.clock.Now, MaxBatchDelay: time.Millisecond})
+	if o.postgres {
+		db, err := postgres.Open(ctx, pgtest.DSN(t), postgres.Options{Now: h.clock.Now})
+		if err != nil {
+			t.Fatalf("open postgres: %v", err)
+		}
+		t.Cleanup(func() {
+			if err := db.CheckInvariants(); err != nil {
+				t.Errorf("store invariants at the end of the test: %v", err)
+			}
+			db.Close()
+		})
+		h.db = db
+	} else {
+		h.db = storetest.OpenAt(t, h.path, bolt.Options{Now: h.clock.Now, MaxBatchDelay: time.Millisecond})
+	}
 	h.ag = o.agent
 	if h.ag == nil {
 		h.srv = agenttest.Start()

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -45,7 +46,13 @@ func (rt route) found() bool { return rt.agent != "" }
 //   - "not-understood" and "unknown-token" of an SMS or WhatsApp text go on
 //     when the message belongs to an open conversation or was sent to an
 //     agent's number: a person texting an agent writes digits and words
-//     that approvals tries as a code first;
+//     that approvals tries as a code first. Not a text that carried the
+//     right code of a request waiting for the sender (not-understood with
+//     an approval): it is about that request, and approvals answered it;
+//   - "wrong-code" (a text that reads as an answer, "YES 111111", from a
+//     number with requests waiting, whose code matches none) and
+//     "rate-limited" stay: approvals told the person about their requests,
+//     and the text is never also a chat turn;
 //   - "ignored" (auto-reply, bounce, a channel's own reason): disposition
 //     ignored, nothing more;
 //   - "duplicate" for a message this router has no record of: approvals
@@ -93,7 +100,7 @@ func (r *Router) HandleInbound(ctx context.Context, in envelope.Inbound) (envelo
 	switch ares.Outcome {
 	case "", approvals.OutcomeNoToken:
 	case approvals.OutcomeNotUnderstood, approvals.OutcomeUnknownToken:
-		if !textChannel(in.Channel) || !rt.found() {
+		if !textChannel(in.Channel) || !rt.found() || ares.ApprovalID != "" {
 			return r.recordApproval(ctx, in, rec, ares)
 		}
 	case approvals.OutcomeDuplicate:
@@ -146,6 +153,7 @@ func (r *Router) HandleInbound(ctx context.Context, in envelope.Inbound) (envelo
 			w.Record.To = rt.our
 			w.ThreadKey, w.IdleTimeout = rt.threadKey, ac.IdleTimeout
 			w.PerMinute, w.PerHour = ac.PerMinute, ac.PerHour
+			w.Limits = r.turnLimits(rt.agent, in.From)
 			w.ReleaseHeld = inboundOf(in.Channel).Window > 0
 			for _, id := range in.References {
 				if id = bareID(id); id != "" {
@@ -157,6 +165,59 @@ func (r *Router) HandleInbound(ctx context.Context, in envelope.Inbound) (envelo
 		}
 	}
 	return r.finish(ctx, in, w, rt, refuse)
+}
+
+// turnLimits are the flood limits across conversations a turn of agent
+// from sender counts against: the sender's, then the agent's.
+func (r *Router) turnLimits(agent, from string) []store.TurnLimit {
+	l := r.cfg.TurnLimits[agent]
+	return []store.TurnLimit{
+		{Key: store.SenderLimitKey(agent, from), PerMinute: l.SenderPerMinute, PerHour: l.SenderPerHour, Name: limitSender},
+		{Key: store.AgentLimitKey(agent), PerMinute: l.AgentPerMinute, PerHour: l.AgentPerHour, Name: limitAgent},
+	}
+}
+
+// heldBy names the limit a held record's reason gives: sender, agent or
+// conversation.
+func heldBy(reason string) string {
+	switch {
+	case strings.HasPrefix(reason, limitSender+":"):
+		return "sender"
+	case strings.HasPrefix(reason, limitAgent+":"):
+		return "agent"
+	}
+	return "conversation"
+}
+
+// ReleaseInbound lets a held message start its turn now (an operator's
+// decision: no flood limit applies to it). The record becomes a turn, its
+// reason keeps why it was held. ErrNotFound: no such message; ErrNotHeld:
+// it is not held.
+func (r *Router) ReleaseInbound(ctx context.Context, id string) (*store.InboundRecord, error) {
+	rec, err := r.db.InboundRecord(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("inbound %q: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if rec.Disposition != envelope.DispositionHeld {
+		return nil, fmt.Errorf("inbound %s is %s: %w", id, rec.Disposition, ErrNotHeld)
+	}
+	out, err := r.db.ReleaseInbound(ctx, id, store.Turn{ID: r.db.NewID("trn_"), Agent: rec.Agent,
+		MessageID: a2aMessageID(rec.Channel, rec.MessageID, rec.ID)}, r.cfg.Now())
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil, fmt.Errorf("inbound %q: %w", id, ErrNotFound)
+	case errors.Is(err, store.ErrBadState):
+		return nil, fmt.Errorf("inbound %s: %w", id, ErrNotHeld)
+	case err != nil:
+		return nil, err
+	}
+	r.log.Info("held conversation message released", "inbound_id", id, "conversation_id", out.Record.ConversationID,
+		"turn_id", out.Turn.ID, "agent", rec.Agent)
+	r.Wake()
+	return out.Record, nil
 }
 
 // finish writes the record and does what follows it.
@@ -175,7 +236,9 @@ func (r *Router) finish(ctx context.Context, in envelope.Inbound, w store.Inboun
 		"conversation_id", rec.ConversationID, "reason", rec.Reason}
 	switch rec.Disposition {
 	case envelope.DispositionHeld:
-		r.log.Warn("conversation message held: turn limit reached", attrs...)
+		limit := heldBy(rec.Reason)
+		r.cfg.Metrics.observeHeld(in.Channel, limit)
+		r.log.Warn("conversation message held: turn limit reached", append(attrs, "limit", limit)...)
 	case envelope.DispositionRejected:
 		r.log.Warn("conversation message rejected", attrs...)
 	default:

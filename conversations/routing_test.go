@@ -3,6 +3,7 @@ package conversations
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,12 +11,14 @@ import (
 	"github.com/cool-ai/beachd/store"
 )
 
-// fakeDecider answers every message with one approvals outcome.
+// fakeDecider answers every message with one approvals outcome;
+// "outcome@id" names approval id in it.
 type fakeDecider struct{ outcome string }
 
 func (f *fakeDecider) HandleInbound(ctx context.Context, in envelope.Inbound) (envelope.InboundResult, error) {
-	r := envelope.InboundResult{Outcome: f.outcome}
-	if f.outcome == "decided" {
+	outcome, id, _ := strings.Cut(f.outcome, "@")
+	r := envelope.InboundResult{Outcome: outcome, ApprovalID: id}
+	if outcome == "decided" {
 		r.ApprovalID = "apr_1"
 	}
 	return r, nil
@@ -52,6 +55,11 @@ func TestRoutingTable(t *testing.T) {
 		{"sms not understood to an agent number goes on", "not-understood", sms(nil), envelope.DispositionTurn},
 		{"sms unknown token to an agent number goes on", "unknown-token", sms(nil), envelope.DispositionTurn},
 		{"sms unknown token to another number stays", "unknown-token", sms(func(in *envelope.Inbound) { in.To = "+15559999999" }), "unknown-token"},
+		{"sms wrong code to an agent number stays", "wrong-code", sms(nil), "wrong-code"},
+		{"whatsapp wrong code to an agent number stays", "wrong-code", envelope.Inbound{Channel: "whatsapp", From: "+447700900002",
+			To: "+15550002222", Text: "YES 111111"}, "wrong-code"},
+		{"sms rate-limited to an agent number stays", "rate-limited", sms(nil), "rate-limited"},
+		{"sms right code without a decision stays", "not-understood@apr_1", sms(nil), "not-understood"},
 		{"approvals ignored", "ignored", email(nil), envelope.DispositionIgnored},
 		{"duplicate email without token goes on", "duplicate", email(nil), envelope.DispositionTurn},
 		{"duplicate email with a token stays", "duplicate", email(func(in *envelope.Inbound) { in.Token = "tok" }), "duplicate"},

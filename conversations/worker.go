@@ -230,21 +230,25 @@ func (r *Router) buildMessage(ctx context.Context, c *store.Conversation, rec *s
 	}
 	parts := agent.Parts{agent.TextPart(text, meta)}
 	var budget int64 = store.MaxInboundAttachmentBytes
+	var missing []missingAttachment
 	for i, a := range rec.Attachments {
-		if !a.Stored && a.URL != "" && r.cfg.Media != nil && budget > 0 {
-			data, mt, err := r.cfg.Media.FetchMedia(ctx, a.URL, budget)
-			if err != nil {
-				return nil, fmt.Errorf("fetch media %d of %s: %w", i, rec.ID, err)
-			}
-			if err := r.db.PutInboundAttachment(ctx, rec.ID, i, data); err != nil {
-				return nil, err
-			}
-			a.Stored, a.Size = true, int64(len(data))
-			if a.MediaType == "" {
-				a.MediaType = mt
+		if !a.Stored && a.URL != "" && a.Note == "" && r.cfg.Media != nil {
+			if budget <= 0 {
+				a.Note = "not fetched: the message's other attachments reached the 25 MiB bound"
+			} else {
+				fetched, err := r.fetchMedia(ctx, rec, t, i, &a, budget)
+				if err != nil {
+					return nil, err
+				}
+				if fetched {
+					a.Stored = true
+				}
 			}
 		}
 		if !a.Stored {
+			if a.Note != "" {
+				missing = append(missing, missingAttachment{Index: i, Filename: a.Filename, MediaType: a.MediaType, Reason: a.Note})
+			}
 			continue
 		}
 		budget -= a.Size
@@ -263,13 +267,98 @@ func (r *Router) buildMessage(ctx context.Context, c *store.Conversation, rec *s
 		}
 		parts = append(parts, p)
 	}
+	if len(missing) > 0 {
+		parts = append(parts, agent.TextPart(missingText(missing, len(rec.Attachments)), map[string]any{"beachNote": "attachments-missing"}))
+	}
 	beach := map[string]any{"channel": rec.Channel, "from": rec.From, "to": c.OurAddress, "conversationId": c.ID,
 		"messageId": rec.MessageID}
 	if rec.Subject != "" {
 		beach["subject"] = rec.Subject
 	}
+	if len(missing) > 0 {
+		beach["attachmentsMissing"] = missing
+	}
 	return &agent.Message{MessageID: t.MessageID, ContextID: c.ID, Role: agent.RoleUser, Parts: parts,
 		Metadata: map[string]any{"beach": beach}}, nil
+}
+
+// missingAttachment is an attachment a turn goes without, as the turn's
+// metadata (beach.attachmentsMissing) lists it.
+type missingAttachment struct {
+	Index     int    `json:"index"`
+	Filename  string `json:"filename,omitempty"`
+	MediaType string `json:"mediaType,omitempty"`
+	Reason    string `json:"reason"`
+}
+
+// missingText is the note a turn carries, after the person's text, about
+// the attachments it goes without.
+func missingText(missing []missingAttachment, total int) string {
+	var b strings.Builder
+	for i, m := range missing {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		what := m.Filename
+		if what == "" {
+			what = m.MediaType
+		}
+		if what == "" {
+			what = "no name"
+		}
+		fmt.Fprintf(&b, "[Attachment %d of %d (%s) is not included: %s.]", m.Index+1, total, what, m.Reason)
+	}
+	return b.String()
+}
+
+// fetchMedia fetches attachment i of rec from its provider URL into the
+// store and sets a's size and media type; it reports whether it fetched
+// it. A failure that no later fetch can mend (a 4xx, a refused address,
+// too large) is noted on the attachment, and the turn goes on without it.
+// Another failure (a 5xx, a timeout) is counted and returned, so that the
+// turn is retried with its backoff, until the item failed MediaAttempts
+// times or MediaRetryFor has passed since the message came: then it is
+// noted as well and the turn goes on without it.
+func (r *Router) fetchMedia(ctx context.Context, rec *store.InboundRecord, t *store.Turn, i int, a *store.AttachmentInfo, budget int64) (bool, error) {
+	data, mt, err := r.cfg.Media.FetchMedia(ctx, a.URL, budget)
+	if err == nil {
+		if err := r.db.PutInboundAttachment(ctx, rec.ID, i, data); err != nil {
+			return false, err
+		}
+		a.Size = int64(len(data))
+		if a.MediaType == "" {
+			a.MediaType = mt
+		}
+		return true, nil
+	}
+	if ctx.Err() != nil {
+		return false, err // shutting down: the turn is taken again
+	}
+	reason, permanent := "the fetch failed", false
+	var mf MediaFailure
+	if errors.As(err, &mf) {
+		reason, permanent = mf.MediaReason(), mf.MediaPermanent()
+	}
+	failures := a.FetchFailures + 1
+	note := ""
+	switch {
+	case permanent:
+		note = "could not be fetched: " + reason
+	case failures >= r.cfg.MediaAttempts || !r.cfg.Now().Before(rec.ReceivedAt.Add(r.cfg.MediaRetryFor)):
+		note = fmt.Sprintf("could not be fetched: %s (%d tries)", reason, failures)
+	}
+	if nerr := r.db.NoteInboundAttachment(ctx, rec.ID, i, failures, note); nerr != nil {
+		return false, nerr
+	}
+	a.FetchFailures = failures
+	attrs := []any{"inbound_id", rec.ID, "turn_id", t.ID, "attachment", i, "failures", failures, "err", err}
+	if note == "" {
+		r.log.Warn("conversation media fetch failed; the turn will try again", attrs...)
+		return false, fmt.Errorf("fetch media %d of %s (try %d of %d): %w", i, rec.ID, failures, r.cfg.MediaAttempts, err)
+	}
+	r.log.Warn("conversation media not fetched; the turn goes on without it", append(attrs, "reason", reason)...)
+	a.Note = note
+	return false, nil
 }
 
 // answer ingests the agent's answer as one delivery to the conversation:

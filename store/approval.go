@@ -165,4 +165,17 @@ type CodeResult struct {
 	// Wrong is the highest count of wrong codes among Number's pending
 	// approvals after this attempt (0 when it matched).
 	Wrong int
+	// Pending lists, after a wrong code, every approval pending for Number
+	// on Channel with its counter after this attempt, by approval id: the
+	// requests the person may have meant (empty when none is pending).
+	Pending []PendingCode
+}
+
+// PendingCode is one approval pending for a number, as a wrong code found
+// it.
+type PendingCode struct {
+	ApprovalID string
+	Counter    Counter
+	// LockedNow: this attempt locked the approval's code for the number.
+	LockedNow bool
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/binary"
 	"encoding/hex"
+	"fmt"
 	"slices"
 	"time"
 )
@@ -77,4 +78,89 @@ type ConversationMessage struct {
 	At        time.Time
 	Direction string // "in" or "out"
 	ID        string // inbound id or delivery id
+}
+
+// TurnLimit is a flood limit across conversations that an inbound turn
+// counts against: every turn queued under Key (one sender's turns with an
+// agent, all the turns of an agent) within the last minute and the last
+// hour. RecordInbound checks it, and counts the turn, in the transaction
+// that records the message, so that messages at once, on any replica,
+// cannot get past it.
+type TurnLimit struct {
+	// Key names the counter ("sender\x00agent\x00address", "agent\x00agent":
+	// SenderLimitKey, AgentLimitKey); at most MaxKey bytes.
+	Key string
+	// PerMinute and PerHour bound the turns counted under Key (0: no bound).
+	PerMinute, PerHour int
+	// Name says which limit it is in a held record's reason: "sender limit"
+	// gives "sender limit: 5 turns a minute".
+	Name string
+}
+
+// SenderLimitKey is the TurnLimit key of one sender's turns with an agent,
+// across its conversations and channels (from is the normalised address or
+// number: the same number on SMS and WhatsApp is one sender).
+func SenderLimitKey(agent, from string) string { return "sender\x00" + agent + "\x00" + from }
+
+// AgentLimitKey is the TurnLimit key of all the turns an agent's inbound
+// messages start.
+func AgentLimitKey(agent string) string { return "agent\x00" + agent }
+
+// RecentTurnWindow is how long a flood limit remembers a turn: the longest
+// of its windows, an hour.
+const RecentTurnWindow = time.Hour
+
+// MaxLimitTurns bounds the turn times one TurnLimit keeps: a limit of more
+// turns an hour than this counts at most this many.
+const MaxLimitTurns = 100_000
+
+// TrimTurns drops from recent (oldest first) the turn times that no longer
+// count at now, and says how many fall in the last minute.
+func TrimTurns(recent []time.Time, now time.Time) (kept []time.Time, lastMinute int) {
+	kept = recent[:0:0]
+	for _, t := range recent {
+		if now.Sub(t) < RecentTurnWindow {
+			kept = append(kept, t)
+			if now.Sub(t) < time.Minute {
+				lastMinute++
+			}
+		}
+	}
+	return kept, lastMinute
+}
+
+// LimitReason is why a flood limit holds a turn, or "" when the limit lets
+// it through: lastMinute and lastHour turns already counted, against
+// perMinute and perHour (0: no bound). name "sender limit" gives "sender
+// limit: 5 turns a minute".
+func LimitReason(name string, perMinute, perHour, lastMinute, lastHour int) string {
+	switch {
+	case perMinute > 0 && lastMinute >= perMinute:
+		return fmt.Sprintf("%s: %d turns a minute", name, perMinute)
+	case perHour > 0 && lastHour >= perHour:
+		return fmt.Sprintf("%s: %d turns an hour", name, perHour)
+	}
+	return ""
+}
+
+// AddTurn appends a turn at now to recent, keeping at most max times (the
+// latest).
+func AddTurn(recent []time.Time, now time.Time, max int) []time.Time {
+	recent = append(recent, now)
+	if len(recent) > max {
+		recent = recent[len(recent)-max:]
+	}
+	return recent
+}
+
+// ConversationLimitReason is why a conversation's own turn limits hold a
+// turn ("" when they do not).
+func ConversationLimitReason(perMinute, perHour, lastMinute, lastHour int) string {
+	switch {
+	case perMinute > 0 && lastMinute >= perMinute:
+		return fmt.Sprintf("more than %d turns a minute in this conversation", perMinute)
+	case perHour > 0 && lastHour >= perHour:
+		return fmt.Sprintf("more than %d turns an hour in this conversation", perHour)
+	}
+	return ""
 }

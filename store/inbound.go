@@ -15,8 +15,12 @@ type AttachmentInfo struct {
 	URL string `json:"url,omitempty"`
 	// Stored: the bytes are stored beside the record.
 	Stored bool `json:"stored,omitempty"`
-	// Note says why the bytes are not kept (over the bound).
+	// Note says why the bytes are not kept (over the bound) or could not be
+	// fetched: the turn goes to the agent without them, saying so.
 	Note string `json:"note,omitempty"`
+	// FetchFailures counts the fetches of URL that failed and may succeed
+	// later (a provider's 5xx, a timeout).
+	FetchFailures int `json:"fetchFailures,omitempty"`
 }
 
 // InboundRecord is one inbound message and what beachd made of it.
@@ -61,6 +65,11 @@ type InboundWrite struct {
 	Turn *Turn
 	// PerMinute and PerHour are the conversation's turn limits (0: none).
 	PerMinute, PerHour int
+	// Limits are the flood limits across conversations the turn counts
+	// against too (a sender's, the agent's), checked in order after the
+	// conversation's. A turn any limit holds is counted by none; one they
+	// all let through is counted by each.
+	Limits []TurnLimit
 	// ThreadKey indexes an SMS/WhatsApp conversation by (channel, our
 	// number, their number); IdleTimeout is how long it stays open.
 	ThreadKey   string
@@ -72,6 +81,10 @@ type InboundWrite struct {
 	// join the conversation's chain before its own Message-ID.
 	References []string
 }
+
+// ReleasedBy is how a released record's reason begins: an operator let a
+// held message start its turn ("released by an operator; held: <why>").
+const ReleasedBy = "released by an operator"
 
 // InboundWritten is what RecordInbound stored.
 type InboundWritten struct {

@@ -112,12 +112,21 @@ type Conversations interface {
 	InboundRecord(ctx context.Context, id string) (*InboundRecord, error)
 	InboundAttachment(ctx context.Context, id string, n int) ([]byte, error)
 	PutInboundAttachment(ctx context.Context, id string, n int, data []byte) error
+	// NoteInboundAttachment records a failed fetch of attachment n's URL:
+	// failures is its FetchFailures now, note (when not "") why the bytes
+	// will not be fetched. ErrNotFound: no such record or attachment.
+	NoteInboundAttachment(ctx context.Context, id string, n int, failures int, note string) error
 	ListInboundRecords(ctx context.Context, before string, limit, scan int, keep func(*InboundRecord) bool) ([]*InboundRecord, error)
 	Conversation(ctx context.Context, id string) (*Conversation, error)
 	ListConversations(ctx context.Context, before string, limit, scan int, keep func(*Conversation) bool) ([]*Conversation, error)
 	ConversationByThread(ctx context.Context, key string) (*Conversation, error)
 	ConversationByMessageID(ctx context.Context, msgID string) (*Conversation, error)
 	ConversationMessages(ctx context.Context, id string, limit int) ([]ConversationMessage, error)
+	// ReleaseInbound queues turn for a held inbound message (an operator's
+	// decision: no flood limit applies) and marks the record a turn, in one
+	// transaction. ErrNotFound: no such record; ErrBadState: the record is
+	// not held, or belongs to no conversation.
+	ReleaseInbound(ctx context.Context, id string, turn Turn, at time.Time) (*InboundWritten, error)
 }
 
 // Turns are the outbox of agent turns started by inbound messages.

@@ -353,8 +353,8 @@ type DevReplyResult struct {
 	ButtonPayload string `json:"buttonPayload,omitempty"`
 	// Outcome: decided, duplicate, no-token, unknown-token, wrong-sender,
 	// quarantined, not-understood, already-decided, expired, ignored,
-	// opt-out, opt-in or rate-limited (approvals); turn, rejected, held or
-	// unrouted (conversations).
+	// opt-out, opt-in, rate-limited or wrong-code (approvals); turn,
+	// rejected, held or unrouted (conversations).
 	Outcome    string `json:"outcome"`
 	ApprovalID string `json:"approvalId,omitempty"`
 	Decision   string `json:"decision,omitempty"`
@@ -379,8 +379,9 @@ var devOutcomeWhy = map[string]string{
 	"opt-out":                    "a carrier opt-out keyword: nothing more is sent to this number until it opts in",
 	"opt-in":                     "a carrier opt-in keyword",
 	"rate-limited":               "too many wrong codes from this number: it is locked for a while",
+	"wrong-code":                 "the reply reads as an answer, but its code matches none of the approvals waiting for this number: the number is told so, with their codes",
 	envelope.DispositionRejected: "the sender may not write to this agent (agents.<name>.inbound.allow), or wrote too often",
-	envelope.DispositionHeld:     "the message was held for an operator to look at",
+	envelope.DispositionHeld:     "a flood limit held the message (too many turns from this sender, this conversation or for this agent); an operator may release it",
 	envelope.DispositionUnrouted: "no agent has this number among its inbound numbers, and the message answers no approval or conversation",
 }
 
@@ -393,10 +394,15 @@ type DevMediaFetcher struct {
 	Client *http.Client
 }
 
-// FetchMedia returns the bytes at u and their media type.
+// FetchMedia returns the bytes at u and their media type. Its errors are
+// *MediaError, as the real fetcher's: a 4xx other than 408 and 429, a URL
+// that is not http(s) and media over max are permanent.
 func (f DevMediaFetcher) FetchMedia(ctx context.Context, u string, max int64) ([]byte, string, error) {
+	fail := func(permanent bool, reason string, status int, err error) ([]byte, string, error) {
+		return nil, "", &MediaError{Status: status, Permanent: permanent, Reason: reason, Err: err}
+	}
 	if !devHTTPURL(u) {
-		return nil, "", fmt.Errorf("dev media: %q is not an absolute http(s) URL", devURLForError(u))
+		return fail(true, "its address is not an http(s) URL", 0, fmt.Errorf("dev media: %q is not an absolute http(s) URL", devURLForError(u)))
 	}
 	hc := f.Client
 	if hc == nil {
@@ -404,22 +410,24 @@ func (f DevMediaFetcher) FetchMedia(ctx context.Context, u string, max int64) ([
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return nil, "", fmt.Errorf("dev media: %w", err)
+		return fail(true, "its address is not a valid URL", 0, fmt.Errorf("dev media: %w", err))
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return nil, "", fmt.Errorf("dev media: %w", err)
+		return fail(false, "the fetch failed (network)", 0, fmt.Errorf("dev media: %w", err))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, "", fmt.Errorf("dev media %s: status %d", devURLForError(u), resp.StatusCode)
+		perm := resp.StatusCode >= 400 && resp.StatusCode < 500 && resp.StatusCode != http.StatusRequestTimeout && resp.StatusCode != http.StatusTooManyRequests
+		return fail(perm, fmt.Sprintf("the media host answered HTTP %d", resp.StatusCode), resp.StatusCode,
+			fmt.Errorf("dev media %s: status %d", devURLForError(u), resp.StatusCode))
 	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
 	if err != nil {
-		return nil, "", fmt.Errorf("dev media %s: %w", devURLForError(u), err)
+		return fail(false, "the fetch failed (network)", 0, fmt.Errorf("dev media %s: %w", devURLForError(u), err))
 	}
 	if int64(len(b)) > max {
-		return nil, "", fmt.Errorf("dev media %s: larger than %d bytes", devURLForError(u), max)
+		return fail(true, "it is larger than allowed", 0, fmt.Errorf("dev media %s: larger than %d bytes", devURLForError(u), max))
 	}
 	return b, cmp.Or(resp.Header.Get("Content-Type"), "application/octet-stream"), nil
 }

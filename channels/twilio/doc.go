@@ -52,7 +52,9 @@
 // Client.FetchMedia downloads such media later: only from Twilio's API
 // host, with the account's credentials, following Twilio's redirect to its
 // media store through the guarded fetch client without them, bounded in
-// size and time. A MessageSid seen before has no second effect.
+// size and time; its errors (MediaError) say whether a later try could
+// fetch the media (a 5xx, a timeout) or not (a 4xx, a refused address).
+// A MessageSid seen before has no second effect.
 // STOP-family words opt the number out of further sends on that channel;
 // START and UNSTOP opt it back in. Neither is ever a decision.
 //

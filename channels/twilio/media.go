@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"mime"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -79,8 +80,17 @@ func parseMediaURL(raw string) (*url.URL, bool) {
 // carries no credentials, https only (http only when the API base itself
 // is plain http, a local test double). A Content-Type that is missing,
 // unreadable or application/octet-stream is sniffed from the bytes; one
-// that is still not type/subtype fails with ErrMediaType.
+// that is still not type/subtype fails with ErrMediaType. Every error is
+// a *MediaError, which says whether a later try could succeed.
 func (c *Client) FetchMedia(ctx context.Context, rawURL string, max int64) ([]byte, string, error) {
+	data, mt, err := c.fetchMedia(ctx, rawURL, max)
+	if err != nil {
+		return nil, "", classifyMedia(err)
+	}
+	return data, mt, nil
+}
+
+func (c *Client) fetchMedia(ctx context.Context, rawURL string, max int64) ([]byte, string, error) {
 	if max <= 0 {
 		max = DefaultMediaMax
 	}
@@ -113,14 +123,15 @@ func (c *Client) FetchMedia(ctx context.Context, rawURL string, max int64) ([]by
 	if err != nil {
 		return nil, "", fmt.Errorf("twilio media: fetch %s: %w", u.Redacted(), err)
 	}
+	host := "Twilio"
 	if loc := resp.Header.Get("Location"); isRedirect(resp.StatusCode) && loc != "" {
 		resp.Body.Close()
 		next, err := u.Parse(loc)
 		if err != nil {
-			return nil, "", fmt.Errorf("twilio media: redirect to an unreadable location: %w", err)
+			return nil, "", fmt.Errorf("%w: twilio media: redirect to an unreadable location: %w", errMediaRedirect, err)
 		}
 		if next.Scheme != "https" && !(next.Scheme == "http" && c.base.Scheme == "http") {
-			return nil, "", fmt.Errorf("twilio media: redirect to %s://%s refused: https only", next.Scheme, next.Host)
+			return nil, "", fmt.Errorf("%w: twilio media: redirect to %s://%s refused: https only", errMediaRedirect, next.Scheme, next.Host)
 		}
 		// A new request, without credentials: Twilio's media store is
 		// reached by the signed URL Twilio redirected to.
@@ -131,11 +142,13 @@ func (c *Client) FetchMedia(ctx context.Context, rawURL string, max int64) ([]by
 		if err != nil {
 			return nil, "", fmt.Errorf("twilio media: fetch from the media store %s: %w", next.Host, err)
 		}
+		host = "Twilio's media store"
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return nil, "", fmt.Errorf("twilio media: %s answered HTTP %d: %s", resp.Request.URL.Host, resp.StatusCode, truncate(strings.TrimSpace(string(b)), 200))
+		return nil, "", &mediaStatus{host: host, status: resp.StatusCode, err: fmt.Errorf("twilio media: %s answered HTTP %d: %s",
+			resp.Request.URL.Host, resp.StatusCode, truncate(strings.TrimSpace(string(b)), 200))}
 	}
 	if resp.ContentLength > max {
 		return nil, "", fmt.Errorf("%w: %d bytes, at most %d", ErrMediaTooLarge, resp.ContentLength, max)
@@ -155,6 +168,82 @@ func (c *Client) FetchMedia(ctx context.Context, rawURL string, max int64) ([]by
 		return nil, "", err
 	}
 	return data, mt, nil
+}
+
+// errMediaRedirect marks a redirect FetchMedia refuses to follow.
+var errMediaRedirect = errors.New("redirect refused")
+
+// mediaStatus is an answer other than 200 from the API host or the media
+// store.
+type mediaStatus struct {
+	host   string // "Twilio" or "Twilio's media store"
+	status int
+	err    error
+}
+
+func (e *mediaStatus) Error() string { return e.err.Error() }
+
+// MediaError is every error of FetchMedia. Permanent says no later try can
+// fetch this media: the URL or a redirect is refused, the address a
+// redirect names is refused by the fetch client, the media is too large or
+// has no usable type, or the host answered a 4xx other than 408 and 429
+// (401, 403, 404, 410: the media is gone, or these credentials may not
+// have it). A 5xx, 408, 429, a timeout or a connection failure is
+// temporary. Reason is a short description for a person — no URL, no
+// credential, nothing of the answer's body.
+type MediaError struct {
+	// Status is the HTTP status answered (0 when the failure is not one).
+	Status int
+	// Permanent: no retry can fetch this media.
+	Permanent bool
+	// Reason says what went wrong in a few words.
+	Reason string
+	Err    error
+}
+
+func (e *MediaError) Error() string { return e.Err.Error() }
+func (e *MediaError) Unwrap() error { return e.Err }
+
+// MediaPermanent reports whether no retry can fetch the media.
+func (e *MediaError) MediaPermanent() bool { return e.Permanent }
+
+// MediaReason is Reason.
+func (e *MediaError) MediaReason() string { return e.Reason }
+
+// isTimeout reports a network error that is a timeout.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// classifyMedia wraps a FetchMedia failure in a MediaError.
+func classifyMedia(err error) *MediaError {
+	me := &MediaError{Err: err}
+	var st *mediaStatus
+	switch {
+	case errors.As(err, &st):
+		me.Status = st.status
+		me.Permanent = st.status >= 400 && st.status < 500 && st.status != http.StatusRequestTimeout && st.status != http.StatusTooManyRequests
+		me.Reason = fmt.Sprintf("%s answered HTTP %d", st.host, st.status)
+		if t := http.StatusText(st.status); t != "" {
+			me.Reason += " (" + t + ")"
+		}
+	case errors.Is(err, ErrMediaURL):
+		me.Permanent, me.Reason = true, "its address is not a media URL of this Twilio account"
+	case errors.Is(err, errMediaRedirect):
+		me.Permanent, me.Reason = true, "Twilio redirected it to an address beachd does not follow"
+	case errors.Is(err, fetch.ErrRefused), errors.Is(err, fetch.ErrTooManyRedirects):
+		me.Permanent, me.Reason = true, "the media store's address was refused"
+	case errors.Is(err, ErrMediaTooLarge):
+		me.Permanent, me.Reason = true, "it is larger than allowed"
+	case errors.Is(err, ErrMediaType):
+		me.Permanent, me.Reason = true, "it has no usable media type"
+	case errors.Is(err, context.DeadlineExceeded), isTimeout(err):
+		me.Reason = "no answer in time"
+	default:
+		me.Reason = "the fetch failed (network)"
+	}
+	return me
 }
 
 func isRedirect(status int) bool {

@@ -294,3 +294,106 @@ func TestFetchMediaErrors(t *testing.T) {
 		}
 	})
 }
+
+// Every FetchMedia error is a MediaError that says whether a later try can
+// fetch the media: a 4xx (but 408 and 429) from Twilio or its media store,
+// a refused URL or redirect, too large: permanent; a 5xx, 408, 429 or no
+// answer: temporary. Its reason names no URL and nothing of the body.
+func TestFetchMediaErrorsSayWhetherToRetry(t *testing.T) {
+	ctx := context.Background()
+	status := func(where string, code int) func(p *mediaPeers) {
+		return func(p *mediaPeers) {
+			h := func(w http.ResponseWriter, r *http.Request) {
+				http.Error(w, `{"code":20404,"message":"secret-body","status":`+fmt.Sprint(code)+`}`, code)
+			}
+			if where == "api" {
+				p.direct = h
+			} else {
+				p.serve = h
+			}
+		}
+	}
+	cases := []struct {
+		name      string
+		setup     func(p *mediaPeers)
+		url       func(p *mediaPeers) string
+		status    int
+		permanent bool
+		reason    string
+	}{
+		{"API 401", status("api", 401), nil, 401, true, "Twilio answered HTTP 401 (Unauthorized)"},
+		{"API 403", status("api", 403), nil, 403, true, "Twilio answered HTTP 403 (Forbidden)"},
+		{"API 404", status("api", 404), nil, 404, true, "Twilio answered HTTP 404 (Not Found)"},
+		{"API 410", status("api", 410), nil, 410, true, "Twilio answered HTTP 410 (Gone)"},
+		{"API 500", status("api", 500), nil, 500, false, "Twilio answered HTTP 500 (Internal Server Error)"},
+		{"API 503", status("api", 503), nil, 503, false, "Twilio answered HTTP 503 (Service Unavailable)"},
+		{"API 429", status("api", 429), nil, 429, false, "Twilio answered HTTP 429 (Too Many Requests)"},
+		{"API 408", status("api", 408), nil, 408, false, "Twilio answered HTTP 408 (Request Timeout)"},
+		{"media store 403", status("store", 403), nil, 403, true, "Twilio's media store answered HTTP 403 (Forbidden)"},
+		{"media store 404", status("store", 404), nil, 404, true, "Twilio's media store answered HTTP 404 (Not Found)"},
+		{"media store 502", status("store", 502), nil, 502, false, "Twilio's media store answered HTTP 502 (Bad Gateway)"},
+		{"a URL off Twilio", nil, func(p *mediaPeers) string { return "https://evil.example.org" + mediaPath }, 0, true,
+			"its address is not a media URL of this Twilio account"},
+		{"a redirect to ftp", func(p *mediaPeers) {
+			p.direct = func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Location", "ftp://media.example.org/x")
+				w.WriteHeader(http.StatusFound)
+			}
+		}, nil, 0, true, "Twilio redirected it to an address beachd does not follow"},
+		{"too large", func(p *mediaPeers) {
+			p.serve = func(w http.ResponseWriter, r *http.Request) { w.Write(bytes.Repeat([]byte("x"), 100)) }
+		}, nil, 0, true, "it is larger than allowed"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := newMediaPeers(t)
+			if c.setup != nil {
+				c.setup(p)
+			}
+			u := p.api.URL + mediaPath
+			if c.url != nil {
+				u = c.url(p)
+			}
+			_, _, err := mediaClient(t, p).FetchMedia(ctx, u, 50)
+			var me *MediaError
+			if !errors.As(err, &me) {
+				t.Fatalf("err %v (%T), want a *MediaError", err, err)
+			}
+			if me.Status != c.status || me.Permanent != c.permanent || me.Reason != c.reason {
+				t.Fatalf("status %d permanent %v reason %q; want %d %v %q", me.Status, me.Permanent, me.Reason, c.status, c.permanent, c.reason)
+			}
+			if me.MediaPermanent() != c.permanent || me.MediaReason() != c.reason {
+				t.Fatal("the MediaPermanent/MediaReason methods disagree with the fields")
+			}
+			if strings.Contains(me.Reason, "secret-body") || strings.Contains(me.Reason, "http") || strings.Contains(me.Reason, testAccount) {
+				t.Fatalf("reason %q carries the body, a URL or the account", me.Reason)
+			}
+		})
+	}
+	t.Run("the guarded client refuses the media store's address", func(t *testing.T) {
+		p := newMediaPeers(t)
+		_, _, err := newTestClient(t, p.api.URL, 5*time.Second).FetchMedia(ctx, p.api.URL+mediaPath, 0)
+		var me *MediaError
+		if !errors.As(err, &me) || !me.Permanent || !errors.Is(err, fetch.ErrRefused) {
+			t.Fatalf("err %v", err)
+		}
+	})
+	t.Run("no answer in time is temporary", func(t *testing.T) {
+		p := newMediaPeers(t)
+		release := make(chan struct{})
+		defer close(release)
+		p.serve = func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}
+		cctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		defer cancel()
+		_, _, err := mediaClient(t, p).FetchMedia(cctx, p.api.URL+mediaPath, 0)
+		var me *MediaError
+		if !errors.As(err, &me) || me.Permanent || me.Reason != "no answer in time" {
+			t.Fatalf("err %v (%+v)", err, me)
+		}
+	})
+}

@@ -18,8 +18,27 @@ import (
 
 // InboundCmd shows what beachd makes of inbound messages.
 type InboundCmd struct {
-	Parse InboundParseCmd `cmd:"" help:"Parse a raw reply (RFC 5322, from a file or stdin) and print what beachd makes of it, as JSON."`
-	List  InboundListCmd  `cmd:"" help:"List the inbound messages a running beachd received, newest first, with what became of each (approval, turn, rejected, …)."`
+	Parse   InboundParseCmd   `cmd:"" help:"Parse a raw reply (RFC 5322, from a file or stdin) and print what beachd makes of it, as JSON."`
+	List    InboundListCmd    `cmd:"" help:"List the inbound messages a running beachd received, newest first, with what became of each (approval, turn, rejected, …)."`
+	Release InboundReleaseCmd `cmd:"" help:"Let a message a flood limit held (inb_…) start its turn now, whatever the limits."`
+}
+
+// InboundReleaseCmd releases a held inbound message.
+type InboundReleaseCmd struct {
+	apiFlags
+	ID string `arg:"" help:"The held message (inb_…)."`
+}
+
+// Run releases the message.
+func (c *InboundReleaseCmd) Run(g *globals) error {
+	var out struct {
+		Inbound api.InboundItem `json:"inbound"`
+	}
+	if err := c.call("POST", "/v1/inbound/release/"+url.PathEscape(c.ID), nil, &out); err != nil {
+		return err
+	}
+	fmt.Fprintf(g.stdout, "%s released: turn %s goes to %s now\n", out.Inbound.ID, out.Inbound.TurnID, out.Inbound.Agent)
+	return nil
 }
 
 // InboundListCmd lists inbound messages of a running beachd.

@@ -151,6 +151,7 @@ func (a *app) wireApprovals() error {
 		MaxWrongCodes: cfg.MaxWrongCodes,
 		Now:           a.now,
 		Metrics:       metrics,
+		Notify:        lateNotifier{a}.Notify,
 	}, a.db, enq, inj, log)
 	if err != nil {
 		return err

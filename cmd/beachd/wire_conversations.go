@@ -33,8 +33,11 @@ func (a *app) wireConversations() error {
 		return errors.New("conversations need approvals and the agent client")
 	}
 	agents := make(map[string]conversations.AgentConfig, len(inbound))
+	limits := make(map[string]conversations.TurnLimits, len(inbound))
+	turnLimits := a.cfg.InboundTurnLimits()
 	for name, in := range inbound {
 		agents[name] = conversations.AgentConfig(in)
+		limits[name] = conversations.TurnLimits(turnLimits[name])
 	}
 	metrics, err := conversations.NewMetrics(a.metrics)
 	if err != nil {
@@ -42,6 +45,7 @@ func (a *app) wireConversations() error {
 	}
 	r, err := conversations.New(conversations.Config{
 		Agents:            agents,
+		TurnLimits:        limits,
 		OwnAddresses:      a.cfg.InboundOwnAddresses(),
 		Now:               a.now,
 		AttachmentURLBase: a.cfg.PublicURL,
@@ -138,15 +142,31 @@ func (c routerViews) ListInbound(ctx context.Context, q api.InboundQuery) ([]api
 	}
 	out := make([]api.InboundItem, 0, len(recs))
 	for _, r := range recs {
-		it := api.InboundItem{ID: r.ID, Channel: r.Channel, From: r.From, To: r.To, MessageID: r.MessageID, Subject: r.Subject,
-			Text: r.Text, ReceivedAt: r.ReceivedAt, Disposition: r.Disposition, Reason: r.Reason, Agent: r.Agent,
-			ConversationID: r.ConversationID, ApprovalID: r.ApprovalID, TurnID: r.TurnID}
-		for _, at := range r.Attachments {
-			it.Attachments = append(it.Attachments, api.AttachmentItem{Filename: at.Filename, MediaType: at.MediaType, Size: at.Size, URL: at.URL})
-		}
-		out = append(out, it)
+		out = append(out, inboundItem(r))
 	}
 	return out, next, nil
+}
+
+func inboundItem(r *store.InboundRecord) api.InboundItem {
+	it := api.InboundItem{ID: r.ID, Channel: r.Channel, From: r.From, To: r.To, MessageID: r.MessageID, Subject: r.Subject,
+		Text: r.Text, ReceivedAt: r.ReceivedAt, Disposition: r.Disposition, Reason: r.Reason, Agent: r.Agent,
+		ConversationID: r.ConversationID, ApprovalID: r.ApprovalID, TurnID: r.TurnID}
+	for _, at := range r.Attachments {
+		it.Attachments = append(it.Attachments, api.AttachmentItem{Filename: at.Filename, MediaType: at.MediaType, Size: at.Size, URL: at.URL})
+	}
+	return it
+}
+
+var _ api.HeldReleaser = routerViews{}
+
+// ReleaseInbound lets a held message start its turn now.
+func (c routerViews) ReleaseInbound(ctx context.Context, id string) (*api.InboundItem, error) {
+	rec, err := c.r.ReleaseInbound(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	it := inboundItem(rec)
+	return &it, nil
 }
 
 func conversationItem(c *store.Conversation) api.ConversationItem {

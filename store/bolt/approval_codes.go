@@ -135,21 +135,24 @@ func (s *DB) TryCode(ctx context.Context, at store.CodeAttempt) (store.CodeResul
 		locked := 0
 		for _, e := range entries {
 			ct := e.c
+			id := string(e.k[len(prefix):])
 			if ct.LockedUntil.After(at.At) {
 				locked++
 				out.LockedUntil = later(out.LockedUntil, ct.LockedUntil)
 				out.Wrong = max(out.Wrong, ct.Count)
+				out.Pending = append(out.Pending, store.PendingCode{ApprovalID: id, Counter: ct})
 				continue
 			}
 			if at.At.Sub(ct.WindowStart) >= at.Window || ct.Count == 0 {
 				ct = store.Counter{WindowStart: at.At}
 			}
 			ct.Count++
+			lockedNow := false
 			if at.Max > 0 && ct.Count >= at.Max {
 				ct.LockedUntil = at.At.Add(at.LockFor)
 				locked++
+				lockedNow = true
 				out.LockedUntil = later(out.LockedUntil, ct.LockedUntil)
-				id := string(e.k[len(prefix):])
 				if err := putAuditTx(tx, store.AuditEntry{At: at.At, ApprovalID: id, Event: "code-locked", Channel: at.Channel,
 					Actor: at.Number, Detail: fmt.Sprintf("%d wrong codes: this approval's code is refused from this number until %s",
 						ct.Count, ct.LockedUntil.UTC().Format(time.RFC3339))}); err != nil {
@@ -157,6 +160,7 @@ func (s *DB) TryCode(ctx context.Context, at store.CodeAttempt) (store.CodeResul
 				}
 			}
 			out.Wrong = max(out.Wrong, ct.Count)
+			out.Pending = append(out.Pending, store.PendingCode{ApprovalID: id, Counter: ct, LockedNow: lockedNow})
 			if err := putJSON(guards, e.k, ct); err != nil {
 				return err
 			}

@@ -14,12 +14,13 @@ import (
 	"github.com/cool-ai/beachd/store"
 )
 
-// A schema-5 file (no conversation buckets) opens as schema 6 with them.
+// A schema-5 file (no conversation buckets, no turn limit counters) opens
+// as the current schema with them.
 func TestMigrate5to6CreatesTheConversationBuckets(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "b.db")
 	db := openTest(t, path, newClock())
 	db.bolt.Update(func(tx *bbolt.Tx) error {
-		for _, b := range [][]byte{bConversations, bTurns, bTurnDue, bInboundRecords} {
+		for _, b := range [][]byte{bConversations, bTurns, bTurnDue, bInboundRecords, bTurnLimits} {
 			if err := tx.DeleteBucket(b); err != nil {
 				return err
 			}
@@ -31,10 +32,10 @@ func TestMigrate5to6CreatesTheConversationBuckets(t *testing.T) {
 	db.Close()
 	db = openTest(t, path, newClock())
 	db.bolt.View(func(tx *bbolt.Tx) error {
-		if v := tx.Bucket(bMeta).Get(keySchema); binary.BigEndian.Uint64(v) != 6 {
-			t.Errorf("schema %d", binary.BigEndian.Uint64(v))
+		if v := tx.Bucket(bMeta).Get(keySchema); binary.BigEndian.Uint64(v) != SchemaVersion {
+			t.Errorf("schema %d, want %d", binary.BigEndian.Uint64(v), SchemaVersion)
 		}
-		for _, b := range [][]byte{bConversations, bTurns, bTurnDue, bInboundRecords} {
+		for _, b := range [][]byte{bConversations, bTurns, bTurnDue, bInboundRecords, bTurnLimits} {
 			if tx.Bucket(b) == nil {
 				t.Errorf("bucket %s missing", b)
 			}

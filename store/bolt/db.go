@@ -22,7 +22,7 @@ import (
 
 // SchemaVersion is the layout this beachd writes. Bump it with a migration
 // in migrate().
-const SchemaVersion = 6
+const SchemaVersion = 7
 
 // Bucket names. Every bucket is created at Open.
 var (
@@ -52,7 +52,7 @@ var allBuckets = [][]byte{bMeta, bEnvelopes, bEnvelopeBodies, bDeliveries, bAtte
 	bApprovals, bApprovalTokens, bApprovalAudit, bInjections, bInjectionDue, bInbound, bApprovalExpiry, bApprovalLimits, bApprovalCodes,
 	bSchedules, bScheduleRuns,
 	bConversations, bConvThreads, bConvMsgIDs, bConvMessages, bInboundRecords, bInboundByMsg, bInboundAttach,
-	bTurns, bTurnDue, bTurnActive, bConvByActivity,
+	bTurns, bTurnDue, bTurnActive, bConvByActivity, bTurnLimits,
 	bSingletons}
 
 var keySchema = []byte("schema_version")
@@ -215,8 +215,10 @@ func migrate(tx *bbolt.Tx, from uint64, now time.Time) error {
 			return err
 		}
 		fallthrough
-	case 5:
-		return nil // schema 6 only adds the conversation buckets, which prepare created
+	case 5, 6:
+		// Schema 6 only adds the conversation buckets, schema 7 the turn
+		// limits' counters (bTurnLimits): prepare created them.
+		return nil
 	}
 	return fmt.Errorf("no migration from schema %d", from)
 }

@@ -108,32 +108,14 @@ func (s *DB) RecordInbound(ctx context.Context, w store.InboundWrite) (*store.In
 				}
 			}
 			if w.Turn != nil {
-				recent := c.RecentTurns[:0:0]
-				for _, t := range c.RecentTurns {
-					if now.Sub(t) < time.Hour {
-						recent = append(recent, t)
-					}
+				reason, err := limitTurnTx(tx, c, w, now)
+				if err != nil {
+					return err
 				}
-				lastMinute := 0
-				for _, t := range recent {
-					if now.Sub(t) < time.Minute {
-						lastMinute++
-					}
-				}
-				switch {
-				case w.PerMinute > 0 && lastMinute >= w.PerMinute:
-					rec.Disposition, rec.Reason = envelope.DispositionHeld, fmt.Sprintf("more than %d turns a minute in this conversation", w.PerMinute)
+				if reason != "" {
+					rec.Disposition, rec.Reason = envelope.DispositionHeld, reason
 					w.Turn = nil
-				case w.PerHour > 0 && len(recent) >= w.PerHour:
-					rec.Disposition, rec.Reason = envelope.DispositionHeld, fmt.Sprintf("more than %d turns an hour in this conversation", w.PerHour)
-					w.Turn = nil
-				default:
-					recent = append(recent, now)
-					if len(recent) > store.MaxRecentTurns {
-						recent = recent[len(recent)-store.MaxRecentTurns:]
-					}
 				}
-				c.RecentTurns = recent
 			}
 			if w.Turn != nil {
 				c.Turns++
@@ -242,6 +224,29 @@ func (s *DB) PutInboundAttachment(ctx context.Context, id string, n int, data []
 	return nil
 }
 
+// NoteInboundAttachment records a failed fetch of attachment n's URL: its
+// failure count and, when note is not "", why it will not be fetched.
+func (s *DB) NoteInboundAttachment(ctx context.Context, id string, n int, failures int, note string) error {
+	err := s.bolt.Update(func(tx *bbolt.Tx) error {
+		var rec store.InboundRecord
+		if err := getJSON(tx.Bucket(bInboundRecords), []byte(id), &rec); err != nil {
+			return err
+		}
+		if n < 0 || n >= len(rec.Attachments) {
+			return fmt.Errorf("inbound %s has no attachment %d: %w", id, n, store.ErrNotFound)
+		}
+		rec.Attachments[n].FetchFailures = failures
+		if note != "" {
+			rec.Attachments[n].Note = note
+		}
+		return putJSON(tx.Bucket(bInboundRecords), []byte(id), rec)
+	})
+	if err != nil {
+		return fmt.Errorf("note attachment %d of %s: %w", n, id, err)
+	}
+	return nil
+}
+
 // ListInboundRecords lists inbound records newest first, before the id
 // `before` ("" from the newest), those keep accepts, at most limit, reading
 // at most scan records.
@@ -280,7 +285,9 @@ func (s *DB) ListInboundRecords(ctx context.Context, before string, limit, scan 
 // answered or dead (a record whose turn is still queued or in flight is
 // kept, and so are the records after it). Conversations and their
 // Message-ID index stay: they are small, and a late reply still threads.
-// Call it until it returns 0.
+// Within the same max it removes the flood limits' counters whose latest
+// turn came before `before` (counted in the result). Call it until it
+// returns 0.
 func (s *DB) PruneInbound(ctx context.Context, before time.Time, max int) (int, error) {
 	if max <= 0 {
 		max = 1000
@@ -333,6 +340,13 @@ func (s *DB) PruneInbound(ctx context.Context, before time.Time, max int) (int, 
 				}
 			}
 			n++
+		}
+		if n < max {
+			pruned, err := pruneTurnLimitsTx(tx, before, max-n)
+			if err != nil {
+				return err
+			}
+			n += pruned
 		}
 		return nil
 	})

@@ -142,15 +142,18 @@ func wrongCodeTx(ctx context.Context, tx pgx.Tx, at store.CodeAttempt) (store.Co
 			locked++
 			out.LockedUntil = laterOf(out.LockedUntil, ct.LockedUntil)
 			out.Wrong = max(out.Wrong, ct.Count)
+			out.Pending = append(out.Pending, store.PendingCode{ApprovalID: g.approvalID, Counter: ct})
 			continue
 		}
 		if at.At.Sub(ct.WindowStart) >= at.Window || ct.Count == 0 {
 			ct = store.Counter{WindowStart: at.At}
 		}
 		ct.Count++
+		lockedNow := false
 		if at.Max > 0 && ct.Count >= at.Max {
 			ct.LockedUntil = at.At.Add(at.LockFor)
 			locked++
+			lockedNow = true
 			out.LockedUntil = laterOf(out.LockedUntil, ct.LockedUntil)
 			if err := putAuditTx(ctx, tx, store.AuditEntry{At: at.At, ApprovalID: g.approvalID, Event: "code-locked",
 				Channel: at.Channel, Actor: at.Number,
@@ -160,6 +163,7 @@ func wrongCodeTx(ctx context.Context, tx pgx.Tx, at store.CodeAttempt) (store.Co
 			}
 		}
 		out.Wrong = max(out.Wrong, ct.Count)
+		out.Pending = append(out.Pending, store.PendingCode{ApprovalID: g.approvalID, Counter: ct, LockedNow: lockedNow})
 		if err := updateGuardTx(ctx, tx, at, g.approvalID, ct); err != nil {
 			return store.CodeResult{}, err
 		}

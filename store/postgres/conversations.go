@@ -24,9 +24,6 @@ import (
 const (
 	// convMaxParticipants bounds a conversation's participants.
 	convMaxParticipants = 100
-	// convMaxRecentTurns bounds the turn times a conversation keeps for
-	// its flood limits.
-	convMaxRecentTurns = 1000
 )
 
 // Classes of the two-key advisory locks of this area (the first key); the
@@ -241,7 +238,11 @@ func (s *DB) inboundConversationTx(ctx context.Context, tx pgx.Tx, w *store.Inbo
 		}
 	}
 	if w.Turn != nil {
-		if reason := limitTurns(c, now, w.PerMinute, w.PerHour); reason != "" {
+		reason, err := limitTurnTx(ctx, tx, c, w, now)
+		if err != nil {
+			return nil, err
+		}
+		if reason != "" {
 			rec.Disposition, rec.Reason = envelope.DispositionHeld, reason
 			w.Turn = nil
 		}
@@ -309,34 +310,6 @@ func chooseConversationTx(ctx context.Context, tx pgx.Tx, w *store.InboundWrite,
 		return nil, fmt.Errorf("conversation %s: %w", w.Conversation.ID, err)
 	}
 	return c, nil
-}
-
-// limitTurns counts a turn queued at now in c's recent turns, or returns
-// why a flood limit holds it (then c's recent turns are only trimmed).
-func limitTurns(c *store.Conversation, now time.Time, perMinute, perHour int) string {
-	recent := c.RecentTurns[:0:0]
-	lastMinute := 0
-	for _, t := range c.RecentTurns {
-		if now.Sub(t) < time.Hour {
-			recent = append(recent, t)
-		}
-		if now.Sub(t) < time.Minute {
-			lastMinute++
-		}
-	}
-	c.RecentTurns = recent
-	switch {
-	case perMinute > 0 && lastMinute >= perMinute:
-		return fmt.Sprintf("more than %d turns a minute in this conversation", perMinute)
-	case perHour > 0 && len(recent) >= perHour:
-		return fmt.Sprintf("more than %d turns an hour in this conversation", perHour)
-	}
-	recent = append(recent, now)
-	if len(recent) > convMaxRecentTurns {
-		recent = recent[len(recent)-convMaxRecentTurns:]
-	}
-	c.RecentTurns = recent
-	return ""
 }
 
 // lockConversationTx reads a conversation and locks its row until the
@@ -444,6 +417,34 @@ func (s *DB) PutInboundAttachment(ctx context.Context, id string, n int, data []
 	})
 	if err != nil {
 		return fmt.Errorf("store attachment %d of %s: %w", n, id, err)
+	}
+	return nil
+}
+
+// NoteInboundAttachment records a failed fetch of attachment n's URL: its
+// failure count and, when note is not "", why it will not be fetched.
+func (s *DB) NoteInboundAttachment(ctx context.Context, id string, n int, failures int, note string) error {
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		rec, err := convGet[store.InboundRecord](ctx, tx, `SELECT doc FROM inbound_records WHERE id = $1 FOR UPDATE`, id)
+		if err != nil {
+			return err
+		}
+		if n < 0 || n >= len(rec.Attachments) {
+			return fmt.Errorf("inbound %s has no attachment %d: %w", id, n, store.ErrNotFound)
+		}
+		rec.Attachments[n].FetchFailures = failures
+		if note != "" {
+			rec.Attachments[n].Note = note
+		}
+		doc, err := convDoc(rec)
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `UPDATE inbound_records SET doc = $2 WHERE id = $1`, id, doc)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("note attachment %d of %s: %w", n, id, err)
 	}
 	return nil
 }
@@ -596,7 +597,9 @@ func (s *DB) indexConversationDeliveryTx(ctx context.Context, tx pgx.Tx, d *stor
 // that turn is answered or dead (a record whose turn is still queued or in
 // flight is kept, and so are the records after it). Conversations and
 // their Message-ID index stay: they are small, and a late reply still
-// threads. Call it until it returns 0.
+// threads. Within the same max it removes the flood limits' counters whose
+// latest turn came before `before` (counted in the result). Call it until
+// it returns 0.
 func (s *DB) PruneInbound(ctx context.Context, before time.Time, max int) (int, error) {
 	if max <= 0 {
 		max = 1000
@@ -608,7 +611,17 @@ func (s *DB) PruneInbound(ctx context.Context, before time.Time, max int) (int, 
 			return err
 		}
 		n = len(doomed)
-		return deleteInboundTx(ctx, tx, doomed)
+		if err := deleteInboundTx(ctx, tx, doomed); err != nil {
+			return err
+		}
+		if n < max {
+			pruned, err := pruneTurnLimitsTx(ctx, tx, before, max-n)
+			if err != nil {
+				return err
+			}
+			n += pruned
+		}
+		return nil
 	})
 	if err != nil {
 		return 0, fmt.Errorf("prune inbound records: %w", err)

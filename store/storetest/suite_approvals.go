@@ -1,7 +1,9 @@
 package storetest
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/cool-ai/beachd/store"
@@ -17,6 +19,7 @@ var approvalCases = []testCase{
 	{"approval/expiries are due at their time and leave with the pending state", approvalExpiries},
 	{"approval/codes: wrong codes count and lock the code out, the lock ends", approvalCodesLockOut},
 	{"approval/codes: the right code matches, counts restart after the window, guards leave with pending", approvalCodesMatch},
+	{"approval/codes: a wrong code lists the approvals pending for the number", approvalCodesPending},
 	{"approval/once is true only the first time for a key", approvalOnce},
 }
 
@@ -291,6 +294,41 @@ func approvalCodesMatch(e *env) {
 	e.ok(err, "decide")
 	if _, ok, err := e.s.CodeGuard(e.ctx, "sms", guardNum, "a1"); err != nil || ok {
 		e.t.Fatalf("guard of a decided approval: ok %v, %v", ok, err)
+	}
+}
+
+func approvalCodesPending(e *env) {
+	if r := e.codeTry("wrong-0"); r.Binding != nil || r.Locked || len(r.Pending) != 0 {
+		e.t.Fatalf("a wrong code from a number without approvals: %+v", r)
+	}
+	e.ingestCodeApproval("a2")
+	e.ingestCodeApproval("a1")
+	pending := func(r store.CodeResult) string {
+		var out []string
+		for _, p := range r.Pending {
+			s := fmt.Sprintf("%s:%d", p.ApprovalID, p.Counter.Count)
+			if p.Counter.LockedUntil.After(e.now()) {
+				s += ":locked"
+			}
+			if p.LockedNow {
+				s += ":now"
+			}
+			out = append(out, s)
+		}
+		return strings.Join(out, ",")
+	}
+	if r := e.codeTry("wrong-1"); pending(r) != "a1:1,a2:1" {
+		e.t.Fatalf("first wrong code: pending %s", pending(r))
+	}
+	e.codeTry("wrong-2")
+	if r := e.codeTry("wrong-3"); pending(r) != "a1:3:locked:now,a2:3:locked:now" || !r.Locked {
+		e.t.Fatalf("third wrong code: pending %s, locked %v", pending(r), r.Locked)
+	}
+	if r := e.codeTry("wrong-4"); pending(r) != "a1:3:locked,a2:3:locked" || !r.Locked {
+		e.t.Fatalf("a wrong code while locked: pending %s", pending(r))
+	}
+	if r := e.codeTry("code-a1"); r.Pending != nil {
+		e.t.Fatalf("the right code lists pending approvals: %+v", r.Pending)
 	}
 }
 

@@ -18,6 +18,54 @@ var concurrencyCases = []testCase{
 	{"concurrency/8 takes of one lease: exactly one holder", concurrentLeaseTake},
 	{"concurrency/8 MarkSeen of one key: exactly one first", concurrentMarkSeen},
 	{"concurrency/concurrent injection and turn claims never return the same job", concurrentOutboxClaims},
+	{"concurrency/8 messages at once from one sender: the sender limit is not overshot", concurrentSenderLimit},
+	{"concurrency/8 messages at once from 8 senders: the agent limit is not overshot", concurrentAgentLimit},
+}
+
+func concurrentSenderLimit(e *env) {
+	ws := make([]store.InboundWrite, workers)
+	for i := range ws {
+		ws[i] = e.limitedWrite("ann@example.org", 3, 30, 100, 1000)
+	}
+	e.raceLimited(ws, 3, "sender limit: 3 turns a minute")
+}
+
+func concurrentAgentLimit(e *env) {
+	ws := make([]store.InboundWrite, workers)
+	for i := range ws {
+		ws[i] = e.limitedWrite(fmt.Sprintf("p%d@example.org", i), 3, 30, 5, 1000)
+	}
+	e.raceLimited(ws, 5, "agent limit: 5 turns a minute")
+}
+
+// raceLimited records ws at once and checks that exactly want of them
+// queued a turn and the others were held for reason.
+func (e *env) raceLimited(ws []store.InboundWrite, want int, reason string) {
+	e.t.Helper()
+	out := make([]*store.InboundWritten, len(ws))
+	errs := parallel(len(ws), func(i int) error {
+		var err error
+		out[i], err = e.s.RecordInbound(e.ctx, ws[i])
+		return err
+	})
+	if n := count(errs, nil); n != len(ws) {
+		e.t.Fatalf("records failed: %v", errs)
+	}
+	turns := 0
+	for _, w := range out {
+		switch {
+		case w.Record.Disposition == "turn" && w.Turn != nil:
+			turns++
+		case w.Record.Disposition == "held" && w.Record.Reason == reason:
+		default:
+			e.t.Fatalf("record %s (%s), turn %v", w.Record.Disposition, w.Record.Reason, w.Turn)
+		}
+	}
+	queued, err := e.s.ListTurns(e.ctx, "", 100)
+	e.ok(err, "list turns")
+	if turns != want || len(queued) != want {
+		e.t.Fatalf("%d turns (%d queued) from %d messages at once, want %d", turns, len(queued), len(ws), want)
+	}
 }
 
 // workers is how many goroutines race in a concurrency case.

@@ -187,6 +187,19 @@ func inboundAttachments(e *env) {
 		e.t.Fatalf("record after put %+v", rec.Attachments)
 	}
 	e.is(e.s.PutInboundAttachment(e.ctx, w.Record.ID, 2, []byte("x")), store.ErrNotFound, "attachment beyond the record's")
+	// A failed fetch is counted; one that will not be retried says why.
+	e.ok(e.s.NoteInboundAttachment(e.ctx, w.Record.ID, 0, 1, ""), "note a failed fetch")
+	rec, _ = e.s.InboundRecord(e.ctx, w.Record.ID)
+	if a := rec.Attachments[0]; a.FetchFailures != 1 || a.Note != "" || !a.Stored {
+		e.t.Fatalf("attachment 0 after a failed fetch %+v", a)
+	}
+	e.ok(e.s.NoteInboundAttachment(e.ctx, w.Record.ID, 0, 2, "could not be fetched: HTTP 403"), "note a refused fetch")
+	rec, _ = e.s.InboundRecord(e.ctx, w.Record.ID)
+	if a := rec.Attachments[0]; a.FetchFailures != 2 || a.Note != "could not be fetched: HTTP 403" {
+		e.t.Fatalf("attachment 0 after a refused fetch %+v", a)
+	}
+	e.is(e.s.NoteInboundAttachment(e.ctx, w.Record.ID, 2, 1, "x"), store.ErrNotFound, "note beyond the record's attachments")
+	e.is(e.s.NoteInboundAttachment(e.ctx, "inb_nope", 0, 1, "x"), store.ErrNotFound, "note of no record")
 }
 
 func releaseHeld(e *env) {
