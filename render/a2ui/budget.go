@@ -40,7 +40,7 @@ func (e *LimitError) Error() string {
 	if e.Component != "" {
 		where += ", component " + strconv.Quote(e.Component)
 	}
-	if e.Bound == boundBytes {
+	if e.Bound == BoundBytes {
 		return fmt.Sprintf("%s: %s asks for more than %s of text in all (a surface may evaluate at most that much)", where, e.What, sizeString(e.Limit))
 	}
 	return fmt.Sprintf("%s: %s takes more than %d evaluation steps in all (a surface may take at most that many)", where, e.What, e.Limit)
@@ -49,9 +49,10 @@ func (e *LimitError) Error() string {
 // Is makes every LimitError match ErrOverBudget.
 func (e *LimitError) Is(target error) bool { return target == ErrOverBudget }
 
+// The bounds a LimitError names.
 const (
-	boundBytes = "bytes"
-	boundSteps = "steps"
+	BoundBytes = "bytes" // Options.MaxEvalBytes
+	BoundSteps = "steps" // Options.MaxEvalSteps
 )
 
 func sizeString(n int64) string {
@@ -94,9 +95,9 @@ func (r *renderer) spend(n, k int, what string) bool {
 	}
 	e := &LimitError{Surface: clip(r.at.surface, maxIDInMessage), Component: clip(r.at.component, maxIDInMessage), What: clip(what, maxIDInMessage)}
 	if b.bytes < 0 {
-		e.Bound, e.Limit = boundBytes, b.maxBytes
+		e.Bound, e.Limit = BoundBytes, b.maxBytes
 	} else {
-		e.Bound, e.Limit = boundSteps, b.maxSteps
+		e.Bound, e.Limit = BoundSteps, b.maxSteps
 	}
 	b.err = e
 	return false

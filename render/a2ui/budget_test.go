@@ -50,7 +50,7 @@ func TestHostileExpansionRefused(t *testing.T) {
 		t.Errorf("a refused surface rendered %d bytes of text, %d of HTML", len(res.Text), len(res.HTML))
 	}
 	var err error
-	n = allocated(func() { err = Check(data, Options{}) })
+	n = allocated(func() { err = Check(data, Options{}).Err })
 	if n > 16<<20 {
 		t.Errorf("Check allocated %d MiB", n>>20)
 	}
@@ -152,7 +152,7 @@ func TestExpansionPaths(t *testing.T) {
 			if tc.warn != "" {
 				wantWarning(t, res, tc.warn)
 			}
-			if err := Check(data, Options{}); (err == nil) != (res.Err == nil) {
+			if err := Check(data, Options{}).Err; (err == nil) != (res.Err == nil) {
 				t.Errorf("Check = %v, Render = %v", err, res.Err)
 			}
 		})

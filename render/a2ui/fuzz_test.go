@@ -48,8 +48,10 @@ func FuzzRender(f *testing.F) {
 		if len(res.Text) > opt.MaxOutputBytes || len(res.HTML) > opt.MaxOutputBytes {
 			t.Fatalf("output over the bound: text %d, html %d", len(res.Text), len(res.HTML))
 		}
-		if err := Check(json.RawMessage(data), opt); (err == nil) != (res.Err == nil) {
-			t.Fatalf("Check says %v, render %v", err, res.Err)
+		if c := Check(json.RawMessage(data), opt); (c.Err == nil) != (res.Err == nil) ||
+			c.Err == nil && (c.SpentBytes != res.SpentBytes || c.SpentSteps != res.SpentSteps) {
+			t.Fatalf("Check says %v after %d bytes %d steps, render %v after %d bytes %d steps",
+				c.Err, c.SpentBytes, c.SpentSteps, res.Err, res.SpentBytes, res.SpentSteps)
 		}
 		if res.Err != nil {
 			if !errors.Is(res.Err, ErrOverBudget) || res.Text != "" || res.HTML != "" {

@@ -186,19 +186,24 @@ func (r *renderer) spent(res Result) Result {
 }
 
 // Check replays data and evaluates every binding and function of its
-// surfaces, as Render does, without laying them out. It returns the
-// *LimitError Render would report, or nil. It is cheaper than Render
-// (evaluation is most of the cost of a surface over the budget, layout
-// most of an ordinary one's), so that an envelope can be refused when it
-// is received.
-func Check(data json.RawMessage, opt Options) (err error) {
+// surfaces, as Render does, without laying them out: its Result has Err,
+// Warnings, SpentBytes and SpentSteps as Render's would, and no output.
+// Evaluation is most of the cost of a surface over the budget and layout
+// most of an ordinary one's, so Check is the cheap way to refuse a
+// surface when it is received.
+func Check(data json.RawMessage, opt Options) (res Result) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = nil // a bug of ours is Render's to report, as it renders
+			res = Result{} // a bug of ours is Render's to report, as it renders
 		}
 	}()
 	r := newRenderer(opt)
 	r.render(data, false)
+	return r.spent(Result{Warnings: r.warnings, Err: r.errOrNil()})
+}
+
+// errOrNil is the budget's error as an error (nil, not a nil pointer).
+func (r *renderer) errOrNil() error {
 	if r.budget.err != nil {
 		return r.budget.err
 	}
