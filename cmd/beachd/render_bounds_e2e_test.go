@@ -12,7 +12,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -23,23 +22,10 @@ import (
 	"github.com/cool-ai/beachd/internal/testkit/poll"
 )
 
-// The memory tests run a binary built without -race: the race detector
-// multiplies a process's memory, and what is measured is the daemon's.
-var buildPlainOnce = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "beachd-e2e-plain-")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "beachd")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("go build: %v\n%s", err, out)
-	}
-	return bin, nil
-})
-
 // rssBound is what rendering a hostile surface may cost a process at its
-// peak, start-up included.
+// peak, start-up included (measured on the -race build the end-to-end
+// tests share, which takes some 85 MiB; without the evaluation budget it
+// is over 800 MiB without -race).
 const rssBound = 400 << 20
 
 // hostileSurfaceEnvelope is an envelope whose one a2ui-surface is a Text
@@ -79,11 +65,11 @@ func peakRSS(t *testing.T, pid int) int64 {
 	return kb << 10
 }
 
-// boundsDaemon is the plain-built daemon with email (to an SMTP sink) and
+// boundsDaemon is the built daemon with email (to an SMTP sink) and
 // SMS (to twilioURL) configured.
 func boundsDaemon(t *testing.T, twilioURL string) (*daemon, *smtptest.Server) {
 	t.Helper()
-	bin, err := buildPlainOnce()
+	bin, err := buildOnce()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +169,7 @@ func TestHostileSurfaceRenderCommand(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
-	bin, err := buildPlainOnce()
+	bin, err := buildOnce()
 	if err != nil {
 		t.Fatal(err)
 	}
