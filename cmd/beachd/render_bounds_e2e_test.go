@@ -20,6 +20,8 @@ import (
 	"github.com/cool-ai/beachd/channels/email/smtptest"
 	"github.com/cool-ai/beachd/channels/twilio/twiliotest"
 	"github.com/cool-ai/beachd/internal/testkit/poll"
+	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/bolt"
 )
 
 // rssBound is what rendering a hostile surface may cost a process at its
@@ -267,4 +269,53 @@ func clipBytes(b []byte, n int) string {
 		return string(b[:n]) + "…"
 	}
 	return string(b)
+}
+
+// TestHostileSurfaceStoredEarlier is the crash loop: the hostile surface
+// already in the store (accepted before ingest checked surfaces) is
+// rendered when the daemon starts. The delivery is dead with the reason,
+// at once, and the daemon's memory stays bounded.
+func TestHostileSurfaceStoredEarlier(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the daemon")
+	}
+	d, sink := boundsDaemon(t, "")
+	d.start() // creates the store
+	d.stop()
+	raw, err := os.ReadFile(d.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dataDir := regexp.MustCompile(`(?m)^data_dir: (\S+)$`).FindSubmatch(raw)
+	if dataDir == nil {
+		t.Fatalf("no data_dir in %s", raw)
+	}
+	db, err := bolt.Open(filepath.Join(string(dataDir[1]), "beachd.db"), bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := db.Ingest(t.Context(), store.Ingest{Envelope: hostileSurfaceEnvelope(t), Source: "test",
+		Deliveries: []store.NewDelivery{{Channel: "email", To: "ann@people.test"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	d.start()
+	defer d.stop()
+	var del struct{ State, DeadReason string }
+	poll.Eventually(t, 30*time.Second, "the stored hostile delivery to settle", func() bool {
+		getJSON(d.base, "/v1/deliveries/"+res.Deliveries[0].ID, &del)
+		return del.State == "sent" || del.State == "dead"
+	})
+	if del.State != "dead" || !strings.Contains(del.DeadReason, `surface "s", component "root": formatString asks for more than 16 MiB`) {
+		t.Errorf("delivery %s: %q, want dead for the surface's budget", del.State, del.DeadReason)
+	}
+	if n := len(sink.Messages()); n != 0 {
+		t.Errorf("%d mails sent", n)
+	}
+	if rss := peakRSS(t, d.cmd.Process.Pid); rss > rssBound {
+		t.Errorf("daemon peak RSS %d MiB, want under %d MiB", rss>>20, rssBound>>20)
+	} else {
+		t.Logf("daemon peak RSS %d MiB", rss>>20)
+	}
 }
