@@ -11,6 +11,7 @@ import (
 
 	"github.com/cool-ai/beachd/channels"
 	"github.com/cool-ai/beachd/envelope"
+	"github.com/cool-ai/beachd/render"
 	"github.com/cool-ai/beachd/store"
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -220,6 +221,13 @@ func (in *Ingester) ingestExtra(ctx context.Context, env *envelope.Envelope, raw
 			}
 		} else {
 			return nil, err
+		}
+	}
+	if len(probs) == 0 {
+		// A surface no rendition could render within its budget is
+		// refused now rather than dead-lettered at every delivery.
+		if i, err := render.CheckSurfaces(env); err != nil {
+			probs = append(probs, envelope.Problem{Path: fmt.Sprintf("envelope.parts[%d].data", i), Reason: err.Error()})
 		}
 	}
 	to, resolved, cprobs, err := in.resolveConversations(ctx, to)

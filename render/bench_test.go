@@ -49,3 +49,16 @@ func BenchmarkRenderEmail(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCheckSurfaces is what ingest pays to check the typical
+// envelope's surface against the evaluation budget (CheckSurfaces), to
+// compare with BenchmarkRenderEmail.
+func BenchmarkCheckSurfaces(b *testing.B) {
+	env := loadEnvelopes(b)["flight-results"]
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := CheckSurfaces(env); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

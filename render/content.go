@@ -69,6 +69,7 @@ func (r *Renderer) build(in *Input, channel string) (*content, error) {
 
 	var texts []string
 	var sawResponse, sawClarify, sawError bool
+	sb := r.newSurfaceBudget(in.Page && email)
 	var domainData []envelope.Part
 	for i, p := range env.Parts {
 		switch pt := p.PartType(); pt {
@@ -80,7 +81,14 @@ func (r *Renderer) build(in *Input, channel string) (*content, error) {
 			sawClarify = sawClarify || pt == envelope.PartClarify
 			sawError = sawError || pt == envelope.PartError
 		case envelope.PartA2UISurface:
-			res := r.renderSurface(p.Data, in)
+			if sb.room < minSurfaceRoom {
+				c.warnf("surface %d: not shown: the surfaces before it fill the %d bytes surfaces may take in one message", i, sb.roomAtStart)
+				continue
+			}
+			res, err := r.renderSurface(p.Data, in, &sb)
+			if err != nil {
+				return nil, fmt.Errorf("render: parts[%d] (a2ui-surface): %w", i, err)
+			}
 			for _, w := range res.Warnings {
 				c.warnf("surface %d: %s", i, w)
 			}
@@ -178,13 +186,23 @@ func (r *Renderer) build(in *Input, channel string) (*content, error) {
 		c.view.Kind = KindResult
 	}
 	c.textSrc = strings.Join(texts, "\n\n")
-	if channel == envelope.ChannelWhatsApp {
+	switch {
+	case channel == envelope.ChannelWhatsApp:
 		c.view.Text = markdownWhatsApp(c.textSrc)
-	} else {
+	case email:
+		// The text takes what the surfaces left of the message's bound.
+		bound := r.contentBound(in.Page) - (sb.roomAtStart - sb.room)
+		text, html, shown := fitText(c.textSrc, bound)
+		if shown < len(c.textSrc) {
+			note := cutNote(in.FullMessageURL, utf8.RuneCountInString(c.textSrc[shown:]))
+			c.warnf("text cut at %d bytes of %d: an email shows at most %d bytes of text", shown, len(c.textSrc), bound)
+			text = strings.TrimRight(text, "\n") + "\n\n" + note
+			html += markdownHTML(note)
+			c.view.Cut = true
+		}
+		c.view.Text, c.view.HTML = text, template.HTML(html)
+	default:
 		c.view.Text = markdownText(c.textSrc)
-	}
-	if email {
-		c.view.HTML = template.HTML(markdownHTML(c.textSrc))
 	}
 	if c.textSrc == "" && len(c.view.Surfaces) == 0 && len(c.view.Approvals) == 0 &&
 		len(c.view.Artifacts) == 0 && len(c.attachments) == 0 {

@@ -18,6 +18,10 @@ import (
 // still fits one header line once encoded words are folded.
 const maxSubject = 78
 
+// subjectSourceBytes is how much of the text a default subject is looked
+// for in: its first sentence, cut to maxSubject characters anyway.
+const subjectSourceBytes = 4 << 10
+
 // Email renders the envelope as one email for in.Recipient.
 //
 // The subject comes from the kind's subject template (default: the first
@@ -44,11 +48,18 @@ func (r *Renderer) Email(in Input) (*Email, error) {
 		return nil, fmt.Errorf("render email subject: %w", err)
 	}
 	c.view.Subject = finalSubject(subj, tag, kindPhrase(kind))
-	text, err := r.tpl.Execute("email/"+kind+".txt", &c.view, r.cfg.TemplateLimits)
+	lim := r.cfg.TemplateLimits
+	if in.Page {
+		// A full-message page carries the whole text (up to
+		// pageContentBytes): the bound is the templates' own output on
+		// top of it.
+		lim.MaxBytes = r.templateBytes() + 2*c.viewBytes()
+	}
+	text, err := r.tpl.Execute("email/"+kind+".txt", &c.view, lim)
 	if err != nil {
 		return nil, fmt.Errorf("render email text: %w", err)
 	}
-	html, err := r.tpl.Execute("email/"+kind+".html", &c.view, r.cfg.TemplateLimits)
+	html, err := r.tpl.Execute("email/"+kind+".html", &c.view, lim)
 	if err != nil {
 		return nil, fmt.Errorf("render email html: %w", err)
 	}
@@ -108,7 +119,8 @@ func defaultSubject(c *content) string {
 	if c.view.Kind == KindApprovalRequest && len(c.view.Approvals) > 0 {
 		return "Approve: " + c.view.Approvals[0].Summary
 	}
-	if s := firstSentence(markdownText(c.textSrc)); s != "" {
+	// The head of the text is enough for a subject, however long the text.
+	if s := firstSentence(markdownText(cutSource(c.textSrc, subjectSourceBytes))); s != "" {
 		return s
 	}
 	for _, s := range c.view.Surfaces {

@@ -47,6 +47,9 @@ func FuzzEmail(f *testing.F) {
 			if bad := unsafeHTML(e.HTML); bad != "" {
 				t.Fatalf("HTML carries %s", bad)
 			}
+			if len(e.Text) > 1<<20 || len(e.HTML) > 1<<20 {
+				t.Fatalf("email of %d bytes of text, %d of HTML", len(e.Text), len(e.HTML))
+			}
 			for k, v := range e.Headers {
 				if strings.ContainsAny(v, "\r\n") {
 					t.Fatalf("header %s carries a line break: %q", k, v)

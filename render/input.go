@@ -39,8 +39,9 @@ type Input struct {
 	// Consumes is a webhook endpoint's consumes list.
 	Consumes []string
 
-	// FullMessageURL is where an SMS reader finds the whole message when
-	// the SMS had to be truncated; without it the SMS just ends in "...".
+	// FullMessageURL is where a reader finds the whole message when an
+	// SMS, a WhatsApp message or an email had to be cut; without it the
+	// message just ends in "..." (an email, in a note of what was left out).
 	FullMessageURL string
 
 	// Page renders the email channel's HTML for the full-message web page

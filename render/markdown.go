@@ -148,15 +148,31 @@ func parseInline(s string) []span { return parseInlineDepth(s, 0) }
 
 func parseInlineDepth(s string, depth int) []span {
 	var out []span
+	eachInline(s, depth, func(sp span) bool {
+		out = append(out, sp)
+		return true
+	})
+	return out
+}
+
+// linkWindow bounds how far a link's "](", ")" or ">" is looked for, so
+// that a line of unclosed brackets costs linear time.
+const linkWindow = 2048
+
+// eachInline gives the spans of one line, in order, to yield until it
+// returns false: a renderer that can use only so much stops the parse
+// there, and a long line is never held as spans.
+func eachInline(s string, depth int, yield func(span) bool) {
 	var text strings.Builder
+	stopped := false
 	emit := func(sp span) {
 		if text.Len() > 0 {
-			out = append(out, span{kind: sText, text: text.String()})
+			stopped = stopped || !yield(span{kind: sText, text: text.String()})
 			text.Reset()
 		}
-		out = append(out, sp)
+		stopped = stopped || !yield(sp)
 	}
-	for i := 0; i < len(s); {
+	for i := 0; i < len(s) && !stopped; {
 		c := s[i]
 		switch {
 		case c == '\\' && i+1 < len(s) && strings.IndexByte("\\`*_[]()<>#+-.!", s[i+1]) >= 0:
@@ -185,9 +201,9 @@ func parseInlineDepth(s string, depth int) []span {
 				continue
 			}
 		case c == '[':
-			if close := strings.Index(s[i:], "]("); close > 0 {
+			if close := strings.Index(s[i:min(len(s), i+linkWindow)], "]("); close > 0 {
 				rest := s[i+close+2:]
-				if end := strings.IndexByte(rest, ')'); end >= 0 {
+				if end := strings.IndexByte(rest[:min(len(rest), linkWindow)], ')'); end >= 0 {
 					label, target := s[i+1:i+close], strings.TrimSpace(rest[:end])
 					if safeURL(target) {
 						emit(span{kind: sLink, text: label, url: target})
@@ -197,7 +213,7 @@ func parseInlineDepth(s string, depth int) []span {
 				}
 			}
 		case c == '<':
-			if end := strings.IndexByte(s[i:], '>'); end > 0 {
+			if end := strings.IndexByte(s[i:min(len(s), i+linkWindow)], '>'); end > 0 {
 				target := s[i+1 : i+end]
 				if safeURL(target) && !strings.ContainsAny(target, " \t") {
 					emit(span{kind: sLink, text: target, url: target})
@@ -219,10 +235,9 @@ func parseInlineDepth(s string, depth int) []span {
 		text.WriteByte(c)
 		i++
 	}
-	if text.Len() > 0 {
-		out = append(out, span{kind: sText, text: text.String()})
+	if text.Len() > 0 && !stopped {
+		yield(span{kind: sText, text: text.String()})
 	}
-	return out
 }
 
 func isWordByte(b byte) bool {
@@ -244,66 +259,96 @@ func safeURL(s string) bool {
 	return false
 }
 
+// lineStyled renders one line of Markdown-ish text as text.
+func lineStyled(line string, wa bool) string {
+	var b strings.Builder
+	eachInline(line, 0, func(s span) bool {
+		writeStyled(&b, s, wa)
+		return true
+	})
+	return b.String()
+}
+
 // inlineStyled renders spans as text; wa selects WhatsApp's own markup
 // (*bold*, _italic_, ```code```).
 func inlineStyled(sp []span, wa bool) string {
 	var b strings.Builder
 	for _, s := range sp {
-		switch s.kind {
-		case sText:
-			b.WriteString(s.text)
-		case sCode:
-			if wa && strings.TrimSpace(s.text) != "" {
-				b.WriteString("```" + s.text + "```")
-			} else {
-				b.WriteString(s.text)
-			}
-		case sBold, sItalic:
-			inner := inlineStyled(s.kids, wa)
-			if wa && strings.TrimSpace(inner) != "" && !strings.ContainsAny(inner, "*_") {
-				m := "*"
-				if s.kind == sItalic {
-					m = "_"
-				}
-				inner = m + inner + m
-			}
-			b.WriteString(inner)
-		case sLink:
-			label := strings.TrimSpace(s.text)
-			u := strings.TrimPrefix(s.url, "mailto:")
-			if label == "" || label == s.url || label == u {
-				b.WriteString(s.url)
-			} else {
-				b.WriteString(label + " (" + u + ")")
-			}
-		}
+		writeStyled(&b, s, wa)
 	}
 	return b.String()
 }
 
+func writeStyled(b *strings.Builder, s span, wa bool) {
+	switch s.kind {
+	case sText:
+		b.WriteString(s.text)
+	case sCode:
+		if wa && strings.TrimSpace(s.text) != "" {
+			b.WriteString("```" + s.text + "```")
+		} else {
+			b.WriteString(s.text)
+		}
+	case sBold, sItalic:
+		inner := inlineStyled(s.kids, wa)
+		if wa && strings.TrimSpace(inner) != "" && !strings.ContainsAny(inner, "*_") {
+			m := "*"
+			if s.kind == sItalic {
+				m = "_"
+			}
+			inner = m + inner + m
+		}
+		b.WriteString(inner)
+	case sLink:
+		label := strings.TrimSpace(s.text)
+		u := strings.TrimPrefix(s.url, "mailto:")
+		if label == "" || label == s.url || label == u {
+			b.WriteString(s.url)
+		} else {
+			b.WriteString(label + " (" + u + ")")
+		}
+	}
+}
+
 const linkStyle = `color:#1d4ed8;text-decoration:underline;`
 
+// lineHTML renders one line of Markdown-ish text as HTML, stopping the
+// parse between spans once past limit bytes (limit < 0: no bound).
+func lineHTML(line string, limit int) string {
+	var b strings.Builder
+	eachInline(line, 0, func(s span) bool {
+		writeHTML(&b, s)
+		return limit < 0 || b.Len() <= limit
+	})
+	return b.String()
+}
+
+// inlineHTML renders spans as HTML.
 func inlineHTML(sp []span) string {
 	var b strings.Builder
 	for _, s := range sp {
-		switch s.kind {
-		case sText:
-			b.WriteString(html.EscapeString(s.text))
-		case sCode:
-			b.WriteString(`<code style="font-family:Menlo,Consolas,monospace;font-size:90%;background:#f4f4f5;padding:1px 4px;border-radius:3px;">` + html.EscapeString(s.text) + `</code>`)
-		case sBold:
-			b.WriteString("<strong>" + inlineHTML(s.kids) + "</strong>")
-		case sItalic:
-			b.WriteString("<em>" + inlineHTML(s.kids) + "</em>")
-		case sLink:
-			label := s.text
-			if strings.TrimSpace(label) == "" {
-				label = s.url
-			}
-			b.WriteString(`<a href="` + html.EscapeString(s.url) + `" style="` + linkStyle + `">` + html.EscapeString(label) + `</a>`)
-		}
+		writeHTML(&b, s)
 	}
 	return b.String()
+}
+
+func writeHTML(b *strings.Builder, s span) {
+	switch s.kind {
+	case sText:
+		b.WriteString(html.EscapeString(s.text))
+	case sCode:
+		b.WriteString(`<code style="font-family:Menlo,Consolas,monospace;font-size:90%;background:#f4f4f5;padding:1px 4px;border-radius:3px;">` + html.EscapeString(s.text) + `</code>`)
+	case sBold:
+		b.WriteString("<strong>" + inlineHTML(s.kids) + "</strong>")
+	case sItalic:
+		b.WriteString("<em>" + inlineHTML(s.kids) + "</em>")
+	case sLink:
+		label := s.text
+		if strings.TrimSpace(label) == "" {
+			label = s.url
+		}
+		b.WriteString(`<a href="` + html.EscapeString(s.url) + `" style="` + linkStyle + `">` + html.EscapeString(label) + `</a>`)
+	}
 }
 
 // markdownText renders Markdown-ish src as plain text.
@@ -313,7 +358,6 @@ func markdownText(src string) string { return markdownStyled(src, false) }
 func markdownWhatsApp(src string) string { return markdownStyled(src, true) }
 
 func markdownStyled(src string, wa bool) string {
-	inlineText := func(sp []span) string { return inlineStyled(sp, wa) }
 	var parts []string
 	for _, b := range parseBlocks(src) {
 		var s strings.Builder
@@ -323,10 +367,10 @@ func markdownStyled(src string, wa bool) string {
 				if i > 0 {
 					s.WriteByte('\n')
 				}
-				s.WriteString(inlineText(parseInline(l)))
+				s.WriteString(lineStyled(l, wa))
 			}
 		case bHeading:
-			h := inlineText(parseInline(b.lines[0]))
+			h := lineStyled(b.lines[0], wa)
 			if wa && !strings.ContainsAny(h, "*_") {
 				h = "*" + h + "*"
 			}
@@ -336,7 +380,7 @@ func markdownStyled(src string, wa bool) string {
 				if i > 0 {
 					s.WriteByte('\n')
 				}
-				s.WriteString("- " + inlineText(parseInline(l)))
+				s.WriteString("- " + lineStyled(l, wa))
 			}
 		case bNumbers:
 			n := atoiDefault(b.start, 1)
@@ -344,14 +388,14 @@ func markdownStyled(src string, wa bool) string {
 				if i > 0 {
 					s.WriteByte('\n')
 				}
-				s.WriteString(itoa(n+i) + ". " + inlineText(parseInline(l)))
+				s.WriteString(itoa(n+i) + ". " + lineStyled(l, wa))
 			}
 		case bQuote:
 			for i, l := range b.lines {
 				if i > 0 {
 					s.WriteByte('\n')
 				}
-				s.WriteString("> " + inlineText(parseInline(l)))
+				s.WriteString("> " + lineStyled(l, wa))
 			}
 		case bCode:
 			s.WriteString(strings.Join(b.lines, "\n"))
@@ -369,24 +413,43 @@ const (
 )
 
 // markdownHTML renders Markdown-ish src as email-safe HTML.
-func markdownHTML(src string) string {
+func markdownHTML(src string) string { return markdownHTMLWithin(src, -1) }
+
+// markdownHTMLWithin is markdownHTML that stops, between blocks or lines,
+// once it has written more than limit bytes (limit < 0: no bound). Markup
+// can be many times its source (a one-character code span is some 140
+// bytes), so a caller that can use only so much says so.
+func markdownHTMLWithin(src string, limit int) string {
 	var b strings.Builder
+	over := func() bool { return limit >= 0 && b.Len() > limit }
+	left := func() int {
+		if limit < 0 {
+			return -1
+		}
+		return max(limit-b.Len(), 0)
+	}
 	for _, blk := range parseBlocks(src) {
+		if over() {
+			break
+		}
 		switch blk.kind {
 		case bPara:
 			b.WriteString(`<p style="` + pStyle + `">`)
 			for i, l := range blk.lines {
+				if over() {
+					break
+				}
 				if i > 0 {
 					b.WriteString("<br>\n")
 				}
-				b.WriteString(inlineHTML(parseInline(l)))
+				b.WriteString(lineHTML(l, left()))
 			}
 			b.WriteString("</p>\n")
 		case bHeading:
 			size := []string{"22px", "20px", "18px", "16px", "15px", "15px"}[blk.level-1]
 			lvl := itoa(min(blk.level+1, 6))
 			b.WriteString(`<h` + lvl + ` style="margin:18px 0 10px 0;font-size:` + size + `;line-height:1.3;font-weight:bold;">` +
-				inlineHTML(parseInline(blk.lines[0])) + `</h` + lvl + ">\n")
+				lineHTML(blk.lines[0], left()) + `</h` + lvl + ">\n")
 		case bBullets, bNumbers:
 			tag := "ul"
 			attr := ""
@@ -398,16 +461,22 @@ func markdownHTML(src string) string {
 			}
 			b.WriteString("<" + tag + attr + ` style="` + listStyle + `">` + "\n")
 			for _, l := range blk.lines {
-				b.WriteString(`<li style="margin:0 0 6px 0;">` + inlineHTML(parseInline(l)) + "</li>\n")
+				if over() {
+					break
+				}
+				b.WriteString(`<li style="margin:0 0 6px 0;">` + lineHTML(l, left()) + "</li>\n")
 			}
 			b.WriteString("</" + tag + ">\n")
 		case bQuote:
 			b.WriteString(`<blockquote style="margin:0 0 14px 0;padding:0 0 0 12px;border-left:3px solid #d4d4d8;color:#52525b;">`)
 			for i, l := range blk.lines {
+				if over() {
+					break
+				}
 				if i > 0 {
 					b.WriteString("<br>\n")
 				}
-				b.WriteString(inlineHTML(parseInline(l)))
+				b.WriteString(lineHTML(l, left()))
 			}
 			b.WriteString("</blockquote>\n")
 		case bCode:

@@ -22,6 +22,17 @@ func (r *Renderer) SMS(in Input) (*SMS, error) {
 	if err != nil {
 		return nil, err
 	}
+	limit := r.cfg.SMSMaxChars
+	// Only the head of a long text can be sent: cut it before the
+	// templates run, so that their output stays small whatever the text.
+	// A text cut here says where the whole is, as any cut text does.
+	if r.cfg.SMSPolicy == SMSSplit {
+		if head, cut := precut(c.view.Text, maxSMSParts*limit); cut {
+			c.view.Text, c.view.Cut, c.view.MoreURL = head, true, in.FullMessageURL
+		}
+	} else if head, cut := precut(c.view.Text, 2*limit); cut {
+		c.view.Text = head
+	}
 	name := "sms/" + c.view.Kind + ".txt"
 	exec := func() (string, error) {
 		out, err := r.tpl.Execute(name, &c.view, r.cfg.TemplateLimits)
@@ -35,12 +46,14 @@ func (r *Renderer) SMS(in Input) (*SMS, error) {
 		return nil, err
 	}
 	enc, units, _ := Measure(body)
-	limit := r.cfg.SMSMaxChars
 	out := &SMS{}
 	if units > limit {
 		switch r.cfg.SMSPolicy {
 		case SMSSplit:
-			out.Parts = splitSMS(body, enc, limit)
+			if body, out.Parts, err = r.splitCapped(c, body, enc, limit, in.FullMessageURL, exec); err != nil {
+				return nil, err
+			}
+			out.Truncated = c.view.Cut
 		default:
 			body, err = r.truncateSMS(c, body, enc, limit, in.FullMessageURL, exec)
 			if err != nil {
@@ -64,6 +77,53 @@ func (r *Renderer) SMS(in Input) (*SMS, error) {
 		out.Encoding, _, out.Segments = Measure(body)
 	}
 	return out, nil
+}
+
+// maxSMSParts is the most messages policy split sends for one delivery;
+// a longer text is cut, with the link to the whole, as policy truncate
+// cuts it.
+const maxSMSParts = 10
+
+// precut returns the head of s, cut at a word boundary with "…", when s
+// is longer than n characters.
+func precut(s string, n int) (string, bool) {
+	i, runes := 0, 0
+	for i < len(s) && runes <= n {
+		_, size := utf8.DecodeRuneInString(s[i:])
+		i += size
+		runes++
+	}
+	if i >= len(s) {
+		return s, false
+	}
+	return cutWords(s[:i], n), true
+}
+
+// splitCapped splits body into parts within limit, and when there would
+// be more than maxSMSParts shortens the view's text (ending it with the
+// link to the whole) until they fit.
+func (r *Renderer) splitCapped(c *content, body, enc string, limit int, moreURL string, exec func() (string, error)) (string, []string, error) {
+	parts := splitSMS(body, enc, limit)
+	full := c.view.Text
+	keep := smsUnits(full, enc)
+	for i := 0; i < 4 && len(parts) > maxSMSParts; i++ {
+		c.view.Cut, c.view.MoreURL = true, moreURL
+		keep -= (len(parts) - maxSMSParts) * limit
+		if keep <= 0 {
+			c.view.Text = ""
+		} else {
+			c.view.Text = cutUnits(full, enc, keep) + "..."
+		}
+		var err error
+		if body, err = exec(); err != nil {
+			return "", nil, err
+		}
+		parts = splitSMS(body, enc, limit)
+	}
+	if len(parts) > maxSMSParts { // what follows the text is itself too long
+		parts = append(parts[:maxSMSParts-1], parts[len(parts)-1])
+	}
+	return body, parts, nil
 }
 
 // truncateSMS shortens the view's text until the whole message fits,

@@ -47,6 +47,11 @@ func (r *Renderer) WhatsApp(in Input) (*WhatsApp, error) {
 	if len(out.Buttons) > 0 {
 		limit = whatsAppMaxButtons
 	}
+	// Only the head of a long text can be sent: cut it before the
+	// templates run, so that their output stays small whatever the text.
+	if head, cut := precut(c.view.Text, 2*whatsAppMax); cut {
+		c.view.Text = head
+	}
 	name := "whatsapp/" + c.view.Kind + ".txt"
 	exec := func() (string, error) {
 		s, err := r.tpl.Execute(name, &c.view, r.cfg.TemplateLimits)

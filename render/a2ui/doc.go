@@ -10,10 +10,19 @@
 // functions, and lays each surface out.
 //
 // Contract:
-//   - Render never fails and never panics on any input; what it cannot render
-//     it reports in Result.Warnings and degrades (unknown components show
-//     their text and children, dangling ids and cycles are skipped, bad
-//     pointers read as empty, failing functions show the raw value).
+//   - Render never panics on any input; what it cannot render it reports in
+//     Result.Warnings and degrades (unknown components show their text and
+//     children, dangling ids and cycles are skipped, bad pointers read as
+//     empty, failing functions show the raw value).
+//   - Work is bounded by a budget carried through evaluation: every string a
+//     binding or function produces or scans is charged at its full length
+//     (Options.MaxEvalBytes, 16 MiB by default), and every value, expression,
+//     list item and component a step (Options.MaxEvalSteps, 1,000,000). Each
+//     evaluated value is kept only up to Options.MaxOutputBytes. A surface
+//     that asks for more than the budget is refused, not rendered in part:
+//     Result.Err is a *LimitError (matching ErrOverBudget) saying which
+//     surface, component and function exceeded which bound. Check gives the
+//     same verdict without laying the surface out, for refusing it early.
 //   - Result.Text and Result.HTML are each at most Options.MaxOutputBytes long;
 //     past the bound they end with a truncation note, and the HTML stays well
 //     formed.

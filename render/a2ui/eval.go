@@ -1,8 +1,10 @@
 package a2ui
 
 import (
+	"fmt"
 	"math"
 	"regexp"
+	"regexp/syntax"
 	"sort"
 	"strconv"
 	"strings"
@@ -27,6 +29,9 @@ func (e *evaluator) value(v any, base string) any {
 	m, ok := v.(map[string]any)
 	if !ok {
 		return v
+	}
+	if !e.r.spend(0, 1, "evaluating its values") {
+		return nil
 	}
 	if e.depth >= maxEvalDepth {
 		e.r.warn("surface %q: expressions nested deeper than %d were not evaluated", e.sid, maxEvalDepth)
@@ -66,6 +71,11 @@ func (e *evaluator) value(v any, base string) any {
 }
 
 func (e *evaluator) lookup(p, base string) any {
+	// The pointer is built and scanned: a long one, repeated in every
+	// item of a list, costs its length each time.
+	if !e.r.spend(len(base)+len(p), 1, "a binding") {
+		return nil
+	}
 	abs := joinPath(base, p)
 	v, ok := getPointer(e.data, abs)
 	if !ok {
@@ -81,7 +91,21 @@ func (e *evaluator) lookup(p, base string) any {
 
 // text evaluates v to display text.
 func (e *evaluator) text(v any, base string) string {
-	return toString(e.value(v, base))
+	return e.str(e.value(v, base), "a value")
+}
+
+// str is toString charged to the budget: a string is shared, not copied,
+// but an object or a list is written out as JSON.
+func (e *evaluator) str(v any, what string) string {
+	switch v.(type) {
+	case map[string]any, []any:
+		s := toString(v)
+		if !e.r.spend(len(s), 1, what) {
+			return ""
+		}
+		return s
+	}
+	return toString(v)
 }
 
 func (e *evaluator) boolean(v any, base string) bool {
@@ -136,7 +160,7 @@ func (a args) get(name string) (any, bool) {
 
 func (a args) text(name string) (string, bool) {
 	v, ok := a.get(name)
-	return toString(v), ok
+	return a.e.str(v, "a function argument"), ok
 }
 
 func (e *evaluator) makeArgs(name string, raw any, base string) args {
@@ -179,9 +203,15 @@ func (e *evaluator) callArgs(name string, a args) any {
 			e.r.warn("surface %q: regex %q: %v", e.sid, pat, err)
 			return false
 		}
+		if !e.r.spend(len(v), 1, "regex") {
+			return false
+		}
 		return re.MatchString(v)
 	case "length":
 		v, _ := a.text("value")
+		if !e.r.spend(len(v), 1, "length") {
+			return false
+		}
 		n := float64(utf8.RuneCountInString(v))
 		return inRange(n, a)
 	case "numeric":
@@ -193,14 +223,19 @@ func (e *evaluator) callArgs(name string, a args) any {
 		return inRange(f, a)
 	case "email":
 		v, _ := a.text("value")
+		if !e.r.spend(len(v), 1, "email") {
+			return false
+		}
 		return emailRE.MatchString(v)
 	case "formatString":
 		v, _ := a.text("value")
 		return e.interpolate(v, a.base)
-	case "formatNumber":
-		return e.fnFormatNumber(a, false)
-	case "formatCurrency":
-		return e.fnFormatNumber(a, true)
+	case "formatNumber", "formatCurrency":
+		s := e.fnFormatNumber(a, name == "formatCurrency")
+		if !e.r.spend(len(s), 1, name) {
+			return nil
+		}
+		return s
 	case "formatDate":
 		return e.fnFormatDate(a)
 	case "pluralize":
@@ -223,10 +258,25 @@ func (e *evaluator) callArgs(name string, a args) any {
 	return nil
 }
 
-// regex compiles pat once per Render.
+// regex compiles pat once per Render (at most maxRegexps patterns are
+// kept). A pattern is refused when its program would hold more than
+// maxRegexProg instructions (repetitions multiply: a thousand-character
+// pattern can otherwise take hundreds of megabytes) or its character
+// classes more than maxRegexRunes range bounds (\pL alone has some 1,300).
 func (r *renderer) regex(pat string) (*regexp.Regexp, error) {
 	if re, ok := r.regexps[pat]; ok {
 		return re, nil
+	}
+	parsed, err := syntax.Parse(pat, syntax.Perl)
+	if err != nil {
+		return nil, err
+	}
+	insts, runes := regexSize(parsed)
+	if insts > maxRegexProg || runes > maxRegexRunes {
+		return nil, errRegexLarge
+	}
+	if !r.spend(len(pat)+runes, insts, "regex") {
+		return nil, r.budget.err
 	}
 	re, err := regexp.Compile(pat)
 	if err != nil {
@@ -235,8 +285,40 @@ func (r *renderer) regex(pat string) (*regexp.Regexp, error) {
 	if r.regexps == nil {
 		r.regexps = map[string]*regexp.Regexp{}
 	}
-	r.regexps[pat] = re
+	if len(r.regexps) < maxRegexps {
+		r.regexps[pat] = re
+	}
 	return re, nil
+}
+
+var errRegexLarge = fmt.Errorf("the pattern is too large once compiled (more than %d instructions or %d character-class bounds)", maxRegexProg, maxRegexRunes)
+
+// regexSize estimates the instructions of a parsed pattern's program and
+// the range bounds its character classes hold, each saturating past its
+// limit. A repeated class shares its ranges, so only instructions
+// multiply.
+func regexSize(re *syntax.Regexp) (insts, runes int) {
+	const overInsts, overRunes = maxRegexProg + 1, maxRegexRunes + 1
+	for _, s := range re.Sub {
+		i, r := regexSize(s)
+		insts, runes = min(insts+i+1, overInsts), min(runes+r, overRunes)
+	}
+	switch re.Op {
+	case syntax.OpLiteral:
+		insts += len(re.Rune)
+	case syntax.OpCharClass:
+		insts++
+		runes += len(re.Rune)
+	case syntax.OpRepeat:
+		times := max(re.Min, re.Max, 1)
+		if insts > overInsts/times {
+			return overInsts, min(runes, overRunes)
+		}
+		insts *= times
+	default:
+		insts++
+	}
+	return min(insts, overInsts), min(runes, overRunes)
 }
 
 var emailRE = regexp.MustCompile(`^[^\s@]+@[^\s@]+\.[^\s@]+$`)
@@ -269,7 +351,7 @@ func inRange(n float64, a args) bool {
 	return true
 }
 
-func (e *evaluator) fnFormatNumber(a args, currency bool) any {
+func (e *evaluator) fnFormatNumber(a args, currency bool) string {
 	name := "formatNumber"
 	if currency {
 		name = "formatCurrency"
@@ -278,7 +360,7 @@ func (e *evaluator) fnFormatNumber(a args, currency bool) any {
 	f, ok := toFloat(v)
 	if !ok {
 		e.r.warn("surface %q: %s: %s is not a number", e.sid, name, compactJSON(v, 40))
-		return toString(v)
+		return e.str(v, name)
 	}
 	decimals := -1
 	if d, ok := a.get("decimals"); ok {
@@ -305,12 +387,22 @@ func (e *evaluator) fnFormatDate(a args) any {
 		if isPresent(v) {
 			e.r.warn("surface %q: formatDate: cannot read %s as a date", e.sid, compactJSON(v, 40))
 		}
-		return toString(v)
+		return e.str(v, "formatDate")
 	}
 	if format == "" {
 		format = "d MMM yyyy"
 	}
-	return formatTR35(t.In(e.r.opt.TimeZone), format, e.r.loc.names())
+	// A pattern letter can stand for a word ("EEEE"): the output is kept
+	// within the value bound and charged in full.
+	out, n := formatTR35(t.In(e.r.opt.TimeZone), format, e.r.loc.names(), e.r.opt.MaxOutputBytes)
+	if !e.r.spend(len(format)+n, 1, "formatDate") {
+		return nil
+	}
+	if n > len(out) {
+		e.r.warn("surface %q: formatDate output cut at %d bytes", e.sid, e.r.opt.MaxOutputBytes)
+		return out + "…"
+	}
+	return out
 }
 
 func (e *evaluator) fnPluralize(a args) any {
@@ -331,14 +423,25 @@ func (e *evaluator) fnPluralize(a args) any {
 	return s
 }
 
-// sortedItems returns the items of a template list: an array's elements in
-// order, or an object's members sorted by their "pos" member (A2UI's
-// fractional indexing) and then by key.
-func sortedItems(v any, base string) (items []any, paths []string) {
+// listLen is the number of items of a template list (an array or an
+// object), 0 for anything else.
+func listLen(v any) int {
 	switch t := v.(type) {
 	case []any:
-		for i, x := range t {
-			items = append(items, x)
+		return len(t)
+	case map[string]any:
+		return len(t)
+	}
+	return 0
+}
+
+// sortedPaths returns the pointers of the first limit items of a template
+// list: an array's elements in order, or an object's members sorted by
+// their "pos" member (A2UI's fractional indexing) and then by key.
+func sortedPaths(v any, base string, limit int) (paths []string) {
+	switch t := v.(type) {
+	case []any:
+		for i := range min(len(t), limit) {
 			paths = append(paths, base+"/"+itoa(i))
 		}
 	case map[string]any:
@@ -353,12 +456,11 @@ func sortedItems(v any, base string) (items []any, paths []string) {
 			}
 			return keys[i] < keys[j]
 		})
-		for _, k := range keys {
-			items = append(items, t[k])
+		for _, k := range keys[:min(len(keys), limit)] {
 			paths = append(paths, base+"/"+escapeToken(k))
 		}
 	}
-	return items, paths
+	return paths
 }
 
 func posOf(v any) string {

@@ -243,35 +243,45 @@ func parseTime(v any, opt Options) (time.Time, bool) {
 
 // formatTR35 formats t with a Unicode TR35 date pattern (the subset the
 // catalog documents, plus era, zone and quarter fields) and the given month
-// and day names. Letters it does not know are printed as they are.
-func formatTR35(t time.Time, pattern string, names *dateNames) string {
+// and day names. Letters it does not know are printed as they are. At most
+// limit bytes of output are kept (whole UTF-8 sequences); full is the
+// length of the whole output.
+func formatTR35(t time.Time, pattern string, names *dateNames, limit int) (out string, full int) {
 	var b strings.Builder
+	write := func(s string) {
+		full += len(s)
+		if b.Len() < limit {
+			b.WriteString(cutUTF8(s, limit-b.Len()))
+		}
+	}
 	for i := 0; i < len(pattern); {
 		c := pattern[i]
 		if c == '\'' {
 			if i+1 < len(pattern) && pattern[i+1] == '\'' {
-				b.WriteByte('\'')
+				write("'")
 				i += 2
 				continue
 			}
 			j := i + 1
+			start := j
 			for j < len(pattern) {
 				if pattern[j] == '\'' {
 					if j+1 < len(pattern) && pattern[j+1] == '\'' {
-						b.WriteByte('\'')
+						write(pattern[start : j+1])
 						j += 2
+						start = j
 						continue
 					}
 					break
 				}
-				b.WriteByte(pattern[j])
 				j++
 			}
+			write(pattern[start:min(j, len(pattern))])
 			i = j + 1
 			continue
 		}
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
-			b.WriteByte(c)
+			write(pattern[i : i+1])
 			i++
 			continue
 		}
@@ -280,9 +290,9 @@ func formatTR35(t time.Time, pattern string, names *dateNames) string {
 			n++
 		}
 		i += n
-		b.WriteString(dateField(t, c, n, names))
+		write(dateField(t, c, n, names))
 	}
-	return b.String()
+	return b.String(), full
 }
 
 func pad(v, n int) string {

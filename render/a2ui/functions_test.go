@@ -82,8 +82,7 @@ var functionCases = []functionCase{
 
 func evalExpr(t *testing.T, expr, data string, opt Options) (any, []string) {
 	t.Helper()
-	r := &renderer{opt: opt.withDefaults(), seenWarn: map[string]bool{}}
-	r.loc = lookupLocale(r.opt.Locale)
+	r := newRenderer(opt)
 	decode := func(s string) any {
 		if s == "" {
 			return nil

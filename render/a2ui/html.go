@@ -145,7 +145,7 @@ func (c *htmlCtx) node(n *node, inRow bool) {
 			return
 		}
 		var vis []string
-		body := markdownHTML(n.text, func(s string) { vis = append(vis, s) })
+		body := markdownHTML(n.text, func(s string) { vis = append(vis, s) }, w.limit)
 		if st, ok := headingStyle[n.variant]; ok {
 			w.leaf(`<`+n.variant+` style="`+st+`;color:`+colorText+`">`+body+`</`+n.variant+`>`, vis...)
 			return
@@ -202,7 +202,7 @@ func (c *htmlCtx) node(n *node, inRow bool) {
 		for i, ch := range n.children {
 			t := n.titles[i]
 			var vis []string
-			body := markdownHTML(t, func(s string) { vis = append(vis, s) })
+			body := markdownHTML(t, func(s string) { vis = append(vis, s) }, w.limit)
 			w.leaf(`<div style="font-weight:bold;color:`+c.primary+`;border-bottom:2px solid `+c.primary+`;padding:4px 0;margin:8px 0 6px">`+body+`</div>`, vis...)
 			c.node(ch, false)
 		}

@@ -10,7 +10,15 @@ import (
 // positional arguments, which may nest (${formatDate(value: ${/d},
 // format: 'MMM d')}). "\${" is a literal "${". A malformed expression is
 // kept as written, with a warning.
+//
+// The output is kept within Options.MaxOutputBytes (cut, with "…" and a
+// warning); every piece is charged to the budget at its full length, so
+// that a template naming a long value many times is refused whatever the
+// output bound.
 func (e *evaluator) interpolate(s, base string) string {
+	if !e.r.spend(len(s), 1, "formatString") { // the scan
+		return ""
+	}
 	if !strings.Contains(s, "${") {
 		return s
 	}
@@ -20,10 +28,30 @@ func (e *evaluator) interpolate(s, base string) string {
 	}
 	e.depth++
 	defer func() { e.depth-- }()
+	limit := e.r.opt.MaxOutputBytes
 	var b strings.Builder
-	for i := 0; i < len(s); {
+	cut := false
+	write := func(piece string) {
+		if cut {
+			return
+		}
+		if b.Len()+len(piece) <= limit {
+			b.WriteString(piece)
+			return
+		}
+		b.WriteString(cutUTF8(piece, limit-b.Len()))
+		cut = true
+	}
+	for i := 0; i < len(s) && !e.r.over(); {
+		j := strings.IndexAny(s[i:], "\\$")
+		if j < 0 {
+			write(s[i:])
+			break
+		}
+		write(s[i : i+j])
+		i += j
 		if s[i] == '\\' && strings.HasPrefix(s[i+1:], "${") {
-			b.WriteString("${")
+			write("${")
 			i += 3
 			continue
 		}
@@ -32,16 +60,29 @@ func (e *evaluator) interpolate(s, base string) string {
 			v, ok := p.expr()
 			p.space()
 			if ok && p.i < len(s) && s[p.i] == '}' {
-				b.WriteString(toString(v))
+				piece := e.str(v, "formatString")
+				// Charged in full even when past the bound: the verdict
+				// must not depend on how much output is kept.
+				if !e.r.spend(len(piece), 1, "formatString") {
+					return ""
+				}
+				write(piece)
 				i = p.i + 1
 				continue
 			}
 			e.r.warn("surface %q: formatString: cannot read the expression in %q", e.sid, clip(s, 80))
-			b.WriteString(s[i:])
+			write(s[i:])
 			break
 		}
-		b.WriteByte(s[i])
+		write(s[i : i+1])
 		i++
+	}
+	if e.r.over() {
+		return ""
+	}
+	if cut {
+		e.r.warn("surface %q: formatString output cut at %d bytes", e.sid, limit)
+		return b.String() + "…"
 	}
 	return b.String()
 }
@@ -115,7 +156,7 @@ func (p *exprParser) expr() (any, bool) {
 func (p *exprParser) call(name string) (any, bool) {
 	p.depth++
 	defer func() { p.depth-- }()
-	if p.depth > maxEvalDepth {
+	if p.depth > maxEvalDepth || !p.e.r.spend(0, 1, name) {
 		return nil, false
 	}
 	named := map[string]any{}

@@ -181,10 +181,16 @@ func linkOK(raw string) bool {
 }
 
 // markdownHTML renders s as escaped inline HTML; lines are joined by <br>.
-// visible receives the plain text of each line, as shown.
-func markdownHTML(s string, visible func(string)) string {
+// visible receives the plain text of each line, as shown. It stops once
+// the HTML is over limit bytes (markup can be many times the text: a
+// one-character code span is some ninety bytes), as the caller could not
+// use more.
+func markdownHTML(s string, visible func(string), limit int) string {
 	var b strings.Builder
 	for i, line := range mdLines(s) {
+		if b.Len() > limit {
+			break
+		}
 		if i > 0 {
 			b.WriteString("<br>")
 		}
@@ -208,6 +214,9 @@ func markdownHTML(s string, visible func(string)) string {
 				t = `<a href="` + html.EscapeString(sp.href) + `" style="color:#1a73e8">` + t + `</a>`
 			}
 			b.WriteString(t)
+			if b.Len() > limit {
+				break
+			}
 		}
 		if visible != nil {
 			visible(plain.String())

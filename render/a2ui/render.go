@@ -30,6 +30,15 @@ type Options struct {
 	TimeZone *time.Location
 	// TextWidth is the column at which Result.Text wraps. Zero means 72.
 	TextWidth int
+	// MaxEvalBytes bounds the text one Render may evaluate: every string
+	// a binding or function produces or scans counts at its full length
+	// (each is kept only up to MaxOutputBytes). Zero means
+	// DefaultMaxEvalBytes.
+	MaxEvalBytes int64
+	// MaxEvalSteps bounds the values, interpolated expressions, list
+	// items and components one Render may evaluate. Zero means
+	// DefaultMaxEvalSteps.
+	MaxEvalSteps int64
 }
 
 // Result is a rendering of every surface in the input.
@@ -41,6 +50,14 @@ type Result struct {
 	Texts []string
 	// Warnings says what could not be rendered and why.
 	Warnings []string
+	// Err is a *LimitError (matching ErrOverBudget) when the surface asks
+	// for more than the evaluation budget allows; Text, HTML, Title and
+	// Texts are then empty.
+	Err error
+	// SpentBytes and SpentSteps are what the rendering charged to its
+	// budget, so that a caller can share one budget between several
+	// surfaces.
+	SpentBytes, SpentSteps int64
 }
 
 const (
@@ -60,11 +77,15 @@ const (
 	maxEvalDepth       = 32      // nested function calls / interpolations
 	maxPointerTokens   = 64      // JSON Pointer segments
 	maxRegexLen        = 1000    // regex() pattern length
+	maxRegexProg       = 5000    // regex() program size (instructions)
+	maxRegexRunes      = 20000   // regex() character-class range bounds
+	maxRegexps         = 16      // compiled patterns kept per Render
 	unreadableFallback = "(surface could not be read)"
 )
 
-// Render renders every surface in data. It never fails: bad input yields
-// warnings and as much output as can be recovered.
+// Render renders every surface in data. Bad input yields warnings and as
+// much output as can be recovered; only a surface over the evaluation
+// budget fails, with Result.Err.
 func Render(data json.RawMessage, opt Options) (res Result) {
 	defer func() {
 		if p := recover(); p != nil {
@@ -96,6 +117,12 @@ func (o Options) withDefaults() Options {
 	if o.TextWidth <= 0 {
 		o.TextWidth = defaultTextWidth
 	}
+	if o.MaxEvalBytes <= 0 {
+		o.MaxEvalBytes = DefaultMaxEvalBytes
+	}
+	if o.MaxEvalSteps <= 0 {
+		o.MaxEvalSteps = DefaultMaxEvalSteps
+	}
 	o.TextWidth = max(minTextWidth, min(o.TextWidth, maxTextWidth))
 	return o
 }
@@ -110,9 +137,19 @@ type renderer struct {
 	order    []string
 	nodes    int // component instances built so far, across surfaces
 	regexps  map[string]*regexp.Regexp
+	budget   budget
+	at       location
 }
 
 func (r *renderer) warn(format string, args ...any) {
+	if len(r.warnings) > maxWarnings {
+		return
+	}
+	for i, a := range args { // strings from the surface may be long
+		if s, ok := a.(string); ok && len(s) > maxIDInMessage {
+			args[i] = clip(s, maxIDInMessage)
+		}
+	}
 	msg := fmt.Sprintf(format, args...)
 	if r.seenWarn[msg] {
 		return
@@ -126,13 +163,55 @@ func (r *renderer) warn(format string, args ...any) {
 }
 
 func render(data []byte, opt Options) Result {
+	r := newRenderer(opt)
+	return r.spent(r.render(data, true))
+}
+
+func newRenderer(opt Options) *renderer {
 	opt = opt.withDefaults()
-	r := &renderer{
+	return &renderer{
 		opt:      opt,
 		loc:      lookupLocale(opt.Locale),
 		seenWarn: map[string]bool{},
 		surfaces: map[string]*surface{},
+		budget:   newBudget(opt.MaxEvalBytes, opt.MaxEvalSteps),
 	}
+}
+
+// spent completes res with what the budget was charged.
+func (r *renderer) spent(res Result) Result {
+	res.SpentBytes = r.budget.maxBytes - max(r.budget.bytes, 0)
+	res.SpentSteps = r.budget.maxSteps - max(r.budget.steps, 0)
+	return res
+}
+
+// Check replays data and evaluates every binding and function of its
+// surfaces, as Render does, without laying them out: its Result has Err,
+// Warnings, SpentBytes and SpentSteps as Render's would, and no output.
+// Evaluation is most of the cost of a surface over the budget and layout
+// most of an ordinary one's, so Check is the cheap way to refuse a
+// surface when it is received.
+func Check(data json.RawMessage, opt Options) (res Result) {
+	defer func() {
+		if p := recover(); p != nil {
+			res = Result{} // a bug of ours is Render's to report, as it renders
+		}
+	}()
+	r := newRenderer(opt)
+	r.render(data, false)
+	return r.spent(Result{Warnings: r.warnings, Err: r.errOrNil()})
+}
+
+// errOrNil is the budget's error as an error (nil, not a nil pointer).
+func (r *renderer) errOrNil() error {
+	if r.budget.err != nil {
+		return r.budget.err
+	}
+	return nil
+}
+
+// render replays data and, with layout, lays the surfaces out.
+func (r *renderer) render(data []byte, layout bool) Result {
 	if len(data) > maxInputBytes {
 		r.warn("surface data is %d bytes, over the %d byte limit", len(data), maxInputBytes)
 		return r.unreadable()
@@ -143,6 +222,14 @@ func render(data []byte, opt Options) Result {
 	}
 	for _, m := range msgs {
 		r.apply(m)
+	}
+	if !layout {
+		for _, id := range r.order {
+			if s := r.surfaces[id]; s != nil && !s.deleted && !r.over() {
+				r.buildSurface(s)
+			}
+		}
+		return Result{}
 	}
 	return r.output()
 }
@@ -427,6 +514,9 @@ func (r *renderer) output() Result {
 		}
 		live++
 		roots := r.buildSurface(s)
+		if r.over() {
+			return Result{Warnings: r.warnings, Err: r.budget.err}
+		}
 		if title == "" {
 			title = findTitle(roots)
 		}

@@ -56,6 +56,7 @@ type builder struct {
 // component references.
 func (r *renderer) buildSurface(s *surface) []*node {
 	b := &builder{r: r, s: s, ev: &evaluator{r: r, sid: s.id, data: s.data}}
+	r.at = location{surface: s.id}
 	if len(s.comps) == 0 {
 		r.warn("surface %q has no components", s.id)
 		return nil
@@ -184,10 +185,19 @@ func (b *builder) str(c map[string]any, key, base string) string {
 	return b.bound(b.ev.text(v, base))
 }
 
+// bound keeps s within the output bound and counts it against the
+// surface's text; once the surface holds more text than its output can
+// show, it keeps nothing.
 func (b *builder) bound(s string) string {
+	if b.full {
+		return ""
+	}
 	limit := b.r.opt.MaxOutputBytes
 	if len(s) > limit {
 		s = cutUTF8(s, limit) + "…"
+	}
+	if !b.r.spend(len(s), 0, "its text") {
+		return ""
 	}
 	b.textBytes += len(s)
 	if b.textBytes > 2*limit && !b.full {
@@ -198,7 +208,7 @@ func (b *builder) bound(s string) string {
 }
 
 func (b *builder) build(id, base string, depth int) *node {
-	if b.full {
+	if b.full || !b.r.spend(0, 1, "components") {
 		return nil
 	}
 	if depth > maxDepth {
@@ -223,7 +233,12 @@ func (b *builder) build(id, base string, depth int) *node {
 	}
 	b.r.nodes++
 	b.stack = append(b.stack, frame{id, base})
-	defer func() { b.stack = b.stack[:len(b.stack)-1] }()
+	parent := b.r.at.component
+	b.r.at.component = id
+	defer func() {
+		b.stack = b.stack[:len(b.stack)-1]
+		b.r.at.component = parent
+	}()
 
 	typ := str(c["component"])
 	n := &node{kind: typ, id: id, variant: str(c["variant"])}
@@ -261,6 +276,9 @@ func (b *builder) build(id, base string, depth int) *node {
 			tm, _ := t.(map[string]any)
 			if tm == nil {
 				continue
+			}
+			if b.full || b.r.over() {
+				break
 			}
 			title := b.str(tm, "title", base)
 			if title == "" {
@@ -363,15 +381,24 @@ func (b *builder) children(c map[string]any, base string, depth int) []*node {
 		}
 		abs := joinPath(base, path)
 		v := b.ev.lookup(path, base)
-		items, paths := sortedItems(v, strings.TrimSuffix(abs, "/"))
-		if v != nil && items == nil {
+		n := listLen(v)
+		// Ordering an object's members costs them all; an array, the items
+		// kept. Each item's pointer is built on abs.
+		cost := min(n, maxTemplateItems)
+		if _, isObj := v.(map[string]any); isObj {
+			cost = n
+		}
+		if !b.r.spend(min(n, maxTemplateItems)*(len(abs)+8), cost, "a list template") {
+			return nil
+		}
+		paths := sortedPaths(v, strings.TrimSuffix(abs, "/"), maxTemplateItems)
+		if v != nil && n == 0 {
 			if _, isObj := v.(map[string]any); !isObj {
 				b.r.warn("surface %q: template list at %s is a %s, not a list", b.s.id, abs, jsonKind(v))
 			}
 		}
-		if len(items) > maxTemplateItems {
-			b.r.warn("surface %q: list at %s has %d items; the first %d were rendered", b.s.id, abs, len(items), maxTemplateItems)
-			paths = paths[:maxTemplateItems]
+		if n > maxTemplateItems {
+			b.r.warn("surface %q: list at %s has %d items; the first %d were rendered", b.s.id, abs, n, maxTemplateItems)
 		}
 		var out []*node
 		for _, p := range paths {
@@ -395,10 +422,10 @@ func (b *builder) icon(n *node, c map[string]any, base string) {
 			n.iconName = b.a11yLabel(c, base)
 			return
 		}
-		name := b.ev.text(v, base)
+		name := b.bound(b.ev.text(v, base))
 		n.glyph, n.iconName = iconGlyph(name), humanize(name)
 	default:
-		name := toString(v)
+		name := b.bound(toString(v))
 		n.glyph, n.iconName = iconGlyph(name), humanize(name)
 	}
 	if l := b.a11yLabel(c, base); l != "" {
@@ -475,11 +502,14 @@ func (b *builder) choice(n *node, c map[string]any, base string) {
 	switch v := b.ev.value(c["value"], base).(type) {
 	case []any:
 		for _, x := range v {
-			selected[toString(x)] = true
+			if !b.r.spend(0, 1, "a ChoicePicker value") {
+				return
+			}
+			selected[b.ev.str(x, "a ChoicePicker value")] = true
 		}
 	case nil:
 	default:
-		selected[toString(v)] = true
+		selected[b.ev.str(v, "a ChoicePicker value")] = true
 	}
 	var opts []any
 	switch o := c["options"].(type) {
@@ -495,7 +525,10 @@ func (b *builder) choice(n *node, c map[string]any, base string) {
 		if om == nil {
 			continue
 		}
-		val := toString(om["value"])
+		if b.full || b.r.over() {
+			break
+		}
+		val := b.ev.str(om["value"], "a ChoicePicker option")
 		label := b.str(om, "label", base)
 		if label == "" {
 			label = val
@@ -523,13 +556,15 @@ func (b *builder) dateTimeValue(c map[string]any, base string) string {
 		enableDate = strings.Contains(raw, "-")
 		enableTime = strings.Contains(raw, ":")
 	}
+	pattern := "d MMM yyyy"
 	switch {
 	case enableDate && enableTime:
-		return formatTR35(t, "d MMM yyyy HH:mm", b.r.loc.names())
+		pattern = "d MMM yyyy HH:mm"
 	case enableTime:
-		return formatTR35(t, "HH:mm", b.r.loc.names())
+		pattern = "HH:mm"
 	}
-	return formatTR35(t, "d MMM yyyy", b.r.loc.names())
+	out, _ := formatTR35(t, pattern, b.r.loc.names(), b.r.opt.MaxOutputBytes)
+	return out
 }
 
 // unknown renders a component outside the catalog: its text-like
