@@ -404,3 +404,17 @@ func TestWideCharactersAlign(t *testing.T) {
 		t.Errorf("Text =\n%s\nwant\n%s", got, want)
 	}
 }
+
+// An empty list is a list: a template over it renders nothing and warns of
+// nothing; a string where a list belongs is named for what it is.
+func TestEmptyTemplateListIsNoProblem(t *testing.T) {
+	comps := `[{"id":"root","component":"Column","children":{"componentId":"t","path":"/items"}},{"id":"t","component":"Text","text":{"path":"name"}}]`
+	res := renderTest(t, comps, `{"items":[]}`)
+	for _, w := range res.Warnings {
+		if strings.Contains(w, "not a list") {
+			t.Errorf("empty list: warning %q", w)
+		}
+	}
+	res = renderTest(t, comps, `{"items":"none"}`)
+	wantWarning(t, res, "is a string, not a list")
+}

@@ -393,7 +393,8 @@ func (b *builder) children(c map[string]any, base string, depth int) []*node {
 		}
 		paths := sortedPaths(v, strings.TrimSuffix(abs, "/"), maxTemplateItems)
 		if v != nil && n == 0 {
-			if _, isObj := v.(map[string]any); !isObj {
+			_, isObj := v.(map[string]any)
+			if _, isList := v.([]any); !isObj && !isList {
 				b.r.warn("surface %q: template list at %s is a %s, not a list", b.s.id, abs, jsonKind(v))
 			}
 		}
