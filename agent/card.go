@@ -82,6 +82,7 @@ func DecodeCard(b []byte, base *url.URL) ([]Interface, error) {
 	var out []Interface
 	add := func(u, bind, ver, tenant string) {
 		abs, ok := absolute(base, u)
+		bind, ver = strings.TrimSpace(bind), strings.TrimSpace(ver)
 		if !ok || bind == "" || ver == "" {
 			return
 		}
