@@ -147,6 +147,9 @@ func backendsRun(n, c int, bin, dsn string, leaseTTL time.Duration) (*backendsRe
 		res.Runs = append(res.Runs, *r)
 	}
 	res.VsRiver = vsRiver(res.Runs)
+	if leaseTTL <= 0 {
+		return res, nil
+	}
 	fo, err := failoverRun(bin, dir, dsn, leaseTTL)
 	if err != nil {
 		return nil, fmt.Errorf("failover: %w", err)

@@ -146,7 +146,7 @@ func main() {
 	thr := flag.Bool("throughput", false, "with other modes: also run the default daemon-vs-raw throughput bench")
 	backends := flag.Bool("backends", false, "beachd on bbolt, on PostgreSQL with 1 and with 3 replicas, and the River job queue on the same PostgreSQL (the same load, -n and -c), and the singletons' failover after a SIGKILL")
 	dsn := flag.String("dsn", "postgres://127.0.0.1:5432/test?sslmode=disable", "with -backends: the PostgreSQL server (each run uses a fresh schema)")
-	leaseTTL := flag.Duration("lease-ttl", 15*time.Second, "with -backends: the singletons' lease for the failover measurement")
+	leaseTTL := flag.Duration("lease-ttl", 15*time.Second, "with -backends: the singletons' lease for the failover measurement (0 skips it)")
 	merge := flag.String("merge", "", "comma-separated report JSON files to merge (later sections win) into -o and -md; runs nothing")
 	flag.Parse()
 	if *merge != "" {
