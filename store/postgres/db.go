@@ -66,6 +66,12 @@ type DB struct {
 	// dispatchers; notifierDone is closed when the notifier has ended.
 	wakeReq      chan struct{}
 	notifierDone chan struct{}
+	// records takes Record calls to the recorders, which end when
+	// closing is closed.
+	records   chan *recordReq
+	closing   chan struct{}
+	recorders sync.WaitGroup
+	closeOnce sync.Once
 }
 
 // Open connects to the database at dsn, brings its schema up to date (or
@@ -97,7 +103,8 @@ func Open(ctx context.Context, dsn string, opt Options) (*DB, error) {
 		return nil, fmt.Errorf("open postgres %s: %w", redact(cfg.ConnConfig), err)
 	}
 	s := &DB{pool: pool, now: opt.Now, rand: opt.Rand, log: opt.Log, holder: opt.Holder, wake: make(chan string, 16), done: make(chan struct{}),
-		wakeReq: make(chan struct{}, 1), notifierDone: make(chan struct{})}
+		wakeReq: make(chan struct{}, 1), notifierDone: make(chan struct{}),
+		records: make(chan *recordReq), closing: make(chan struct{})}
 	var schema string
 	if err := pool.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
 		pool.Close()
@@ -112,6 +119,10 @@ func Open(ctx context.Context, dsn string, opt Options) (*DB, error) {
 	s.stop = stop
 	go s.listen(lctx)
 	go s.notifier(lctx)
+	for range recordWorkers {
+		s.recorders.Add(1)
+		go s.recorder(s.closing)
+	}
 	return s, nil
 }
 
@@ -139,6 +150,8 @@ func redact(c *pgx.ConnConfig) string {
 
 // Close stops the listener and closes the pool.
 func (s *DB) Close() error {
+	s.closeOnce.Do(func() { close(s.closing) })
+	s.recorders.Wait()
 	s.stop()
 	<-s.done
 	<-s.notifierDone
