@@ -56,7 +56,48 @@ type backendsResult struct {
 	C        int          `json:"c"`
 	Runs     []backendRun `json:"runs"`
 	Failover *failover    `json:"failover,omitempty"`
-	Note     string       `json:"note"`
+	// VsRiver is beachd on PostgreSQL against the River comparator.
+	VsRiver *riverRatios `json:"vsRiver,omitempty"`
+	Note    string       `json:"note"`
+}
+
+// riverRatios are beachd's figures on PostgreSQL divided by River's (above
+// 1: beachd is faster, or uses less CPU for cpu figures below 1).
+type riverRatios struct {
+	Ingest    float64 `json:"ingest"`
+	Delivered float64 `json:"delivered"`
+	// CPU is beachd's CPU per envelope (its process and PostgreSQL's)
+	// divided by River's.
+	CPU float64 `json:"cpu"`
+	// ThreeReplicas is beachd's delivered/s with three replicas divided by
+	// its delivered/s with one.
+	ThreeReplicas float64 `json:"threeReplicasVsOne"`
+}
+
+// vsRiver compares the one-replica PostgreSQL run with River's.
+func vsRiver(runs []backendRun) *riverRatios {
+	var pg1, pg3, rv *backendRun
+	for i := range runs {
+		switch r := &runs[i]; {
+		case r.Name == "river":
+			rv = r
+		case r.Name == "postgres" && r.Replicas == 1:
+			pg1 = r
+		case r.Name == "postgres" && r.Replicas == 3:
+			pg3 = r
+		}
+	}
+	if pg1 == nil || rv == nil || rv.IngestRate == 0 || rv.DeliveryRate == 0 {
+		return nil
+	}
+	out := &riverRatios{Ingest: pg1.IngestRate / rv.IngestRate, Delivered: pg1.DeliveryRate / rv.DeliveryRate}
+	if c := rv.CPUPerEnvelopeUs + rv.PostgresCPUPerEnvelopeUs; c > 0 {
+		out.CPU = (pg1.CPUPerEnvelopeUs + pg1.PostgresCPUPerEnvelopeUs) / c
+	}
+	if pg3 != nil && pg1.DeliveryRate > 0 {
+		out.ThreeReplicas = pg3.DeliveryRate / pg1.DeliveryRate
+	}
+	return out
 }
 
 // backendsRun runs the comparison against the PostgreSQL server at dsn, each
@@ -72,26 +113,42 @@ func backendsRun(n, c int, bin, dsn string, leaseTTL time.Duration) (*backendsRe
 	}
 	res := &backendsResult{Machine: machine(), N: n, C: c,
 		Note: fmt.Sprintf("%d CPUs: the replicas, PostgreSQL, the clients and the sink share them, so three replicas show the cost of sharing one database, not the gain of three machines", runtime.NumCPU())}
+	// River runs right after beachd's one-replica PostgreSQL run, on a
+	// fresh schema of the same server, so the pair shares the machine's
+	// state as closely as one run allows.
 	for _, cfg := range []struct {
 		name     string
 		replicas int
 		postgres bool
-	}{{"bbolt", 1, false}, {"postgres", 1, true}, {"postgres", 3, true}} {
-		var store string
+		river    bool
+	}{{"bbolt", 1, false, false}, {"postgres", 1, true, false}, {"river", 1, true, true}, {"postgres", 3, true, false}} {
+		var store, schemaDSN string
 		if cfg.postgres {
-			schemaDSN, drop, err := freshSchema(dsn)
+			d, drop, err := freshSchema(dsn)
 			if err != nil {
 				return nil, err
 			}
 			defer drop()
+			schemaDSN = d
 			store = fmt.Sprintf("store: {driver: postgres, dsn: %q}\n", schemaDSN)
 		}
-		r, err := backendLoad(n, c, bin, dir, cfg.replicas, store)
+		var r *backendRun
+		if cfg.river {
+			r, err = loadThrough(n, c, 1, true, func(_ int, _, sinkURL string) (*proc, error) {
+				return startRiver(dir, schemaDSN, sinkURL)
+			})
+		} else {
+			r, err = backendLoad(n, c, bin, dir, cfg.replicas, store)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s with %d replicas: %w", cfg.name, cfg.replicas, err)
 		}
 		r.Name, r.Replicas = cfg.name, cfg.replicas
 		res.Runs = append(res.Runs, *r)
+	}
+	res.VsRiver = vsRiver(res.Runs)
+	if leaseTTL <= 0 {
+		return res, nil
 	}
 	fo, err := failoverRun(bin, dir, dsn, leaseTTL)
 	if err != nil {
@@ -104,9 +161,18 @@ func backendsRun(n, c int, bin, dsn string, leaseTTL time.Duration) (*backendsRe
 // backendLoad posts n envelopes from c clients spread over the replicas and
 // waits for every delivery at the sink.
 func backendLoad(n, c int, bin, dir string, replicas int, storeCfg string) (*backendRun, error) {
+	return loadThrough(n, c, replicas, storeCfg != "", func(i int, sinkCfg, _ string) (*proc, error) {
+		return startDaemon(bin, dir, filepath.Join(dir, fmt.Sprintf("data-%d-%d", time.Now().UnixNano(), i)), storeCfg+sinkCfg, 60*time.Second)
+	})
+}
+
+// loadThrough is backendLoad through the processes start starts (beachd's
+// replicas, or the River comparator); postgres says whether the database's
+// CPU counts.
+func loadThrough(n, c, replicas int, postgres bool, startProc func(i int, sinkCfg, sinkURL string) (*proc, error)) (*backendRun, error) {
 	s := &sink{first: map[string]time.Time{}, done: make(chan struct{})}
 	s.expect(n)
-	sinkCfg, stopSink, err := startSink(s)
+	sinkCfg, sinkURL, stopSink, err := startSinkURL(s)
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +184,7 @@ func backendLoad(n, c int, bin, dir string, replicas int, storeCfg string) (*bac
 		}
 	}()
 	for i := 0; i < replicas; i++ {
-		p, err := startDaemon(bin, dir, filepath.Join(dir, fmt.Sprintf("data-%d-%d", time.Now().UnixNano(), i)), storeCfg+sinkCfg, 60*time.Second)
+		p, err := startProc(i, sinkCfg, sinkURL)
 		if err != nil {
 			return nil, err
 		}
@@ -168,7 +234,7 @@ func backendLoad(n, c int, bin, dir string, replicas int, storeCfg string) (*bac
 	r := &backendRun{IngestRate: float64(n) / ingestTook.Seconds(), DeliveryRate: float64(n-lost) / deliverTook.Seconds(),
 		IngestP99ms: pct(acked, 99), E2EP50ms: pct(e2e, 50), E2EP99ms: pct(e2e, 99),
 		CPUPerEnvelopeUs: cpu / float64(n) * 1e6, Lost: lost, Duplicates: s.dups}
-	if storeCfg != "" {
+	if postgres {
 		r.PostgresCPUPerEnvelopeUs = pgCPU / float64(n) * 1e6
 	}
 	return r, nil
@@ -349,6 +415,9 @@ func backendsText(r *backendsResult) string {
 	for _, x := range r.Runs {
 		fmt.Fprintf(&b, "%-10s %8d %12.0f %14.0f %8.1fms %8.1fms %8.1fms %12.0f %12.0f   (delivered %.2f× bbolt)\n", x.Name, x.Replicas, x.IngestRate, x.DeliveryRate,
 			x.IngestP99ms, x.E2EP50ms, x.E2EP99ms, x.CPUPerEnvelopeUs, x.PostgresCPUPerEnvelopeUs, x.DeliveryRate/base.DeliveryRate)
+	}
+	if v := r.VsRiver; v != nil {
+		fmt.Fprintf(&b, "beachd on PostgreSQL (1 replica) ÷ River: ingest %.2f×, delivered %.2f×, CPU per envelope (with PostgreSQL's) %.2f×; 3 replicas ÷ 1: delivered %.2f×\n", v.Ingest, v.Delivered, v.CPU, v.ThreeReplicas)
 	}
 	if r.Failover != nil {
 		fmt.Fprintf(&b, "failover after SIGKILL (lease %s):", r.Failover.LeaseTTL)

@@ -18,6 +18,10 @@ import (
 // benchKey is the API key of every daemon the bench starts.
 const benchKey = "bench-key-0123456789abcdef"
 
+// benchWebhookSecret signs the webhooks the sink receives (beachd's and the
+// River comparator's).
+const benchWebhookSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
 // buildBeachd builds ./cmd/beachd into dir (or returns bin when set).
 func buildBeachd(bin, dir string) (string, error) {
 	if bin != "" {
@@ -152,16 +156,23 @@ func (p *proc) endSampling() {
 // returns the daemon configuration that delivers to it (64 dispatch workers,
 // 64 in flight), and the function that stops the server.
 func startSink(h http.Handler) (cfg string, stop func(), err error) {
+	cfg, _, stop, err = startSinkURL(h)
+	return cfg, stop, err
+}
+
+// startSinkURL is startSink that also returns the sink's URL.
+func startSinkURL(h http.Handler) (cfg, url string, stop func(), err error) {
 	sl, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return "", nil, err
+		return "", "", nil, err
 	}
 	srv := &http.Server{Handler: h}
 	go srv.Serve(sl)
+	url = fmt.Sprintf("http://%s/hook", sl.Addr())
 	cfg = fmt.Sprintf(`dispatch: {workers: 64}
 webhooks:
   endpoints:
-    sink: {url: "http://%s/hook", secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", max_concurrency: 64}
-`, sl.Addr())
-	return cfg, func() { srv.Close() }, nil
+    sink: {url: %q, secret: %q, max_concurrency: 64}
+`, url, benchWebhookSecret)
+	return cfg, url, func() { srv.Close() }, nil
 }

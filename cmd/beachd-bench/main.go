@@ -119,6 +119,10 @@ func main() {
 		serveRelay(spec)
 		return
 	}
+	if spec := os.Getenv(riverEnv); spec != "" {
+		serveRiver(spec)
+		return
+	}
 	n := flag.Int("n", 20000, "envelopes to send")
 	c := flag.Int("c", 64, "concurrent clients")
 	bin := flag.String("beachd", "", "beachd binary (default: build ./cmd/beachd)")
@@ -140,9 +144,9 @@ func main() {
 	md := flag.String("md", "", "with -all (or any mode): write a Markdown table here")
 	fuzztime := flag.Duration("fuzztime", 10*time.Second, "with -all: fuzzing time per target")
 	thr := flag.Bool("throughput", false, "with other modes: also run the default daemon-vs-raw throughput bench")
-	backends := flag.Bool("backends", false, "beachd on bbolt, on PostgreSQL with 1 and with 3 replicas (the same load, -n and -c), and the singletons' failover after a SIGKILL")
+	backends := flag.Bool("backends", false, "beachd on bbolt, on PostgreSQL with 1 and with 3 replicas, and the River job queue on the same PostgreSQL (the same load, -n and -c), and the singletons' failover after a SIGKILL")
 	dsn := flag.String("dsn", "postgres://127.0.0.1:5432/test?sslmode=disable", "with -backends: the PostgreSQL server (each run uses a fresh schema)")
-	leaseTTL := flag.Duration("lease-ttl", 15*time.Second, "with -backends: the singletons' lease for the failover measurement")
+	leaseTTL := flag.Duration("lease-ttl", 15*time.Second, "with -backends: the singletons' lease for the failover measurement (0 skips it)")
 	merge := flag.String("merge", "", "comma-separated report JSON files to merge (later sections win) into -o and -md; runs nothing")
 	flag.Parse()
 	if *merge != "" {

@@ -62,6 +62,16 @@ type DB struct {
 	stop    context.CancelFunc
 	done    chan struct{}
 	randMu  sync.Mutex
+	// wakeReq asks the notifier for one wake-up of the replicas'
+	// dispatchers; notifierDone is closed when the notifier has ended.
+	wakeReq      chan struct{}
+	notifierDone chan struct{}
+	// records takes Record calls to the recorders, which end when
+	// closing is closed.
+	records   chan *recordReq
+	closing   chan struct{}
+	recorders sync.WaitGroup
+	closeOnce sync.Once
 }
 
 // Open connects to the database at dsn, brings its schema up to date (or
@@ -92,7 +102,9 @@ func Open(ctx context.Context, dsn string, opt Options) (*DB, error) {
 		pool.Close()
 		return nil, fmt.Errorf("open postgres %s: %w", redact(cfg.ConnConfig), err)
 	}
-	s := &DB{pool: pool, now: opt.Now, rand: opt.Rand, log: opt.Log, holder: opt.Holder, wake: make(chan string, 16), done: make(chan struct{})}
+	s := &DB{pool: pool, now: opt.Now, rand: opt.Rand, log: opt.Log, holder: opt.Holder, wake: make(chan string, 16), done: make(chan struct{}),
+		wakeReq: make(chan struct{}, 1), notifierDone: make(chan struct{}),
+		records: make(chan *recordReq), closing: make(chan struct{})}
 	var schema string
 	if err := pool.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
 		pool.Close()
@@ -106,6 +118,11 @@ func Open(ctx context.Context, dsn string, opt Options) (*DB, error) {
 	lctx, stop := context.WithCancel(context.Background())
 	s.stop = stop
 	go s.listen(lctx)
+	go s.notifier(lctx)
+	for range recordWorkers {
+		s.recorders.Add(1)
+		go s.recorder(s.closing)
+	}
 	return s, nil
 }
 
@@ -133,8 +150,11 @@ func redact(c *pgx.ConnConfig) string {
 
 // Close stops the listener and closes the pool.
 func (s *DB) Close() error {
+	s.closeOnce.Do(func() { close(s.closing) })
+	s.recorders.Wait()
 	s.stop()
 	<-s.done
+	<-s.notifierDone
 	s.pool.Close()
 	return nil
 }

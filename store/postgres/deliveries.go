@@ -565,11 +565,19 @@ func (c *claim) candidate(r dueRow) store.ClaimCandidate {
 }
 
 // Record stores the outcome of an attempt on a job this worker claimed
-// (lease held until leaseUntil), in one transaction. If the job's lease is
-// no longer that one (it ran out and the job was re-queued or re-claimed),
-// it returns store.ErrLeaseLost and changes nothing. The outcome's
-// ProviderID, and the ids its receipt lists in meta "parts", find the
-// delivery until it is pruned.
+// (lease held until leaseUntil). If the job's lease is no longer that one
+// (it ran out and the job was re-queued or re-claimed), it returns
+// store.ErrLeaseLost and changes nothing. The outcome's ProviderID, and the
+// ids its receipt lists in meta "parts", find the delivery until it is
+// pruned.
+//
+// Record returns once the outcome is committed, as before, but the
+// outcomes of concurrent workers are committed together (recordGroup): one
+// transaction, one row lock statement and one WAL flush for all the
+// outcomes that arrived while the previous group committed. What a crash
+// can do is unchanged: an outcome whose group did not commit is not
+// recorded, its caller has not returned, and the job's lease runs out into
+// maybe-sent as it did when each outcome had a transaction of its own.
 func (s *DB) Record(ctx context.Context, id string, leaseUntil time.Time, o store.Outcome) (*store.Delivery, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -577,44 +585,174 @@ func (s *DB) Record(ctx context.Context, id string, leaseUntil time.Time, o stor
 	if err := store.CheckOutcome(id, o); err != nil {
 		return nil, err
 	}
-	pids := store.OutcomeProviderIDs(&o)
+	req := &recordReq{id: id, leaseUntil: leaseUntil, o: o, done: make(chan struct{})}
+	select {
+	case s.records <- req:
+	case <-s.closing:
+		return nil, fmt.Errorf("record attempt of %s: %w", id, errClosed)
+	}
+	<-req.done
+	if req.err != nil {
+		return nil, fmt.Errorf("record attempt of %s: %w", id, req.err)
+	}
+	if req.out.State == store.StateRetrying {
+		s.wakeDispatchers(ctx)
+	}
+	return req.out, nil
+}
+
+// errClosed: the store was closed.
+var errClosed = errors.New("store closed")
+
+// recordReq is one Record call waiting for its group's commit.
+type recordReq struct {
+	id         string
+	leaseUntil time.Time
+	o          store.Outcome
+	out        *store.Delivery
+	err        error
+	done       chan struct{}
+}
+
+// maxRecordGroup bounds the outcomes committed in one transaction.
+const maxRecordGroup = 64
+
+// recordWorkers are the recorders committing groups at the same time: while
+// one group's commit waits for its WAL flush, the next group forms.
+const recordWorkers = 2
+
+// recorder commits groups of outcomes until the store closes: it waits for
+// one Record call, takes every other that is waiting (up to
+// maxRecordGroup), and commits them together.
+func (s *DB) recorder(closing <-chan struct{}) {
+	defer s.recorders.Done()
+	group := make([]*recordReq, 0, maxRecordGroup)
+	for {
+		select {
+		case <-closing:
+			return
+		case r := <-s.records:
+			group = append(group[:0], r)
+		}
+	more:
+		for len(group) < maxRecordGroup {
+			select {
+			case r := <-s.records:
+				group = append(group, r)
+			default:
+				break more
+			}
+		}
+		s.recordGroup(group)
+		for _, r := range group {
+			close(r.done)
+		}
+	}
+}
+
+// recordGroup records the outcomes of group in one transaction, each
+// request's result in its out or err. A job whose lease is not the
+// caller's gets store.ErrLeaseLost without stopping the others; a group
+// whose transaction fails is recorded again one outcome at a time, so one
+// outcome's failure is its own.
+func (s *DB) recordGroup(group []*recordReq) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// One request per delivery in a group: a second outcome for the same
+	// job (a caller's retry) is recorded after the first, on its own.
+	seen := make(map[string]bool, len(group))
+	var first, again []*recordReq
+	for _, r := range group {
+		if seen[r.id] {
+			again = append(again, r)
+			continue
+		}
+		seen[r.id] = true
+		first = append(first, r)
+	}
+	if len(first) == 1 {
+		s.recordOne(ctx, first[0])
+	} else if err := s.tx(ctx, func(tx pgx.Tx) error { return s.recordTx(ctx, tx, first) }); err != nil {
+		for _, r := range first {
+			s.recordOne(ctx, r)
+		}
+	}
+	for _, r := range again {
+		s.recordOne(ctx, r)
+	}
+}
+
+// recordOne records r's outcome in a transaction of its own.
+func (s *DB) recordOne(ctx context.Context, r *recordReq) {
+	r.out, r.err = nil, nil
+	if err := s.tx(ctx, func(tx pgx.Tx) error { return s.recordTx(ctx, tx, []*recordReq{r}) }); err != nil && r.err == nil {
+		r.out, r.err = nil, err
+	}
+}
+
+// recordTx locks the rows of rs's deliveries (in id order, as every
+// statement that locks several does), applies each outcome whose lease
+// holds, and writes the records, attempts and provider ids in one batch.
+func (s *DB) recordTx(ctx context.Context, tx pgx.Tx, rs []*recordReq) error {
+	ids := make([]string, len(rs))
+	for i, r := range rs {
+		ids[i] = r.id
+		r.out, r.err = nil, nil
+	}
+	rows, err := tx.Query(ctx, `SELECT id, doc, lease_until_ns FROM deliveries WHERE id = ANY($1) ORDER BY id FOR UPDATE`, ids)
+	if err != nil {
+		return err
+	}
+	type locked struct {
+		doc   []byte
+		lease *int64
+	}
+	found := make(map[string]locked, len(rs))
+	for rows.Next() {
+		var id string
+		var l locked
+		if err := rows.Scan(&id, &l.doc, &l.lease); err != nil {
+			rows.Close()
+			return err
+		}
+		found[id] = l
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
 	now := s.now()
-	var out *store.Delivery
-	err := s.tx(ctx, func(tx pgx.Tx) error {
-		out = nil
-		d, err := takeLease(ctx, tx, id, leaseUntil)
+	b := &pgx.Batch{}
+	for _, r := range rs {
+		l, ok := found[r.id]
+		if !ok || l.lease == nil || !fromNanos(*l.lease).Equal(r.leaseUntil) {
+			r.err = store.ErrLeaseLost
+			continue
+		}
+		d, err := decodeDelivery(l.doc)
 		if err != nil {
-			return err
+			r.err = err
+			continue
 		}
-		store.ApplyOutcome(d, &o, now)
-		a := o.Attempt
-		b := &pgx.Batch{}
+		store.ApplyOutcome(d, &r.o, now)
 		if err := queueUpdate(b, d); err != nil {
-			return err
+			r.err = err
+			continue
 		}
+		a := r.o.Attempt
 		doc, err := json.Marshal(a)
 		if err != nil {
 			return fmt.Errorf("encode attempt: %w", err)
 		}
 		b.Queue(`INSERT INTO attempts (delivery_id, n, doc) VALUES ($1, $2, $3)
 			ON CONFLICT (delivery_id, n) DO UPDATE SET doc = EXCLUDED.doc`, d.ID, a.N, string(doc))
-		if len(pids) > 0 {
+		if pids := store.OutcomeProviderIDs(&r.o); len(pids) > 0 {
 			b.Queue(`INSERT INTO provider_ids (channel, pid, delivery_id) SELECT $1, pid, $2 FROM unnest($3::text[]) AS u (pid)
 				ON CONFLICT (channel, pid) DO UPDATE SET delivery_id = EXCLUDED.delivery_id`, d.Channel, d.ID, pids)
 		}
-		if err := runBatch(ctx, tx, b); err != nil {
-			return err
-		}
-		out = d
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("record attempt of %s: %w", id, err)
+		r.out = d
 	}
-	if out.State == store.StateRetrying {
-		s.wakeDispatchers(ctx)
-	}
-	return out, nil
+	return runBatch(ctx, tx, b)
 }
 
 // Release puts a claimed job back in the queue without counting an attempt

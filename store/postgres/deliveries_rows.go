@@ -166,14 +166,35 @@ func (s *DB) queueWake(b *pgx.Batch) { b.Queue(notifySQL, s.channel, store.WakeD
 // serialize the commits of all notifying transactions, each one's WAL
 // flush included (PostgreSQL holds a database-wide lock from a notifying
 // transaction's pre-commit to its end): ingests from many callers would
-// commit one at a time. A statement of its own that writes nothing holds
-// that lock only for a moment. A wake-up lost (the process ends between
-// the two, or the connection fails) costs the other replicas one poll
-// interval, not a job: this process's own dispatcher is woken by its
-// caller.
-func (s *DB) wakeDispatchers(ctx context.Context) {
-	if _, err := s.pool.Exec(ctx, notifySQL, s.channel, store.WakeDeliveries); err != nil && ctx.Err() == nil {
-		s.log.Warn("wake the replicas' dispatchers", "err", err)
+// commit one at a time. So the wake-up is a statement of its own, and the
+// notifier coalesces them: one NOTIFY in flight at a time, and one more
+// after it for every request that came while it ran, so each commit is
+// followed by a NOTIFY that starts after it, and a thousand ingests a
+// second cost a few NOTIFYs, not a thousand autocommits. A wake-up lost
+// (the process ends between the two, or the connection fails) costs the
+// other replicas one poll interval, not a job: this process's own
+// dispatcher is woken by its caller.
+func (s *DB) wakeDispatchers(context.Context) {
+	select {
+	case s.wakeReq <- struct{}{}:
+	default: // one is already waiting; it starts after this commit
+	}
+}
+
+// notifier sends the wake-ups wakeDispatchers asks for until ctx ends.
+func (s *DB) notifier(ctx context.Context) {
+	defer close(s.notifierDone)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.wakeReq:
+		}
+		nctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		if _, err := s.pool.Exec(nctx, notifySQL, s.channel, store.WakeDeliveries); err != nil && ctx.Err() == nil {
+			s.log.Warn("wake the replicas' dispatchers", "err", err)
+		}
+		cancel()
 	}
 }
 

@@ -1132,3 +1132,78 @@ func TestDeliveryRecordsAnErrorWithANUL(t *testing.T) {
 		t.Fatalf("attempts %+v, %v", atts, err)
 	}
 }
+
+// Outcomes recorded at the same time are committed in groups, and each
+// keeps its own result: a job whose lease is no longer the caller's gets
+// store.ErrLeaseLost while the others of its group are recorded.
+func TestDeliveryRecordGroups(t *testing.T) {
+	c := dlvClock()
+	db := openDlv(t, c)
+	const n = 200
+	ingestN(t, db, n)
+	jobs, err := db.Claim(dlvCtx, n, time.Minute, nil)
+	if err != nil || len(jobs) != n {
+		t.Fatalf("claimed %d, %v", len(jobs), err)
+	}
+	stale := map[string]bool{}
+	for i := 0; i < n; i += 10 {
+		stale[jobs[i].ID] = true
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i, j := range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lease := j.LeaseUntil
+			if stale[j.ID] {
+				lease = lease.Add(-time.Second) // another holder's lease
+			}
+			_, errs[i] = db.Record(dlvCtx, j.ID, lease, store.Outcome{State: store.StateSent, ProviderID: "P" + j.ID,
+				Attempt: store.Attempt{N: 1, At: c.Now(), Outcome: "sent"}})
+		}()
+	}
+	wg.Wait()
+	for i, j := range jobs {
+		d, err := db.Delivery(dlvCtx, j.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stale[j.ID] {
+			if !errors.Is(errs[i], store.ErrLeaseLost) || d.State == store.StateSent {
+				t.Errorf("%s with a stale lease: %v, state %s; want ErrLeaseLost and nothing recorded", j.ID, errs[i], d.State)
+			}
+			continue
+		}
+		if errs[i] != nil || d.State != store.StateSent || d.ProviderID != "P"+j.ID {
+			t.Errorf("%s: %v, state %s, provider id %q", j.ID, errs[i], d.State, d.ProviderID)
+		}
+		if f, err := db.DeliveryByProviderID(dlvCtx, "webhook", "P"+j.ID); err != nil || f.ID != j.ID {
+			t.Errorf("provider id of %s finds %v, %v", j.ID, f, err)
+		}
+	}
+	// The stale ones are still leased by their holder and can be recorded
+	// with their true lease.
+	for _, j := range jobs {
+		if stale[j.ID] {
+			if _, err := db.Record(dlvCtx, j.ID, j.LeaseUntil, store.Outcome{State: store.StateSent, Attempt: store.Attempt{N: 1, At: c.Now(), Outcome: "sent"}}); err != nil {
+				t.Errorf("%s with its lease: %v", j.ID, err)
+			}
+		}
+	}
+}
+
+// Record after Close answers an error at once.
+func TestDeliveryRecordAfterClose(t *testing.T) {
+	c := dlvClock()
+	db, err := Open(dlvCtx, pgtest.DSN(t), Options{Now: c.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ingestN(t, db, 1)
+	jobs, _ := db.Claim(dlvCtx, 1, time.Minute, nil)
+	db.Close()
+	if _, err := db.Record(dlvCtx, jobs[0].ID, jobs[0].LeaseUntil, store.Outcome{State: store.StateSent}); err == nil {
+		t.Fatal("Record after Close succeeded")
+	}
+}
