@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/cool-ai/beachd/config"
 	"github.com/cool-ai/beachd/internal/testkit/mcpjs"
 	"github.com/cool-ai/beachd/internal/testkit/poll"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // TestMCPEndToEnd: the daemon (`beachd dev`, its SMS going to Prism
@@ -141,4 +143,67 @@ func TestMCPEndToEnd(t *testing.T) {
 		}
 	}
 	c.CallInto("get_approval", map[string]any{"approvalId": asked.ApprovalID}, &got)
+}
+
+// TestDevBannerMCPConfig: the MCP client configuration `beachd dev`
+// prints is one line of JSON whose URL and header reach the MCP server:
+// a client configured with them lists the tools.
+func TestDevBannerMCPConfig(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the daemon")
+	}
+	d := startDev(t)
+	var banner bytes.Buffer
+	printDevBanner(&banner, d.a, strings.TrimPrefix(d.base, "http://"))
+	var line string
+	for _, l := range strings.Split(banner.String(), "\n") {
+		if strings.Contains(l, `"mcpServers"`) {
+			line = strings.TrimSpace(l)
+		}
+	}
+	var cfg struct {
+		MCPServers map[string]struct {
+			Type, URL string
+			Headers   map[string]string
+		} `json:"mcpServers"`
+	}
+	if err := json.Unmarshal([]byte(line), &cfg); err != nil {
+		t.Fatalf("no MCP configuration in the banner (%v):\n%s", err, banner.String())
+	}
+	s := cfg.MCPServers["beachd"]
+	if s.Type != "http" || s.URL != d.base+"/mcp" {
+		t.Fatalf("configuration %+v", s)
+	}
+	c := sdk.NewClient(&sdk.Implementation{Name: "banner-test", Version: "1"}, nil)
+	cs, err := c.Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: s.URL, MaxRetries: -1,
+		HTTPClient: &http.Client{Transport: headerTransport(s.Headers)}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.ListTools(t.Context(), nil)
+	if err != nil || len(res.Tools) != 7 {
+		t.Fatalf("tools/list: %v, %d tools", err, len(res.Tools))
+	}
+
+	// mcp.enabled: false turns it off, and the banner says nothing of it.
+	off := startDev(t, func(c *config.Config) { c.MCP.Enabled = new(bool) })
+	banner.Reset()
+	printDevBanner(&banner, off.a, strings.TrimPrefix(off.base, "http://"))
+	if strings.Contains(banner.String(), "mcpServers") {
+		t.Errorf("the banner offers MCP with mcp.enabled false")
+	}
+	if code := off.do("POST", "/mcp", strings.NewReader(`{}`), "application/json", nil); code != http.StatusNotFound {
+		t.Errorf("POST /mcp with mcp.enabled false: %d", code)
+	}
+}
+
+type headerTransport map[string]string
+
+func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range h {
+		r.Header.Set(k, v)
+	}
+	return http.DefaultTransport.RoundTrip(r)
 }
