@@ -214,7 +214,7 @@ func TestSendMessageAndGetDelivery(t *testing.T) {
 	}
 	// The same key with other arguments: refused.
 	args["text"] = "Something else"
-	if res := call(t, cs, "send_message", args, nil); !res.IsError || !strings.Contains(text(res), "already used") {
+	if res := call(t, cs, "send_message", args, nil); !res.IsError || !strings.Contains(text(res), "- idempotencyKey: already used with other arguments") {
 		t.Fatalf("reused key: %v %s", res.IsError, text(res))
 	}
 	counts, _ := h.db.CountByState(t.Context())
@@ -347,6 +347,14 @@ func TestAskForApprovalThenGetApproval(t *testing.T) {
 	call(t, cs, "ask_for_approval", args, &again)
 	if again.ApprovalID != asked.ApprovalID || again.State != "granted" || !again.Replayed {
 		t.Fatalf("retry %+v", again)
+	}
+	// The key with another request: refused, nobody asked.
+	args["summary"] = "Book BA2043 for 60"
+	if res := call(t, cs, "ask_for_approval", args, nil); !res.IsError || !strings.Contains(text(res), "- idempotencyKey: already used") {
+		t.Fatalf("reused key: %v %s", res.IsError, text(res))
+	}
+	if n, _ := h.db.CountByState(t.Context()); n[store.StateQueued] != 1 {
+		t.Fatalf("deliveries %v", n)
 	}
 }
 

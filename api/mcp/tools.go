@@ -264,7 +264,12 @@ func (s *service) accept(ctx context.Context, tool string, a *args, env, to json
 		key = "mcp:" + key
 		hash = sha256.Sum256(append([]byte(tool+"\x00"), a.canonical()...))
 	}
-	return s.cfg.Ingester.AcceptAs(ctx, body, key, Source, hash)
+	acc, replayed, err := s.cfg.Ingester.AcceptAs(ctx, body, key, Source, hash)
+	if errors.Is(err, store.ErrIdempotencyConflict) {
+		err = &api.ConflictError{Problems: []envelope.Problem{{Path: "idempotencyKey",
+			Reason: "already used with other arguments: a new message needs a new key"}}, Err: err}
+	}
+	return acc, replayed, err
 }
 
 func (s *service) getDelivery(ctx context.Context, raw json.RawMessage) (any, error) {
