@@ -20,6 +20,6 @@
 //
 // An approval asked by ask_for_approval belongs to no suspended turn: its
 // session is Session, and the daemon's injector takes its decision as
-// delivered without calling the agent (SkipInjection); get_approval reads
+// delivered without calling the agent; get_approval reads
 // the decision.
 package mcp
