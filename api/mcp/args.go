@@ -11,6 +11,9 @@ import (
 	"github.com/cool-ai/beachd/envelope"
 )
 
+// maxUnknown bounds the unknown arguments named one by one.
+const maxUnknown = 10
+
 // args reads a tool's arguments and collects every problem with them,
 // each naming its argument, so that one answer lists them all (as the
 // API's 400 does).
@@ -38,7 +41,11 @@ func readArgs(raw json.RawMessage, allowed ...string) *args {
 		}
 	}
 	sort.Strings(unknown)
-	for _, k := range unknown {
+	for i, k := range unknown {
+		if i == maxUnknown {
+			a.add("", "%d more unknown arguments", len(unknown)-maxUnknown)
+			break
+		}
 		a.add(clip(k, 64), "unknown argument: the arguments are %s", strings.Join(allowed, ", "))
 	}
 	return a

@@ -3,6 +3,7 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -263,6 +264,7 @@ func TestBadArgumentsAreToolErrors(t *testing.T) {
 	}{
 		{"send_message", map[string]any{}, []string{"- to: required", "- text: required"}},
 		{"send_message", map[string]any{"to": "alice", "text": 3, "colour": "red"}, []string{"- colour: unknown argument", "- to: must be an array", "- text: must be a string"}},
+		{"send_message", manyArgs(30), []string{"- a00: unknown argument", "- a09: unknown argument", "- 20 more unknown arguments"}},
 		{"send_message", map[string]any{"to": []map[string]string{{"channel": "email", "address": "not an address"}, {"channel": "fax", "address": "1"}, {"channel": "webhook", "endpoint": "nope"}}, "text": "hi", "agent": "ghost"},
 			[]string{"- to[0].address:", "- to[1].channel:", "- to[2].endpoint: unknown webhook endpoint", `- agent: unknown agent "ghost"`}},
 		{"send_message", map[string]any{"to": []map[string]string{{"channel": "email", "address": "a@example.org"}}, "text": "hi", "envelope": map[string]any{}}, []string{"- envelope: give text (and subject) or envelope, not both"}},
@@ -426,5 +428,35 @@ func TestBodyBound(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusRequestEntityTooLarge {
 		t.Fatalf("status %d", resp.StatusCode)
+	}
+}
+
+// manyArgs is n unknown arguments a00, a01, …
+func manyArgs(n int) map[string]any {
+	m := map[string]any{}
+	for i := range n {
+		m[fmt.Sprintf("a%02d", i)] = i
+	}
+	return m
+}
+
+// A client that asks and goes away loses nothing: the approval goes on,
+// and another client, later, reads its decision.
+func TestApprovalOutlivesTheClient(t *testing.T) {
+	h := newHarness(t)
+	first := h.connect(t, key)
+	var asked struct{ ApprovalID string }
+	call(t, first, "ask_for_approval", map[string]any{"agent": "travel", "to": []map[string]string{{"channel": "email", "address": "bob@example.org"}},
+		"summary": "Pay invoice 42", "toolName": "pay"}, &asked)
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.svc.Decide(t.Context(), asked.ApprovalID, "granted", "", "abcd1234"); err != nil {
+		t.Fatal(err)
+	}
+	var got struct{ State, Decision string }
+	call(t, h.connect(t, key), "get_approval", map[string]any{"approvalId": asked.ApprovalID}, &got)
+	if got.State != "granted" || got.Decision != "granted" {
+		t.Fatalf("%+v", got)
 	}
 }
