@@ -69,41 +69,60 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 // errors become HTTP responses; unknown errors are logged and answered 500
 // without their text.
 func WriteError(w http.ResponseWriter, log *slog.Logger, err error) {
+	status, body := errorResponse(err)
+	switch status {
+	case http.StatusUnsupportedMediaType:
+		w.Header().Set("Accept-Encoding", "identity")
+	case http.StatusUnauthorized:
+		w.Header().Set("WWW-Authenticate", `Bearer realm="beachd"`)
+	case http.StatusInternalServerError:
+		if log != nil {
+			log.Error("request failed", "err", err)
+		}
+	}
+	WriteJSON(w, status, body)
+}
+
+// DescribeError is what WriteError would answer for err: the status, the
+// error's text and the problems naming what is wrong. Surfaces other than
+// HTTP (the MCP tools) tell their callers the same.
+func DescribeError(err error) (status int, message string, problems []envelope.Problem) {
+	status, body := errorResponse(err)
+	return status, body.Error, body.Problems
+}
+
+// errorResponse maps err to a status and a body; unknown errors are 500
+// without their text.
+func errorResponse(err error) (int, errorBody) {
 	var verr *envelope.ValidationError
 	var tooLarge *envelope.TooLargeError
 	var conflict *ConflictError
 	var unprocessable *UnprocessableError
 	switch {
 	case errors.As(err, &unprocessable):
-		WriteJSON(w, http.StatusUnprocessableEntity, errorBody{Error: "unprocessable request", Problems: unprocessable.Problems})
+		return http.StatusUnprocessableEntity, errorBody{Error: "unprocessable request", Problems: unprocessable.Problems}
 	case errors.Is(err, ErrBadSignature):
-		WriteJSON(w, http.StatusForbidden, errorBody{Error: err.Error()})
+		return http.StatusForbidden, errorBody{Error: err.Error()}
 	case errors.As(err, &conflict):
-		WriteJSON(w, http.StatusConflict, errorBody{Error: "conflict", Problems: conflict.Problems})
+		return http.StatusConflict, errorBody{Error: "conflict", Problems: conflict.Problems}
 	case errors.As(err, &verr):
-		WriteJSON(w, http.StatusBadRequest, errorBody{Error: "invalid request", Problems: verr.Problems})
+		return http.StatusBadRequest, errorBody{Error: "invalid request", Problems: verr.Problems}
 	case errors.As(err, &tooLarge):
-		WriteJSON(w, http.StatusRequestEntityTooLarge, errorBody{Error: tooLarge.Error()})
+		return http.StatusRequestEntityTooLarge, errorBody{Error: tooLarge.Error()}
 	case errors.Is(err, ErrUnsupportedMediaType):
-		w.Header().Set("Accept-Encoding", "identity")
-		WriteJSON(w, http.StatusUnsupportedMediaType, errorBody{Error: err.Error()})
+		return http.StatusUnsupportedMediaType, errorBody{Error: err.Error()}
 	case errors.Is(err, ErrUnauthorized):
-		w.Header().Set("WWW-Authenticate", `Bearer realm="beachd"`)
-		WriteJSON(w, http.StatusUnauthorized, errorBody{Error: err.Error()})
+		return http.StatusUnauthorized, errorBody{Error: err.Error()}
 	case errors.Is(err, ErrReadOnly):
-		WriteJSON(w, http.StatusForbidden, errorBody{Error: err.Error()})
+		return http.StatusForbidden, errorBody{Error: err.Error()}
 	case errors.Is(err, store.ErrIdempotencyConflict):
-		WriteJSON(w, http.StatusConflict, errorBody{Error: "Idempotency-Key was already used with a different request body"})
+		return http.StatusConflict, errorBody{Error: "Idempotency-Key was already used with a different request body"}
 	case errors.Is(err, store.ErrDuplicateApproval):
-		WriteJSON(w, http.StatusConflict, errorBody{Error: "an approval with this approvalId already exists"})
+		return http.StatusConflict, errorBody{Error: "an approval with this approvalId already exists"}
 	case errors.Is(err, store.ErrNotFound):
-		WriteJSON(w, http.StatusNotFound, errorBody{Error: "not found"})
+		return http.StatusNotFound, errorBody{Error: "not found"}
 	case errors.Is(err, store.ErrBadState):
-		WriteJSON(w, http.StatusConflict, errorBody{Error: err.Error()})
-	default:
-		if log != nil {
-			log.Error("request failed", "err", err)
-		}
-		WriteJSON(w, http.StatusInternalServerError, errorBody{Error: "internal error"})
+		return http.StatusConflict, errorBody{Error: err.Error()}
 	}
+	return http.StatusInternalServerError, errorBody{Error: "internal error"}
 }

@@ -145,6 +145,14 @@ type AcceptedDelivery struct {
 // is a *envelope.ValidationError listing every problem; nothing is stored
 // then.
 func (in *Ingester) Accept(ctx context.Context, body []byte, idempotencyKey, source string) (*Accepted, bool, error) {
+	return in.AcceptAs(ctx, body, idempotencyKey, source, store.HashRequest(body))
+}
+
+// AcceptAs is Accept with the idempotency key bound to hash instead of
+// the body's own hash: a caller that builds the body from what it was sent
+// (the MCP tools, whose envelopes carry a fresh producedAt) binds a key to
+// what its own caller sent.
+func (in *Ingester) AcceptAs(ctx context.Context, body []byte, idempotencyKey, source string, hash [32]byte) (*Accepted, bool, error) {
 	var req DeliveryRequest
 	if err := envelope.StrictUnmarshal(body, &req); err != nil {
 		return nil, false, &envelope.ValidationError{Problems: []envelope.Problem{{Reason: err.Error()}}}
@@ -166,7 +174,7 @@ func (in *Ingester) Accept(ctx context.Context, body []byte, idempotencyKey, sou
 	if len(probs) > 0 {
 		return nil, false, &envelope.ValidationError{Problems: probs}
 	}
-	res, err := in.ingest(ctx, env, req.Envelope, req.To, req.Agent, source, idempotencyKey, store.HashRequest(body))
+	res, err := in.ingest(ctx, env, req.Envelope, req.To, req.Agent, source, idempotencyKey, hash)
 	if err != nil {
 		return nil, false, err
 	}

@@ -211,52 +211,50 @@ func (s *Server) postDeliveries(w http.ResponseWriter, r *http.Request) {
 	WriteJSON(w, http.StatusAccepted, acc)
 }
 
-// deliveryView views d with the attempts stored of it.
-func (s *Server) deliveryView(ctx context.Context, d *store.Delivery) (DeliveryView, error) {
-	atts, err := s.db.Attempts(ctx, d.ID)
-	if err != nil {
-		return DeliveryView{}, err
-	}
-	return deliveryViewOf(d, atts), nil
-}
-
 func (s *Server) getDelivery(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
-	ctx := r.Context()
-	if strings.HasPrefix(id, "dlv_") {
-		d, err := s.db.Delivery(ctx, id)
-		if err != nil {
-			WriteError(w, s.log, err)
-			return
-		}
-		v, err := s.deliveryView(ctx, d)
-		if err != nil {
-			WriteError(w, s.log, err)
-			return
-		}
-		WriteJSON(w, http.StatusOK, v)
-		return
-	}
-	rec, err := s.db.Envelope(ctx, id)
+	v, err := LookupDelivery(r.Context(), s.db, r.PathValue("id"))
 	if err != nil {
 		WriteError(w, s.log, err)
 		return
 	}
+	WriteJSON(w, http.StatusOK, v)
+}
+
+// LookupDelivery is what GET /v1/deliveries/{id} answers: for a delivery
+// id (dlv_…) its DeliveryView, for an envelope id its EnvelopeView with
+// every delivery. An unknown id matches store.ErrNotFound.
+func LookupDelivery(ctx context.Context, db store.Deliveries, id string) (any, error) {
+	view := func(d *store.Delivery) (DeliveryView, error) {
+		atts, err := db.Attempts(ctx, d.ID)
+		if err != nil {
+			return DeliveryView{}, err
+		}
+		return deliveryViewOf(d, atts), nil
+	}
+	if strings.HasPrefix(id, "dlv_") {
+		d, err := db.Delivery(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		return view(d)
+	}
+	rec, err := db.Envelope(ctx, id)
+	if err != nil {
+		return nil, err
+	}
 	out := envelopeView(rec)
 	for _, did := range rec.DeliveryIDs {
-		d, err := s.db.Delivery(ctx, did)
+		d, err := db.Delivery(ctx, did)
 		if err != nil {
-			WriteError(w, s.log, err)
-			return
+			return nil, err
 		}
-		v, err := s.deliveryView(ctx, d)
+		v, err := view(d)
 		if err != nil {
-			WriteError(w, s.log, err)
-			return
+			return nil, err
 		}
 		out.Deliveries = append(out.Deliveries, v)
 	}
-	WriteJSON(w, http.StatusOK, out)
+	return out, nil
 }
 
 func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request) {

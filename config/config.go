@@ -26,6 +26,8 @@ type Config struct {
 	Log       LogConfig   `yaml:"log"`
 	// Metrics guards /metrics.
 	Metrics MetricsConfig `yaml:"metrics"`
+	// MCP is the MCP server at /mcp (mcp.go).
+	MCP MCPConfig `yaml:"mcp"`
 
 	Agents    map[string]AgentConfig      `yaml:"agents"`
 	Webhooks  WebhooksConfig              `yaml:"webhooks"`

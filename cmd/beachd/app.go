@@ -188,6 +188,9 @@ func buildApp(ctx context.Context, cfg *config.Config, reg *envelope.Registry, l
 	if maxBody <= 0 {
 		maxBody = envelope.DefaultLimits.MaxBytes
 	}
+	if err := a.wireMCP(maxBody + 64<<10); err != nil {
+		return nil, fmt.Errorf("set up mcp: %w", err)
+	}
 	a.server, err = api.New(api.Config{APIKeys: config.KeysOf(cfg.APIKeys, config.RoleFull), ReadKeys: config.KeysOf(cfg.APIKeys, config.RoleRead), MaxBodyBytes: maxBody + 64<<10,
 		Ready: a.readyErr, ReadyDetails: a.readyDetails, MetricsRequireKey: cfg.Metrics.RequireKey},
 		a.db, a.enqueuer, a.apiMetrics, a.metrics, log.With("component", "api"), a.routes)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/cool-ai/beachd/agent"
 	"github.com/cool-ai/beachd/api"
+	"github.com/cool-ai/beachd/api/mcp"
 	"github.com/cool-ai/beachd/channels/email"
 	"github.com/cool-ai/beachd/channels/webhook"
 	"github.com/cool-ai/beachd/config"
@@ -155,6 +156,29 @@ Talk to the dev agent (it quotes your text, names your attachments and counts th
            then: curl -sS %[1]s/dev/messages   (whatsapp works alike; "media":[{"mediaType","filename","data"(base64)}] attaches files)
 
 `, base, key, devAgentEmail, "you@"+email.DevDomain, devMailCommand(a.console.mail))
+	if a.cfg.MCP.On() {
+		fmt.Fprintf(w, `Give an AI agent beachd's tools (send_message, ask_for_approval, get_approval, conversations; docs/mcp.md):
+paste this MCP client configuration (Claude Code's .mcp.json, Cursor's mcp.json, …):
+
+  %[1]s
+
+or with Claude Code:  claude mcp add --transport http beachd %[2]s --header 'Authorization: Bearer %[3]s'
+
+`, devMCPConfig(base+mcp.Path, key), base+mcp.Path, key)
+	}
+}
+
+// devMCPConfig is an MCP client configuration naming beachd's MCP server
+// at url with the API key, on one line.
+func devMCPConfig(url, key string) string {
+	type server struct {
+		Type    string            `json:"type"`
+		URL     string            `json:"url"`
+		Headers map[string]string `json:"headers"`
+	}
+	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]server{"beachd": {Type: "http", URL: url,
+		Headers: map[string]string{"Authorization": "Bearer " + key}}}})
+	return string(b)
 }
 
 // devMailCommand is a curl command that writes to the dev agent through the
