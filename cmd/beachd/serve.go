@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"runtime"
 	"net/http/pprof"
 	"time"
 
@@ -39,6 +40,12 @@ func serve(g *globals, cfg *config.Config, dev bool, ln net.Listener) error {
 		if ip := net.ParseIP(host); err != nil || (host != "localhost" && (ip == nil || !ip.IsLoopback())) {
 			return fmt.Errorf("BEACHD_PPROF=%q: must be a loopback host:port such as 127.0.0.1:6060", addr)
 		}
+		// Lock contention and blocking are sampled too while profiling is
+		// on (the mutex and block profiles find what serialises the
+		// dispatcher): one contended lock in 100, blocking events
+		// weighted by a 10 µs rate.
+		runtime.SetMutexProfileFraction(100)
+		runtime.SetBlockProfileRate(10_000)
 		mux := http.NewServeMux()
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)

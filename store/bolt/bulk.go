@@ -22,8 +22,6 @@ func (s *DB) IngestBulk(ctx context.Context, ins []store.Ingest) ([]*store.Inges
 	now := s.now()
 	out := make([]*store.IngestResult, 0, len(ins))
 	err := s.bolt.Update(func(tx *bbolt.Tx) error {
-		envs, dels := tx.Bucket(bEnvelopes), tx.Bucket(bDeliveries)
-		envs.FillPercent, dels.FillPercent = 0.95, 0.95
 		for _, in := range ins {
 			if in.IdempotencyKey != "" {
 				return errors.New("bulk ingest: idempotency keys are not supported")

@@ -2,7 +2,6 @@ package bolt
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 
 	bbolt "go.etcd.io/bbolt"
@@ -127,7 +126,7 @@ func (s *DB) CheckInvariants() error {
 		// Envelope records retention passes over when they do not decode.
 		return tx.Bucket(bEnvelopes).ForEach(func(k, v []byte) error {
 			var rec store.EnvelopeRecord
-			if err := json.Unmarshal(v, &rec); err != nil {
+			if err := decodeEnvelope(k, v, &rec); err != nil {
 				return fmt.Errorf("envelope %s: %w", k, err)
 			}
 			return nil

@@ -229,3 +229,71 @@ func getDelivery(b *bbolt.Bucket, key []byte, d *store.Delivery) error {
 	}
 	return nil
 }
+
+// Envelope records (without the body, which has a bucket of its own) are
+// written in a compact binary form too; JSON records (first byte '{')
+// written before it are still read. The key is the envelope's id, so the
+// record does not repeat it.
+//
+//	0x02 Agent Source (each uvarint length + bytes) CreatedAt (varint unix
+//	ns) len(DeliveryIDs) ids…
+const envelopeCodec = 0x02
+
+func encodeEnvelope(rec *store.EnvelopeRecord) []byte {
+	n := 24 + len(rec.Agent) + len(rec.Source)
+	for _, id := range rec.DeliveryIDs {
+		n += 2 + len(id)
+	}
+	b := make([]byte, 0, n)
+	b = append(b, envelopeCodec)
+	b = appendString(b, rec.Agent)
+	b = appendString(b, rec.Source)
+	b = appendTime(b, rec.CreatedAt)
+	b = binary.AppendUvarint(b, uint64(len(rec.DeliveryIDs)))
+	for _, id := range rec.DeliveryIDs {
+		b = appendString(b, id)
+	}
+	return b
+}
+
+// decodeEnvelope reads the envelope record stored under key in either
+// form.
+func decodeEnvelope(key, data []byte, rec *store.EnvelopeRecord) error {
+	if len(data) > 0 && data[0] == '{' {
+		return json.Unmarshal(data, rec)
+	}
+	if len(data) == 0 || data[0] != envelopeCodec {
+		return fmt.Errorf("%w: unknown envelope record format", store.ErrCorrupt)
+	}
+	r := reader{b: data[1:]}
+	*rec = store.EnvelopeRecord{ID: string(key)}
+	rec.Agent = r.string()
+	rec.Source = r.string()
+	rec.CreatedAt = r.time()
+	if n := r.count(); n > 0 {
+		rec.DeliveryIDs = make([]string, n)
+		for i := range rec.DeliveryIDs {
+			rec.DeliveryIDs[i] = r.string()
+		}
+	}
+	if r.err != nil {
+		return fmt.Errorf("%w: envelope record: %v", store.ErrCorrupt, r.err)
+	}
+	if len(r.b) != 0 {
+		return fmt.Errorf("%w: envelope record: %d bytes after its end", store.ErrCorrupt, len(r.b))
+	}
+	return nil
+}
+
+// getEnvelope reads the envelope record at key from the envelopes bucket
+// b (store.ErrNotFound when there is none).
+func getEnvelope(b *bbolt.Bucket, key []byte, rec *store.EnvelopeRecord) error {
+	data := b.Get(key)
+	if data == nil {
+		return store.ErrNotFound
+	}
+	if err := decodeEnvelope(key, data, rec); err != nil {
+		return fmt.Errorf("decode %s: %w", key, err)
+	}
+	return nil
+}

@@ -3,7 +3,6 @@ package bolt
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -131,7 +130,7 @@ func (s *DB) writeIngestTx(tx *bbolt.Tx, in *store.Ingest, envID string, ids []s
 
 func ingestResultTx(tx *bbolt.Tx, envID string) (*store.IngestResult, error) {
 	var rec store.EnvelopeRecord
-	if err := getJSON(tx.Bucket(bEnvelopes), []byte(envID), &rec); err != nil {
+	if err := getEnvelope(tx.Bucket(bEnvelopes), []byte(envID), &rec); err != nil {
 		return nil, err
 	}
 	out := &store.IngestResult{EnvelopeID: envID}
@@ -151,14 +150,18 @@ func ingestResultTx(tx *bbolt.Tx, envID string) (*store.IngestResult, error) {
 func (s *DB) Envelope(ctx context.Context, id string) (*store.EnvelopeRecord, error) {
 	var rec store.EnvelopeRecord
 	err := s.bolt.View(func(tx *bbolt.Tx) error {
-		if err := getJSON(tx.Bucket(bEnvelopes), []byte(id), &rec); err != nil {
+		if err := getEnvelope(tx.Bucket(bEnvelopes), []byte(id), &rec); err != nil {
 			return err
 		}
 		body := tx.Bucket(bEnvelopeBodies).Get([]byte(id))
 		if body == nil {
 			return fmt.Errorf("envelope %s: %w: its body is missing", id, store.ErrCorrupt)
 		}
-		rec.Envelope = append(json.RawMessage(nil), body...)
+		b, err := decodeBody(body)
+		if err != nil {
+			return fmt.Errorf("envelope %s: %w", id, err)
+		}
+		rec.Envelope = b
 		return nil
 	})
 	if err != nil {
@@ -171,10 +174,9 @@ func (s *DB) Envelope(ctx context.Context, id string) (*store.EnvelopeRecord, er
 // that it is never re-encoded or decoded to reach it), and the record
 // without the body.
 func putEnvelopeTx(tx *bbolt.Tx, rec *store.EnvelopeRecord) error {
-	if err := tx.Bucket(bEnvelopeBodies).Put([]byte(rec.ID), rec.Envelope); err != nil {
+	fillForAppends(tx)
+	if err := tx.Bucket(bEnvelopeBodies).Put([]byte(rec.ID), encodeBody(rec.Envelope)); err != nil {
 		return err
 	}
-	meta := *rec
-	meta.Envelope = nil
-	return putJSON(tx.Bucket(bEnvelopes), []byte(rec.ID), &meta)
+	return tx.Bucket(bEnvelopes).Put([]byte(rec.ID), encodeEnvelope(rec))
 }

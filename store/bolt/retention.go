@@ -87,7 +87,7 @@ func (s *DB) pruneWindow(from, stop []byte, before time.Time, max int) (n int, n
 			}
 			scanned++
 			var rec store.EnvelopeRecord
-			if json.Unmarshal(v, &rec) != nil {
+			if decodeEnvelope(k, v, &rec) != nil {
 				continue
 			}
 			if !rec.CreatedAt.Before(before) {
@@ -108,7 +108,7 @@ func (s *DB) pruneWindow(from, stop []byte, before time.Time, max int) (n int, n
 		for _, k := range doomed {
 			var rec store.EnvelopeRecord
 			v := envs.Get(k)
-			if v == nil || json.Unmarshal(v, &rec) != nil || !finished(tx, rec.DeliveryIDs) {
+			if v == nil || decodeEnvelope(k, v, &rec) != nil || !finished(tx, rec.DeliveryIDs) {
 				continue // gone, or retried by an operator since
 			}
 			if err := deleteEnvelopeTx(tx, &rec); err != nil {
