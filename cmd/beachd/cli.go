@@ -32,6 +32,7 @@ type cli struct {
 	Agents        AgentsCmd        `cmd:"" help:"List the agents of a running beachd and the A2A generation it speaks to each."`
 	Conversations ConversationsCmd `cmd:"" help:"List and show the conversations people have with agents of a running beachd."`
 	Config        ConfigCmd        `cmd:"" help:"Check the configuration."`
+	Secret        SecretCmd        `cmd:"" help:"Make secrets for the configuration (a webhook signing secret)."`
 	Version       VersionCmd       `cmd:"" help:"Print the version."`
 }
 
