@@ -91,6 +91,7 @@ func devConfig(addr, dataDir, apiKey, sinkSecret string) *config.Config {
 		Webhooks: config.WebhooksConfig{Endpoints: map[string]config.EndpointConfig{
 			devSinkEndpoint: config.DevSink(addr, sinkSecret),
 		}},
+		Schedules: []config.ScheduleConfig{config.DevSchedule(devAgentName, devSinkEndpoint, "you@"+email.DevDomain)},
 	}
 	cfg.FillDefaults()
 	return cfg
