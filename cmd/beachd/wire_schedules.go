@@ -51,7 +51,7 @@ func (a *app) wireSchedules() error {
 		for i, d := range defs {
 			names[i] = fmt.Sprintf("%s (%s)", d.Name, d.Cron)
 		}
-		a.banner = append(a.banner, fmt.Sprintf("schedules     %s   (beachd schedules list; fire one now: beachd schedules run %s)",
+		a.banner = append(a.banner, fmt.Sprintf("schedules    %s   (beachd schedules list; fire one now: beachd schedules run %s)",
 			strings.Join(names, ", "), defs[0].Name))
 	}
 	return nil
