@@ -117,7 +117,8 @@ func TestDevReplyMediaGuarded(t *testing.T) {
 	if hits.Load() != 0 {
 		t.Errorf("beachd fetched a media URL on loopback (%d requests)", hits.Load())
 	}
-	for _, w := range []string{"loopback.png", "metadata.txt", "address was refused"} {
+	// The note about the attachments follows the text on a line of its own.
+	for _, w := range []string{`"Two photos.\n[Attachment 1 of 2 (loopback.png) is not included`, "metadata.txt", "address was refused"} {
 		if !strings.Contains(answer, w) {
 			t.Errorf("answer %q lacks %q", answer, w)
 		}
