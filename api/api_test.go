@@ -116,7 +116,9 @@ func TestBadRequestsListEveryProblemAndStoreNothing(t *testing.T) {
 		{"empty parts, no recipients", `{"envelope": {"role":"agent","parts":[],"meta":{"sessionId":"s","turnId":"t","producedAt":"2026-04-20T09:50:00Z","finalizedBy":"complete"}}, "to": []}`,
 			[]string{"envelope.parts", "to"}},
 		{"missing envelope", `{"to":[{"channel":"email","address":"a@b.org"}]}`, []string{"envelope"}},
-		{"unknown top-level field", `{"envelope": {}, "to": [], "priority": 1}`, []string{""}},
+		{"unknown top-level field", `{"envelope": {}, "to": [], "priority": 1}`, []string{"priority"}},
+		{"unknown recipient field", request(`[{"channel":"email","address":"a@b.org"},{"type":"sms","address":"+447700900123"}]`), []string{"to[1].type"}},
+		{"unknown envelope field", `{"envelope": {"role":"agent","parts":[{"text":"x","metdata":{}}]}, "to": []}`, []string{"envelope.parts[0].metdata"}},
 		{"duplicate recipient", request(`[{"channel":"email","address":"a@b.org"},{"channel":"email","address":"a@B.ORG"}]`), []string{"to[1]"}},
 		// Approvals bind a mailbox case-insensitively: two spellings would
 		// get two handles and neither answer would count.
@@ -149,6 +151,26 @@ func TestBadRequestsListEveryProblemAndStoreNothing(t *testing.T) {
 	all, _ := db.ListDeliveries(t.Context(), "", "", 100)
 	if len(all) != 0 {
 		t.Fatalf("bad requests stored %d deliveries", len(all))
+	}
+}
+
+// A wrong member name is a problem at its path that says which member was
+// meant, not a pathless "unknown field".
+func TestUnknownFieldNamesPathAndMeaning(t *testing.T) {
+	srv, _ := newTestServer(t)
+	code, out := do(t, srv, "POST", "/v1/deliveries", key, request(`[{"type":"email","address":"a@b.org"}]`))
+	ps, _ := out["problems"].([]any)
+	if code != 400 || len(ps) != 1 {
+		t.Fatalf("%d %v", code, out)
+	}
+	p := ps[0].(map[string]any)
+	if p["path"] != "to[0].type" || p["reason"] != `unknown field; did you mean "channel"?` {
+		t.Errorf("problem %v, want to[0].type: unknown field; did you mean \"channel\"?", p)
+	}
+	code, out = do(t, srv, "POST", "/v1/deliveries", key, `{"envelope": {}, "recipients": []}`)
+	if ps, _ := out["problems"].([]any); code != 400 || len(ps) != 1 || ps[0].(map[string]any)["path"] != "recipients" ||
+		ps[0].(map[string]any)["reason"] != `unknown field; did you mean "to"?` {
+		t.Errorf("recipients: %d %v", code, out)
 	}
 }
 
@@ -296,6 +318,7 @@ func FuzzAccept(f *testing.F) {
 	f.Add([]byte(request(`[{"channel":"email","address":"a@b.org"}]`)))
 	f.Add([]byte(`{"envelope":{"role":"agent","parts":[{"data":{"approvalId":"a"},"metadata":{"partType":"approval-request"}}],"meta":{}},"to":[{"channel":"sms","address":"+1"}]}`))
 	f.Add([]byte(`{}`))
+	f.Add([]byte(`{"envelope":{"role":"agent","parts":[{"text":"x","metdata":{}}]},"recipients":[{"type":"sms","Address":"+1","ädress":1}]}`))
 	db := storetest.Open(f, bolt.Options{})
 	ing := NewIngester(IngestConfig{Registry: envelope.NewRegistry(), Channels: map[string]bool{"email": true, "sms": true}}, db, nil, nil, nil)
 	f.Fuzz(func(t *testing.T, b []byte) {

@@ -153,32 +153,44 @@ func (in *Ingester) Accept(ctx context.Context, body []byte, idempotencyKey, sou
 // (the MCP tools, whose envelopes carry a fresh producedAt) binds a key to
 // what its own caller sent.
 func (in *Ingester) AcceptAs(ctx context.Context, body []byte, idempotencyKey, source string, hash [32]byte) (*Accepted, bool, error) {
-	var req DeliveryRequest
-	if err := envelope.StrictUnmarshal(body, &req); err != nil {
-		return nil, false, &envelope.ValidationError{Problems: []envelope.Problem{{Reason: err.Error()}}}
-	}
-	var probs []envelope.Problem
-	var env *envelope.Envelope
-	if len(req.Envelope) == 0 || string(req.Envelope) == "null" {
-		probs = append(probs, envelope.Problem{Path: "envelope", Reason: "required"})
-	} else {
-		e, err := envelope.Decode(req.Envelope, in.cfg.Limits)
-		if err != nil {
-			return nil, false, prefixProblems("envelope", err)
-		}
-		env = e
-	}
+	req, env, err := DecodeDeliveryRequest(body, in.cfg.Limits)
 	if len(idempotencyKey) > 255 {
-		probs = append(probs, envelope.Problem{Path: "Idempotency-Key", Reason: "longer than 255 characters"})
-	}
-	if len(probs) > 0 {
+		probs := []envelope.Problem{{Path: "Idempotency-Key", Reason: "longer than 255 characters"}}
+		var ve *envelope.ValidationError
+		if errors.As(err, &ve) {
+			probs = append(ve.Problems, probs...)
+		}
 		return nil, false, &envelope.ValidationError{Problems: probs}
+	}
+	if err != nil {
+		return nil, false, err
 	}
 	res, err := in.ingest(ctx, env, req.Envelope, req.To, req.Agent, source, idempotencyKey, hash)
 	if err != nil {
 		return nil, false, err
 	}
 	return accepted(res), res.Replayed, nil
+}
+
+// DecodeDeliveryRequest decodes a POST /v1/deliveries body as the API
+// does before it looks at the configuration: strict JSON (an unknown
+// member is a problem at its path, with the member meant), then the
+// envelope within the limits. Its errors are a *envelope.ValidationError
+// (or *envelope.TooLargeError) whose problems name their paths. `beachd
+// send` checks a request with it before sending.
+func DecodeDeliveryRequest(body []byte, lim envelope.Limits) (*DeliveryRequest, *envelope.Envelope, error) {
+	var req DeliveryRequest
+	if err := envelope.StrictUnmarshal(body, &req); err != nil {
+		return nil, nil, &envelope.ValidationError{Problems: []envelope.Problem{envelope.ProblemOf("", err)}}
+	}
+	if len(req.Envelope) == 0 || string(req.Envelope) == "null" {
+		return nil, nil, &envelope.ValidationError{Problems: []envelope.Problem{{Path: "envelope", Reason: "required"}}}
+	}
+	env, err := envelope.Decode(req.Envelope, lim)
+	if err != nil {
+		return nil, nil, prefixProblems("envelope", err)
+	}
+	return &req, env, nil
 }
 
 // Enqueue validates and stores an envelope built inside beachd (a schedule's

@@ -93,3 +93,15 @@ func (s *ScheduleConfig) validate(v *validator, i int, c *Config) {
 		}
 	}
 }
+
+// DevScheduleName is the sample schedule of `beachd dev`.
+const DevScheduleName = "daily-brief"
+
+// DevSchedule is `beachd dev`'s sample schedule: every day at 08:00 (the
+// machine's zone) it asks agent for "Today's tasks" and delivers the
+// answer to the dev webhook sink endpoint and the dev mailbox. Nothing
+// leaves the machine; `beachd schedules run daily-brief` fires it now.
+func DevSchedule(agent, endpoint, mailbox string) ScheduleConfig {
+	return ScheduleConfig{Name: DevScheduleName, Cron: "0 8 * * *", Agent: agent, Message: "Today's tasks",
+		To: []envelope.Recipient{{Channel: envelope.ChannelWebhook, Endpoint: endpoint}, {Channel: envelope.ChannelEmail, Address: mailbox}}}
+}

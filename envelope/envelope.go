@@ -224,7 +224,7 @@ func Decode(b []byte, lim Limits) (*Envelope, error) {
 	}
 	var env Envelope
 	if err := StrictUnmarshal(b, &env); err != nil {
-		return nil, &ValidationError{Problems: []Problem{{Path: "", Reason: err.Error()}}}
+		return nil, &ValidationError{Problems: []Problem{ProblemOf("", err)}}
 	}
 	if len(env.Parts) > lim.MaxParts {
 		return nil, &ValidationError{Problems: []Problem{{Path: "parts",
@@ -271,21 +271,27 @@ func describeJSONError(err error) error {
 		}
 		return fmt.Errorf("malformed JSON at byte %d: %v", syn.ByteOffset, syn.Err)
 	case errors.As(err, &sem):
-		field := pointerPath(sem.JSONPointer)
+		field := problemPath(sem.JSONPointer)
 		if errors.Is(sem.Err, jsonv2.ErrUnknownName) {
-			return fmt.Errorf("unknown field %q", sem.JSONPointer.LastToken())
+			if field == "" {
+				return fmt.Errorf("unknown field %q", sem.JSONPointer.LastToken())
+			}
+			return &FieldError{Path: field, Reason: unknownField(sem.GoType, sem.JSONPointer.LastToken())}
+		}
+		if field == "" {
+			field = "document"
 		}
 		if sem.GoType != nil && sem.JSONKind != 0 {
-			msg := fmt.Sprintf("%s: expected %s, got JSON %s", field, sem.GoType, kindName(sem.JSONKind))
+			msg := fmt.Sprintf("expected %s, got JSON %s", sem.GoType, kindName(sem.JSONKind))
 			if sem.Err != nil {
 				msg += ": " + sem.Err.Error()
 			}
-			return errors.New(msg)
+			return &FieldError{Path: field, Reason: msg}
 		}
 		if sem.Err != nil {
-			return fmt.Errorf("%s: %v", field, sem.Err)
+			return &FieldError{Path: field, Reason: sem.Err.Error()}
 		}
-		return fmt.Errorf("%s: %v", field, sem)
+		return &FieldError{Path: field, Reason: sem.Error()}
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return errors.New("malformed JSON: unexpected end of input")
 	}

@@ -205,9 +205,12 @@ func TestDecodeErrors(t *testing.T) {
 		// thing to beachd and another to a peer, so it is refused; names
 		// match exactly; invalid UTF-8 is refused rather than replaced.
 		{"duplicate member", `{"role":"agent","role":"user","parts":[],"meta":{}}`, "duplicate object member name", Limits{}},
-		{"case", `{"Role":"agent","parts":[],"meta":{}}`, `unknown field "Role"`, Limits{}},
+		{"case", `{"Role":"agent","parts":[],"meta":{}}`, `Role: unknown field; did you mean "role"?`, Limits{}},
+		// An unknown member is named by its path, with the member meant.
+		{"nested unknown", `{"role":"agent","parts":[{"text":"x","metdata":{}}],"meta":{}}`, `parts[0].metdata: unknown field; did you mean "metadata"?`, Limits{}},
+		{"unknown, no guess", `{"role":"agent","parts":[],"meta":{},"colour":"red"}`, `colour: unknown field`, Limits{}},
 		{"utf-8", "{\"role\":\"\xff\",\"parts\":[],\"meta\":{}}", "invalid UTF-8", Limits{}},
-		{"nested type", `{"role":"agent","parts":[{"text":5}],"meta":{}}`, "parts.0.text: expected string, got JSON number", Limits{}},
+		{"nested type", `{"role":"agent","parts":[{"text":5}],"meta":{}}`, "parts[0].text: expected string, got JSON number", Limits{}},
 		{"time", `{"role":"agent","parts":[],"meta":{"producedAt":"yesterday"}}`, "meta.producedAt: expected time.Time, got JSON string", Limits{}},
 		{"too many parts", `{"role":"agent","parts":[{"text":"a","metadata":{"partType":"response"}},{"text":"b","metadata":{"partType":"response"}}],"meta":{}}`, "at most 1", Limits{MaxParts: 1}},
 	}
@@ -287,5 +290,34 @@ func TestApprovalDataNamesMatchExactly(t *testing.T) {
 	ars, err := env.ApprovalRequests()
 	if err != nil || len(ars) != 1 || ars[0].ApprovalID != "ap_1" || ars[0].ToolName == "" {
 		t.Fatalf("approval requests = %+v, %v", ars, err)
+	}
+}
+
+// A strict decoding error is a problem at the member's path: an unknown
+// member is named where it is, with the member most likely meant (by
+// spelling, case, or a name people use for it), and none when nothing is
+// near.
+func TestFieldErrorPaths(t *testing.T) {
+	type recipient = Recipient
+	var to struct {
+		To []recipient `json:"to"`
+	}
+	for in, want := range map[string]Problem{
+		`{"to":[{"channel":"sms","address":"+1"},{"type":"email","address":"a@b"}]}`: {Path: "to[1].type", Reason: `unknown field; did you mean "channel"?`},
+		`{"to":[{"channel":"email","adress":"a@b"}]}`:                                {Path: "to[0].adress", Reason: `unknown field; did you mean "address"?`},
+		`{"to":[{"channel":"email","phone":"+1"}]}`:                                  {Path: "to[0].phone", Reason: `unknown field; did you mean "address"?`},
+		`{"to":[{"channel":"email","zzz":"+1"}]}`:                                    {Path: "to[0].zzz", Reason: "unknown field"},
+		`{"to":[{"channel":5}]}`:                                                     {Path: "to[0].channel", Reason: "expected string, got JSON number"},
+	} {
+		err := StrictUnmarshal([]byte(in), &to)
+		if got := ProblemOf("", err); got != want {
+			t.Errorf("%s:\n got %+v\nwant %+v", in, got, want)
+		}
+		if got := ProblemOf("request", err); got.Path != "request."+want.Path {
+			t.Errorf("%s: prefixed path %q", in, got.Path)
+		}
+	}
+	if got := problemPath("/a~1b/10/c~0d"); got != "a/b[10].c~d" {
+		t.Errorf("problemPath = %q", got)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/cool-ai/beachd/channels"
+	"github.com/cool-ai/beachd/channels/fetch"
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/render"
 )
@@ -387,16 +388,21 @@ var devOutcomeWhy = map[string]string{
 
 // DevMediaFetcher reads the media a /dev/reply message names by URL, for
 // `beachd dev` without Twilio credentials (the real fetcher reads only
-// Twilio's API host, with the account's credentials). It reads any http(s)
-// URL, at most max bytes; use it only in `beachd dev`.
+// Twilio's API host, with the account's credentials). The URL is content,
+// so it goes through the guarded fetch client, as every fetch whose
+// address comes from content does: no loopback, private, link-local
+// (cloud metadata) or other internal address unless fetch.allow names it;
+// at most max bytes.
 type DevMediaFetcher struct {
-	// Client makes the requests; nil means a client with a 30s timeout.
-	Client *http.Client
+	// Fetch is the guarded client; nil means one on fetch's defaults
+	// (nothing but the public internet).
+	Fetch *fetch.Client
 }
 
 // FetchMedia returns the bytes at u and their media type. Its errors are
 // *MediaError, as the real fetcher's: a 4xx other than 408 and 429, a URL
-// that is not http(s) and media over max are permanent.
+// that is not http(s), an address the guard refuses and media over max
+// are permanent.
 func (f DevMediaFetcher) FetchMedia(ctx context.Context, u string, max int64) ([]byte, string, error) {
 	fail := func(permanent bool, reason string, status int, err error) ([]byte, string, error) {
 		return nil, "", &MediaError{Status: status, Permanent: permanent, Reason: reason, Err: err}
@@ -404,17 +410,22 @@ func (f DevMediaFetcher) FetchMedia(ctx context.Context, u string, max int64) ([
 	if !devHTTPURL(u) {
 		return fail(true, "its address is not an http(s) URL", 0, fmt.Errorf("dev media: %q is not an absolute http(s) URL", devURLForError(u)))
 	}
-	hc := f.Client
-	if hc == nil {
-		hc = &http.Client{Timeout: 30 * time.Second}
+	fc := f.Fetch
+	if fc == nil {
+		var err error
+		if fc, err = fetch.New(fetch.Config{}); err != nil {
+			return fail(false, "the fetch failed", 0, fmt.Errorf("dev media: %w", err))
+		}
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return fail(true, "its address is not a valid URL", 0, fmt.Errorf("dev media: %w", err))
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return fail(false, "the fetch failed (network)", 0, fmt.Errorf("dev media: %w", err))
+	ctx, cancel := context.WithTimeout(ctx, mediaTimeout)
+	defer cancel()
+	resp, err := fc.Get(ctx, u)
+	switch {
+	case errors.Is(err, fetch.ErrRefused), errors.Is(err, fetch.ErrTooManyRedirects):
+		return fail(true, "its address was refused (loopback, private and metadata addresses are not fetched unless fetch.allow names them)", 0,
+			fmt.Errorf("dev media %s: %w", devURLForError(u), err))
+	case err != nil:
+		return fail(false, "the fetch failed (network)", 0, fmt.Errorf("dev media %s: %w", devURLForError(u), err))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
@@ -423,11 +434,11 @@ func (f DevMediaFetcher) FetchMedia(ctx context.Context, u string, max int64) ([
 			fmt.Errorf("dev media %s: status %d", devURLForError(u), resp.StatusCode))
 	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
+	if errors.Is(err, fetch.ErrTooLarge) || int64(len(b)) > max {
+		return fail(true, "it is larger than allowed", 0, fmt.Errorf("dev media %s: larger than %d bytes", devURLForError(u), max))
+	}
 	if err != nil {
 		return fail(false, "the fetch failed (network)", 0, fmt.Errorf("dev media %s: %w", devURLForError(u), err))
-	}
-	if int64(len(b)) > max {
-		return fail(true, "it is larger than allowed", 0, fmt.Errorf("dev media %s: larger than %d bytes", devURLForError(u), max))
 	}
 	return b, cmp.Or(resp.Header.Get("Content-Type"), "application/octet-stream"), nil
 }

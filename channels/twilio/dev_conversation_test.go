@@ -3,6 +3,7 @@ package twilio
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cool-ai/beachd/channels/fetch"
 	"github.com/cool-ai/beachd/envelope"
 )
 
@@ -193,7 +195,12 @@ func TestDevMediaFetcher(t *testing.T) {
 		w.Write([]byte("0123456789"))
 	}))
 	defer srv.Close()
-	f := DevMediaFetcher{}
+	// The test server is on loopback, which only fetch.allow opens.
+	allowed, err := fetch.New(fetch.Config{Allow: []string{"127.0.0.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := DevMediaFetcher{Fetch: allowed}
 	b, mt, err := f.FetchMedia(context.Background(), srv.URL+"/photo.png", 10)
 	if err != nil || string(b) != "0123456789" || mt != "image/png" {
 		t.Fatalf("fetch: %q %q %v", b, mt, err)
@@ -207,4 +214,42 @@ func TestDevMediaFetcher(t *testing.T) {
 	if _, _, err := f.FetchMedia(context.Background(), "file:///etc/passwd", 10); err == nil {
 		t.Error("a file URL was read")
 	}
+}
+
+// A media URL in a /dev/reply message is content: the dev fetcher goes
+// through the guarded client, which refuses loopback, private and cloud
+// metadata addresses (unless fetch.allow names them) before anything is
+// sent, and says so permanently.
+func TestDevMediaFetcherGuarded(t *testing.T) {
+	hit := make(chan string, 10)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hit <- r.URL.Path
+		w.Header().Set("Content-Type", "image/png")
+		w.Write([]byte("secret"))
+	}))
+	defer srv.Close()
+	for _, u := range []string{srv.URL + "/internal.png", "http://169.254.169.254/latest/meta-data/", "http://10.1.2.3/x.png",
+		"http://[::1]:9/x.png", "http://localhost:" + srv.URL[strings.LastIndexByte(srv.URL, ':')+1:] + "/internal.png"} {
+		for name, f := range map[string]DevMediaFetcher{"default": {}, "guarded": {Fetch: mustFetch(t, fetch.Config{})}} {
+			b, _, err := f.FetchMedia(context.Background(), u, 1<<20)
+			var me *MediaError
+			if !errors.As(err, &me) || !me.Permanent || !errors.Is(err, fetch.ErrRefused) || !strings.Contains(me.Reason, "refused") {
+				t.Errorf("%s %s: %q %v, want a permanent refusal", name, u, b, err)
+			}
+		}
+	}
+	select {
+	case p := <-hit:
+		t.Errorf("the guard let a request to loopback through (%s)", p)
+	default:
+	}
+}
+
+func mustFetch(t *testing.T, c fetch.Config) *fetch.Client {
+	t.Helper()
+	f, err := fetch.New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/cool-ai/beachd/agent"
 	"github.com/cool-ai/beachd/api"
 	"github.com/cool-ai/beachd/channels"
+	"github.com/cool-ai/beachd/channels/fetch"
 	"github.com/cool-ai/beachd/config"
 	"github.com/cool-ai/beachd/conversations"
 	"github.com/cool-ai/beachd/envelope"
@@ -79,6 +80,9 @@ type app struct {
 	// inbound addresses); media fetches Twilio media for it.
 	conversations *conversations.Router
 	media         conversations.MediaFetcher
+	// fetcher is the guarded client for every fetch whose address comes
+	// from content (artifact URLs, inbound media): fetch.allow, §13.
+	fetcher *fetch.Client
 
 	dispatcher *channels.Dispatcher
 	server     *api.Server
@@ -124,6 +128,9 @@ func buildApp(ctx context.Context, cfg *config.Config, reg *envelope.Registry, l
 	// it leases from a shared store.
 	holder := singleton.NewHolderID()
 	if a.db, err = openStore(ctx, cfg, holder, log); err != nil {
+		return nil, err
+	}
+	if a.fetcher, err = newFetchClient(cfg.Fetch); err != nil {
 		return nil, err
 	}
 	if err := a.wireSingletons(holder); err != nil {

@@ -32,6 +32,7 @@ type cli struct {
 	Agents        AgentsCmd        `cmd:"" help:"List the agents of a running beachd and the A2A generation it speaks to each."`
 	Conversations ConversationsCmd `cmd:"" help:"List and show the conversations people have with agents of a running beachd."`
 	Config        ConfigCmd        `cmd:"" help:"Check the configuration."`
+	Secret        SecretCmd        `cmd:"" help:"Make secrets for the configuration (a webhook signing secret)."`
 	Version       VersionCmd       `cmd:"" help:"Print the version."`
 }
 
@@ -109,9 +110,10 @@ func (VersionCmd) Run(g *globals) error {
 
 // versionString is the version set at build time (-ldflags "-X
 // main.version=…"), else what the Go toolchain recorded in the binary: the
-// module version ("v1.2.0" from go install …@v1.2.0, a pseudo-version, or
-// "(devel)" for a build in a checkout), then the commit, its time, and
-// "modified" when the tree had uncommitted changes.
+// module version ("v1.2.0" from go install …@v1.2.0; for go build in a git
+// checkout, the tag or a pseudo-version naming the commit; "(devel)" when
+// the toolchain recorded none, as go run does), then the commit, its
+// time, and "modified" when the tree had uncommitted changes.
 func versionString(ldflags string, info *debug.BuildInfo) string {
 	if ldflags != "" && ldflags != "dev" {
 		return ldflags
@@ -147,6 +149,11 @@ func versionString(ldflags string, info *debug.BuildInfo) string {
 	}
 	if modified {
 		extra = append(extra, "modified")
+	}
+	if rev == "" && v == "(devel)" {
+		// Built in a checkout without the commit: go run records none,
+		// nor does go build with -buildvcs=false.
+		extra = append(extra, "no commit recorded: `go build ./cmd/beachd` in a git checkout records it")
 	}
 	if info.GoVersion != "" {
 		extra = append(extra, info.GoVersion)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/base32"
 	"encoding/base64"
@@ -11,6 +12,7 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -90,6 +92,7 @@ func devConfig(addr, dataDir, apiKey, sinkSecret string) *config.Config {
 		Webhooks: config.WebhooksConfig{Endpoints: map[string]config.EndpointConfig{
 			devSinkEndpoint: config.DevSink(addr, sinkSecret),
 		}},
+		Schedules: []config.ScheduleConfig{config.DevSchedule(devAgentName, devSinkEndpoint, "you@"+email.DevDomain)},
 	}
 	cfg.FillDefaults()
 	return cfg
@@ -221,7 +224,14 @@ func (a *app) wireDev() error {
 		api.Route{Method: "POST", Pattern: "/dev/sink", Handler: sink},
 		api.Route{Method: "GET", Pattern: "/dev/sink", Handler: devSinkView(sink)})
 	a.devAgent = &devAgent{now: time.Now, generation: devGeneration(a.cfg.DevAgentA2A), fetch: &http.Client{Timeout: 10 * time.Second}, fetchBase: a.cfg.PublicURL}
-	a.routes = append(a.routes, a.devAgent.routes(a.cfg.PublicURL, a.log.With("component", "dev-agent"))...)
+	open := a.listener != nil && isLoopback(a.listener.Addr())
+	for _, r := range a.devAgent.routes(a.cfg.PublicURL, a.log.With("component", "dev-agent")) {
+		if r.Method == http.MethodPost {
+			// Unsigned, without a key: no web page may post to it.
+			r.Handler = devPostGuard(r.Handler, open, a.cfg.PublicURL)
+		}
+		a.routes = append(a.routes, r)
+	}
 	return nil
 }
 
@@ -238,4 +248,68 @@ func devSinkView(sink *webhook.Sink) http.Handler {
 			Received []webhook.Received `json:"received"`
 		}{sink.Stats(), sink.Received()})
 	})
+}
+
+// devPostGuard lets through only the posts to `beachd dev`'s unsigned
+// endpoints (/dev/reply, the dev agent) that no other web site can have
+// made a browser send. Such an endpoint starts turns and answers
+// approvals without a key, on loopback; without the guard any page the
+// developer visits could post a form to it.
+//
+//   - A browser post must be same-origin: Sec-Fetch-Site same-origin (or
+//     none, a request the user made), else an Origin whose host is the
+//     Host (net/http's CrossOriginProtection). A post that a browser marks
+//     (Sec-Fetch-*) but sends without an Origin is refused too: browsers
+//     send one on every POST.
+//   - A client that is not a browser (curl, a test, beachd's own agent
+//     client) sends neither Origin nor Sec-Fetch-Site and is let through:
+//     no web page can make a browser send such a request, and the endpoint
+//     is mounted without a key only on a loopback listener.
+//   - When open (no key), the Host must name this machine — a loopback
+//     address, localhost, or public_url's host — so that a page whose DNS
+//     name is rebound to 127.0.0.1 cannot pass as same-origin.
+//
+// A refusal is 403 with a sentence saying why.
+func devPostGuard(next http.Handler, open bool, publicURL string) http.Handler {
+	cop := http.NewCrossOriginProtection()
+	ownHost := ""
+	if u, err := url.Parse(publicURL); err == nil {
+		ownHost = strings.ToLower(u.Hostname())
+	}
+	refuse := func(w http.ResponseWriter, why string) {
+		http.Error(w, "beachd dev: "+why+"; "+r403Hint, http.StatusForbidden)
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if open && !devLocalHost(r.Host, ownHost) {
+			refuse(w, fmt.Sprintf("Host %q is not this machine's address (a page whose name points at 127.0.0.1 may not post here)", clip(r.Host, 100)))
+			return
+		}
+		if err := cop.Check(r); err != nil {
+			refuse(w, fmt.Sprintf("a cross-origin post from %q is refused", clip(cmp.Or(r.Header.Get("Origin"), r.Header.Get("Sec-Fetch-Site")), 100)))
+			return
+		}
+		if r.Header.Get("Origin") == "" && (r.Header.Get("Sec-Fetch-Site") != "" || r.Header.Get("Sec-Fetch-Mode") != "") {
+			refuse(w, "a browser post without an Origin header is refused")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// r403Hint says what is accepted, after a refusal.
+const r403Hint = "posts come from this beachd's own pages (the console's Dev inbox) or from a client that is not a browser (curl)"
+
+// devLocalHost reports whether the Host header host names this machine:
+// a loopback address, localhost (or a name under .localhost), or own, the
+// host of public_url.
+func devLocalHost(host, own string) bool {
+	h := host
+	if hh, _, err := net.SplitHostPort(host); err == nil {
+		h = hh
+	}
+	h = strings.ToLower(strings.Trim(h, "[]"))
+	if ip := net.ParseIP(h); ip != nil {
+		return ip.IsLoopback() || (own != "" && h == own)
+	}
+	return h == "localhost" || strings.HasSuffix(h, ".localhost") || (own != "" && h == own)
 }

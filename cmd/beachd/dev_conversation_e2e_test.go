@@ -59,7 +59,8 @@ func TestDevConversationSMS(t *testing.T) {
 }
 
 func devConversationSMS(t *testing.T, gen string) {
-	d := startDev(t, func(c *config.Config) { c.DevAgentA2A = gen })
+	// The photo below is served on loopback, which only fetch.allow opens.
+	d := startDev(t, func(c *config.Config) { c.DevAgentA2A = gen; c.Fetch.Allow = []string{"127.0.0.1"} })
 	const person = "+447700900777"
 	res := d.devSay(`{"channel":"sms","from":"` + person + `","text":"Flights to Lisbon for six?",
 		"media":[{"mediaType":"text/csv","filename":"travellers.csv","data":"YSxiCmMsZAo="}]}`)
@@ -94,8 +95,8 @@ func devConversationSMS(t *testing.T, gen string) {
 		t.Errorf("second answer %q", second)
 	}
 
-	// WhatsApp, with a photo given by URL: beachd fetches it (in dev, from
-	// anywhere) and hands it to the agent.
+	// WhatsApp, with a photo given by URL: beachd fetches it (through the
+	// guarded client, here allowed loopback) and hands it to the agent.
 	photos := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "image/jpeg")
 		w.Write([]byte("jpeg!"))

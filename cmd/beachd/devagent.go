@@ -476,6 +476,9 @@ func input10(m *agent.Message) devInput {
 	for _, p := range m.Parts {
 		switch {
 		case p.Text != nil:
+			if text.Len() > 0 {
+				text.WriteString("\n") // text parts are separate pieces (a note follows the person's text)
+			}
 			text.WriteString(*p.Text)
 		case p.Data != nil:
 		case p.URL != "":
@@ -496,6 +499,9 @@ func input03(m *a2a.Message) devInput {
 	for _, p := range m.Parts {
 		switch p := p.(type) {
 		case a2a.TextPart:
+			if text.Len() > 0 {
+				text.WriteString("\n")
+			}
 			text.WriteString(p.Text)
 		case a2a.FilePart:
 			switch f := p.File.(type) {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,4 +67,41 @@ func scheduleEndToEnd(t *testing.T, dsn string) {
 	if !bytes.Contains(list, []byte("morning-brief")) || !bytes.Contains(list, []byte("succeeded")) {
 		t.Errorf("schedules list does not show a succeeded run:\n%s", list)
 	}
+}
+
+// `beachd dev` comes with a sample schedule: listed (daily, enabled, with
+// its next slot), fired by hand, answered by the dev agent, its result at
+// the webhook sink. It is in the banner too.
+func TestDevSampleSchedule(t *testing.T) {
+	d := startDev(t)
+	if banner := strings.Join(d.a.banner, "\n"); !strings.Contains(banner, config.DevScheduleName+" (0 8 * * *)") {
+		t.Errorf("the banner does not name the sample schedule:\n%s", banner)
+	}
+	var list struct {
+		Schedules []struct {
+			Name, Cron, Agent string
+			Enabled           bool
+			Next              time.Time
+		}
+	}
+	d.do("GET", "/v1/schedules", nil, "", &list)
+	if len(list.Schedules) != 1 || list.Schedules[0].Name != config.DevScheduleName || !list.Schedules[0].Enabled ||
+		list.Schedules[0].Agent != devAgentName || list.Schedules[0].Next.IsZero() || list.Schedules[0].Next.Hour() != 8 {
+		t.Fatalf("dev schedules: %+v", list)
+	}
+	if code := d.do("POST", "/v1/schedules/"+config.DevScheduleName+"/run", nil, "", nil); code != 202 {
+		t.Fatalf("run now: %d", code)
+	}
+	poll.Eventually(t, 30*time.Second, "the sample schedule's result at the sink", func() bool {
+		var sink struct {
+			Received []struct{ Envelope json.RawMessage }
+		}
+		d.do("GET", "/dev/sink", nil, "", &sink)
+		for _, r := range sink.Received {
+			if bytes.Contains(r.Envelope, []byte("The dev agent received: Today's tasks")) {
+				return true
+			}
+		}
+		return false
+	})
 }

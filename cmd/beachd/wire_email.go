@@ -50,11 +50,7 @@ func (a *app) wireEmail() error {
 	if d := c.SMTP.DKIM; d != nil {
 		sc.DKIM = email.DKIMConfig{Domain: d.Domain, Selector: d.Selector, PrivateKeyFile: d.PrivateKeyFile}
 	}
-	fetcher, err := newFetchClient(a.cfg.Fetch) // artifact URLs come from content
-	if err != nil {
-		return err
-	}
-	sender, err := email.NewSender(sc, a.renderer, a.registry, fetcher, log)
+	sender, err := email.NewSender(sc, a.renderer, a.registry, a.fetcher, log) // artifact URLs come from content
 	if err != nil {
 		return fmt.Errorf("email sender: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/cool-ai/beachd/api"
 	"github.com/cool-ai/beachd/schedule"
@@ -46,7 +47,12 @@ func (a *app) wireSchedules() error {
 	a.workers = append(a.workers, worker{name: "schedules", run: a.singleton(singletonScheduler, s.Run),
 		started: a.singletonStarted(singletonScheduler, s.Active)})
 	if a.dev && len(defs) > 0 {
-		a.banner = append(a.banner, fmt.Sprintf("schedules: %d configured (beachd schedules list)", len(defs)))
+		names := make([]string, len(defs))
+		for i, d := range defs {
+			names[i] = fmt.Sprintf("%s (%s)", d.Name, d.Cron)
+		}
+		a.banner = append(a.banner, fmt.Sprintf("schedules    %s   (beachd schedules list; fire one now: beachd schedules run %s)",
+			strings.Join(names, ", "), defs[0].Name))
 	}
 	return nil
 }

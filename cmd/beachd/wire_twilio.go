@@ -51,7 +51,7 @@ func (a *app) wireTwilio() error {
 	log := a.log.With("component", "twilio")
 	timeout := durationOr(c.Timeout, defaultTwilioTimeout)
 	client, err := twilio.NewClient(twilio.ClientConfig{AccountSID: c.AccountSID, AuthToken: c.AuthToken,
-		APIBaseURL: c.APIBaseURL, Timeout: timeout})
+		APIBaseURL: c.APIBaseURL, Timeout: timeout, MediaFetch: a.fetcher})
 	if err != nil {
 		return err
 	}
@@ -125,14 +125,15 @@ func (a *app) wireTwilioRecorder(c *config.TwilioConfig, renderFn twilio.RenderF
 	}
 	dev := &twilio.DevHandler{Log: rec, Inbound: h, OurNumber: ours, Now: a.now}
 	if a.media == nil {
-		// No Twilio account: the media a /dev/reply message names by URL.
-		a.media = twilio.DevMediaFetcher{}
+		// No Twilio account: the media a /dev/reply message names by URL,
+		// through the guarded client (a URL in a message is content).
+		a.media = twilio.DevMediaFetcher{Fetch: a.fetcher}
 	}
 	a.console.texts, a.console.devReply = rec, dev.Reply
 	open := a.listener != nil && isLoopback(a.listener.Addr())
 	a.routes = append(a.routes,
 		api.Route{Method: "GET", Pattern: "/dev/messages", Handler: http.HandlerFunc(dev.Messages), Auth: !open},
-		api.Route{Method: "POST", Pattern: "/dev/reply", Handler: http.HandlerFunc(dev.Reply), Auth: !open})
+		api.Route{Method: "POST", Pattern: "/dev/reply", Handler: devPostGuard(http.HandlerFunc(dev.Reply), open, a.cfg.PublicURL), Auth: !open})
 	a.banner = append(a.banner,
 		fmt.Sprintf("sms/whatsapp %s/dev/messages   (recorded, not sent; answer: curl %[1]s/dev/reply -d channel=sms --data-urlencode from=+… --data-urlencode body='YES 1234')", a.cfg.PublicURL))
 	return nil
