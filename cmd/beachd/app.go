@@ -17,6 +17,7 @@ import (
 	"github.com/cool-ai/beachd/agent"
 	"github.com/cool-ai/beachd/api"
 	"github.com/cool-ai/beachd/channels"
+	"github.com/cool-ai/beachd/channels/slack"
 	"github.com/cool-ai/beachd/config"
 	"github.com/cool-ai/beachd/conversations"
 	"github.com/cool-ai/beachd/envelope"
@@ -70,6 +71,8 @@ type app struct {
 		HandleInbound(context.Context, envelope.Inbound) (envelope.InboundResult, error)
 	}
 	enqueuer *api.Ingester
+	// slackClient is the Slack Web API client, when `slack:` is configured.
+	slackClient *slack.Client
 	// linkSecret is the approvals secret; full-message links derive their
 	// key from it.
 	linkSecret []byte
@@ -145,6 +148,7 @@ func buildApp(ctx context.Context, cfg *config.Config, reg *envelope.Registry, l
 		{"webhook", a.wireWebhook},
 		{"email", a.wireEmail},
 		{"twilio", a.wireTwilio},
+		{"slack", a.wireSlack},
 	}
 	for _, s := range steps {
 		if err := s.fn(); err != nil {
