@@ -313,7 +313,13 @@ func (s ChannelSpec) Fold(addr string) string {
 
 // RecipientKey identifies the person or peer behind r across channels of
 // one address kind: "email:<address>", "number:<E.164>" (a number stands
-// for its SMS and WhatsApp recipients alike), "webhook:<endpoint>".
+// for its SMS and WhatsApp recipients alike), "webhook:<endpoint>",
+// "slack:<id>"; a Slack recipient named by its email address is the
+// person of that address ("email:<address>").
 func (s ChannelSpec) RecipientKey(r Recipient) string {
-	return string(s.Address) + ":" + s.Fold(s.Target(r))
+	t := s.Fold(s.Target(r))
+	if s.Address == AddressSlack && strings.Contains(t, "@") {
+		return string(AddressEmail) + ":" + t
+	}
+	return string(s.Address) + ":" + t
 }

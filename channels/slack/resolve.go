@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/cool-ai/beachd/channels"
@@ -26,6 +27,9 @@ func NewResolver(client *Client, kv store.KV) *Resolver { return &Resolver{clien
 
 func userKey(email string) string { return "slack/user/" + strings.ToLower(strings.TrimSpace(email)) }
 
+// emailKey holds, space-separated, the addresses resolved to a user.
+func emailKey(user string) string { return "slack/email/" + user }
+
 // Resolve returns addr itself for a Slack id, and the user id of an email
 // address, looking it up once.
 func (r *Resolver) Resolve(ctx context.Context, addr string) (string, error) {
@@ -46,6 +50,15 @@ func (r *Resolver) Resolve(ctx context.Context, addr string) (string, error) {
 	}
 	if !envelope.SlackUser(id) {
 		return "", channels.Permanent(fmt.Errorf("users.lookupByEmail answered %q, not a user id", id))
+	}
+	// The reverse first: a click is matched by it, and an address found
+	// there without the forward key is looked up again, harmlessly.
+	have, _ := r.EmailsOf(ctx, id)
+	addr = strings.ToLower(strings.TrimSpace(addr))
+	if !slices.Contains(have, addr) && len(have) < 16 {
+		if err := r.kv.PutKV(ctx, emailKey(id), []byte(strings.Join(append(have, addr), " "))); err != nil {
+			return "", fmt.Errorf("keep slack user of an address: %w", err)
+		}
 	}
 	if err := r.kv.PutKV(ctx, userKey(addr), []byte(id)); err != nil {
 		return "", fmt.Errorf("keep slack user of an address: %w", err)

@@ -73,6 +73,10 @@ type app struct {
 	enqueuer *api.Ingester
 	// slackClient is the Slack Web API client, when `slack:` is configured.
 	slackClient *slack.Client
+	// messageURL links a delivery's full-message page (/m/…), once mounted.
+	messageURL func(deliveryID string) string
+	// onDecided are told of every decision (the Slack message updates).
+	onDecided []func(ctx context.Context, a *store.Approval)
 	// linkSecret is the approvals secret; full-message links derive their
 	// key from it.
 	linkSecret []byte

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"time"
 
+	"github.com/cool-ai/beachd/api"
 	"github.com/cool-ai/beachd/channels"
 	"github.com/cool-ai/beachd/channels/slack"
 	"github.com/cool-ai/beachd/envelope"
@@ -51,5 +53,25 @@ func (a *app) wireSlack() error {
 	a.deliverers[envelope.ChannelSlack] = sender
 	a.policies[envelope.ChannelSlack] = policy
 	a.slackClient = client
+
+	// Button clicks, verified with the signing secret, go to the same
+	// approvals service as every other channel's answers; after any
+	// decision the Slack messages that asked are rewritten.
+	h, err := slack.NewInteractionHandler(slack.InteractionConfig{SigningSecret: c.SigningSecret, Now: a.now},
+		lateDecider{a}, client, slack.NewResolver(nil, a.db), log)
+	if err != nil {
+		return err
+	}
+	a.routes = append(a.routes, api.Route{Method: "POST", Pattern: slackInteractionsPath, Handler: h, Auth: false})
+	up := &slack.Updater{DB: a.db, Enqueue: lateEnqueuer{a}, Now: a.now, Log: log}
+	a.onDecided = append(a.onDecided, up.ApprovalDecided)
 	return nil
+}
+
+// lateDecider looks the decider up when a click arrives (the
+// conversations router may replace the approvals service as a.inbound).
+type lateDecider struct{ a *app }
+
+func (d lateDecider) HandleInbound(ctx context.Context, in envelope.Inbound) (envelope.InboundResult, error) {
+	return d.a.twilioDecider().HandleInbound(ctx, in)
 }
