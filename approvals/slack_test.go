@@ -10,7 +10,9 @@ import (
 	"github.com/cool-ai/beachd/store"
 )
 
-func slackTo(addr string) envelope.Recipient { return envelope.Recipient{Channel: "slack", Address: addr} }
+func slackTo(addr string) envelope.Recipient {
+	return envelope.Recipient{Channel: "slack", Address: addr}
+}
 
 // A Slack button decides only for the person asked: the user the request
 // was sent to (by id, or by the email address the channel resolved to
