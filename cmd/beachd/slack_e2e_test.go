@@ -207,3 +207,83 @@ func TestSlackApprovalEndToEnd(t *testing.T) {
 		t.Errorf("no ephemeral note to the user not asked: %+v", eph)
 	}
 }
+
+// `beachd dev` records Slack messages, and its /dev/slack/click presses a
+// button as a Slack user through the signed interactivity endpoint: the
+// approval is decided and the recorded message rewritten without buttons.
+func TestSlackDevRecordsAndClicks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the daemon")
+	}
+	d := startDev(t)
+	d.requestApproval("appr_slack_dev", `[{"channel":"slack","address":"U012AB3CD"}]`)
+	type recorded struct {
+		Channel, TS, Text string
+		UpdatedAt         time.Time
+		Ephemeral         bool
+		User              string
+		Buttons           []struct {
+			ActionID string `json:"action_id"`
+			Value    string `json:"value"`
+		} `json:"buttons"`
+	}
+	var msgs struct{ Messages []recorded }
+	var msg recorded
+	poll.Eventually(t, 20*time.Second, "the recorded Slack message", func() bool {
+		d.do("GET", "/dev/slack/messages", nil, "", &msgs)
+		for _, m := range msgs.Messages {
+			if len(m.Buttons) == 2 {
+				msg = m
+				return true
+			}
+		}
+		return false
+	})
+	click := func(user string) int {
+		form := url.Values{"user": {user}, "channel": {msg.Channel}, "value": {msg.Buttons[0].Value}, "action": {msg.Buttons[0].ActionID}}
+		resp, err := http.PostForm(d.base+"/dev/slack/click", form)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if st := click("U0SOMEONE"); st != 200 {
+		t.Fatalf("click: %d", st)
+	}
+	if s := d.approvalState("appr_slack_dev"); s != "pending" {
+		t.Fatalf("someone else's click made it %s", s)
+	}
+	if st := click("U012AB3CD"); st != 200 {
+		t.Fatalf("click: %d", st)
+	}
+	defer func() {
+		if t.Failed() {
+			var raw json.RawMessage
+			d.do("GET", "/dev/slack/messages", nil, "", &raw)
+			var dl json.RawMessage
+			d.do("GET", "/v1/deliveries?state=dead", nil, "", &dl)
+			t.Logf("recorded: %s\ndead: %s", raw, dl)
+		}
+	}()
+	poll.Eventually(t, 20*time.Second, "the recorded message rewritten", func() bool {
+		msgs.Messages = nil // decode afresh: fields left out must not keep old values
+		d.do("GET", "/dev/slack/messages", nil, "", &msgs)
+		for _, m := range msgs.Messages {
+			if m.TS == msg.TS && !m.UpdatedAt.IsZero() && len(m.Buttons) == 0 && strings.Contains(m.Text, "Approved") {
+				return true
+			}
+		}
+		return false
+	})
+	if s := d.approvalState("appr_slack_dev"); s != "granted" {
+		t.Fatalf("state %s", s)
+	}
+	note := false
+	for _, m := range msgs.Messages {
+		note = note || (m.Ephemeral && m.User == "U0SOMEONE")
+	}
+	if !note {
+		t.Errorf("no note for the user not asked: %+v", msgs.Messages)
+	}
+}

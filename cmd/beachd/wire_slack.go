@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
 	"time"
 
 	"github.com/cool-ai/beachd/api"
@@ -20,10 +23,13 @@ const (
 
 const defaultSlackTimeout = 15 * time.Second
 
-// wireSlack builds the Slack deliverer from the `slack:` section.
+// wireSlack builds the Slack deliverer from the `slack:` section. In
+// `beachd dev` without one, Slack messages are recorded instead, and
+// /dev/slack/messages and /dev/slack/click let a person read them and
+// press their buttons as a Slack user.
 func (a *app) wireSlack() error {
 	c := a.cfg.Slack
-	if c == nil {
+	if c == nil && !a.dev {
 		return nil
 	}
 	r := a.renderer
@@ -32,6 +38,9 @@ func (a *app) wireSlack() error {
 		if r, err = render.New(render.Config{PublicURL: a.cfg.PublicURL}); err != nil {
 			return err
 		}
+	}
+	if c == nil {
+		return a.wireSlackRecorder(slack.Renderer(r, a.registry, a.wireMessagePages(r)))
 	}
 	timeout := durationOr(c.Timeout, defaultSlackTimeout)
 	client, err := slack.NewClient(slack.ClientConfig{Token: c.BotToken, APIBaseURL: c.APIURL(), Timeout: timeout})
@@ -57,14 +66,42 @@ func (a *app) wireSlack() error {
 	// Button clicks, verified with the signing secret, go to the same
 	// approvals service as every other channel's answers; after any
 	// decision the Slack messages that asked are rewritten.
-	h, err := slack.NewInteractionHandler(slack.InteractionConfig{SigningSecret: c.SigningSecret, Now: a.now},
-		lateDecider{a}, client, slack.NewResolver(nil, a.db), log)
+	_, err = a.wireSlackInbound(c.SigningSecret, client, log)
+	return err
+}
+
+// wireSlackInbound mounts the interactivity endpoint and the message
+// updates that follow every decision.
+func (a *app) wireSlackInbound(secret string, notes slack.Noter, log *slog.Logger) (http.Handler, error) {
+	h, err := slack.NewInteractionHandler(slack.InteractionConfig{SigningSecret: secret, Now: a.now},
+		lateDecider{a}, notes, slack.NewResolver(nil, a.db), log)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	a.routes = append(a.routes, api.Route{Method: "POST", Pattern: slackInteractionsPath, Handler: h, Auth: false})
 	up := &slack.Updater{DB: a.db, Enqueue: lateEnqueuer{a}, Now: a.now, Log: log}
 	a.onDecided = append(a.onDecided, up.ApprovalDecided)
+	return h, nil
+}
+
+// wireSlackRecorder sets up the recorded Slack of `beachd dev`: the
+// interactivity endpoint checks signatures with a secret of this process,
+// with which /dev/slack/click signs the clicks it makes.
+func (a *app) wireSlackRecorder(renderFn slack.RenderFunc) error {
+	rec := slack.NewRecorder(renderFn, a.now)
+	a.deliverers[envelope.ChannelSlack] = rec
+	secret := randomToken(32)
+	h, err := a.wireSlackInbound(secret, rec, a.log.With("component", "slack-dev"))
+	if err != nil {
+		return err
+	}
+	dev := &slack.DevHandler{Log: rec, Interactions: h, Secret: secret, Now: a.now}
+	open := a.listener != nil && isLoopback(a.listener.Addr())
+	a.routes = append(a.routes,
+		api.Route{Method: "GET", Pattern: "/dev/slack/messages", Handler: http.HandlerFunc(dev.Messages), Auth: !open},
+		api.Route{Method: "POST", Pattern: "/dev/slack/click", Handler: http.HandlerFunc(dev.Click), Auth: !open})
+	a.banner = append(a.banner,
+		fmt.Sprintf("slack         %s/dev/slack/messages   (recorded, not sent; press a button: curl %[1]s/dev/slack/click -d user=U012AB3CD -d channel=D… --data-urlencode value=…)", a.cfg.PublicURL))
 	return nil
 }
 
