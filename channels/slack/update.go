@@ -93,6 +93,7 @@ func DecidedText(a *store.Approval) string {
 	if what == "" {
 		what = "Run " + req.ToolName
 	}
+	what = clipRunes(what, 500)
 	var verb string
 	switch a.State {
 	case store.ApprovalGranted:
@@ -118,9 +119,19 @@ func DecidedText(a *store.Approval) string {
 	}
 	s += ": " + what
 	if r := strings.TrimSpace(a.Reason); r != "" && a.State != store.ApprovalExpired {
-		s += "\nReason: " + r
+		s += "\nReason: " + clipRunes(r, 500)
 	}
 	return s
+}
+
+// clipRunes cuts s to n runes, with "…" when cut (a decided message stays
+// within a section's 3,000 characters).
+func clipRunes(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
 }
 
 // DecidedMessage is the message an approval's Slack message becomes: the

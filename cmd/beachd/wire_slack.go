@@ -48,7 +48,7 @@ func (a *app) wireSlack() error {
 		return err
 	}
 	log := a.log.With("component", "slack")
-	sender, err := slack.NewSender(slack.Config{Now: a.now}, client, a.db, slack.Renderer(r, a.registry, a.wireMessagePages(r)), log)
+	sender, err := slack.NewSender(slack.Config{Now: a.now, Approvals: a.db}, client, a.db, slack.Renderer(r, a.registry, a.wireMessagePages(r)), log)
 	if err != nil {
 		return err
 	}
