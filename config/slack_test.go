@@ -38,6 +38,7 @@ slack:
 		{`slack: { ` + ok + `, timeout: 3m }`, "slack.timeout", "2m"},
 		{`slack: { ` + ok + `, lifetime: -1s }`, "slack.lifetime", "negative"},
 		{`slack: { ` + ok + `, bot_user: U1 }`, "bot_user", ""},
+		{`slack: { ` + ok + `, team_id: workspace }`, "slack.team_id", "T0123ABCD"},
 	} {
 		cfg, err := Parse([]byte("api_keys: [kkkkkkkkkkkkkkkkkkkk]\n"+tc.yaml), "t.yaml", getenv)
 		if err == nil {

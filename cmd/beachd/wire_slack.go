@@ -66,14 +66,14 @@ func (a *app) wireSlack() error {
 	// Button clicks, verified with the signing secret, go to the same
 	// approvals service as every other channel's answers; after any
 	// decision the Slack messages that asked are rewritten.
-	_, err = a.wireSlackInbound(c.SigningSecret, client, log)
+	_, err = a.wireSlackInbound(c.SigningSecret, c.TeamID, client, log)
 	return err
 }
 
 // wireSlackInbound mounts the interactivity endpoint and the message
 // updates that follow every decision.
-func (a *app) wireSlackInbound(secret string, notes slack.Noter, log *slog.Logger) (http.Handler, error) {
-	h, err := slack.NewInteractionHandler(slack.InteractionConfig{SigningSecret: secret, Now: a.now},
+func (a *app) wireSlackInbound(secret, team string, notes slack.Noter, log *slog.Logger) (http.Handler, error) {
+	h, err := slack.NewInteractionHandler(slack.InteractionConfig{SigningSecret: secret, TeamID: team, Now: a.now},
 		lateDecider{a}, notes, slack.NewResolver(nil, a.db), log)
 	if err != nil {
 		return nil, err
@@ -91,7 +91,7 @@ func (a *app) wireSlackRecorder(renderFn slack.RenderFunc) error {
 	rec := slack.NewRecorder(renderFn, a.now)
 	a.deliverers[envelope.ChannelSlack] = rec
 	secret := randomToken(32)
-	h, err := a.wireSlackInbound(secret, rec, a.log.With("component", "slack-dev"))
+	h, err := a.wireSlackInbound(secret, "", rec, a.log.With("component", "slack-dev"))
 	if err != nil {
 		return err
 	}
