@@ -20,14 +20,14 @@ import (
 // Slack posts events to public_url + /v1/inbound/slack/events and button
 // clicks to public_url + /v1/inbound/slack/interactions (docs/slack.md).
 type SlackConfig struct {
-	BotToken      string        `yaml:"bot_token"`
-	SigningSecret string        `yaml:"signing_secret"`
-	APIBaseURL    string        `yaml:"api_base_url"`
+	BotToken      string `yaml:"bot_token"`
+	SigningSecret string `yaml:"signing_secret"`
+	APIBaseURL    string `yaml:"api_base_url"`
 	// TeamID, when set, is the workspace (T…) whose clicks count: a
 	// click from another is refused with a note.
-	TeamID string `yaml:"team_id"`
-	Timeout       time.Duration `yaml:"timeout"`
-	Lifetime      time.Duration `yaml:"lifetime"`
+	TeamID   string        `yaml:"team_id"`
+	Timeout  time.Duration `yaml:"timeout"`
+	Lifetime time.Duration `yaml:"lifetime"`
 }
 
 // DefaultSlackAPIBaseURL is Slack's Web API.
