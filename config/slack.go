@@ -17,8 +17,8 @@ import (
 //	  timeout: 15s                              # one HTTP call, default 15s
 //	  lifetime: 6h                              # retries give up after, default 6h
 //
-// Slack posts events to public_url + /v1/inbound/slack/events and button
-// clicks to public_url + /v1/inbound/slack/interactions (docs/slack.md).
+// Slack posts button clicks to public_url + /v1/inbound/slack/interactions
+// (the app's Interactivity request URL: docs/slack.md).
 type SlackConfig struct {
 	BotToken      string `yaml:"bot_token"`
 	SigningSecret string `yaml:"signing_secret"`

@@ -14,12 +14,9 @@ import (
 	"github.com/cool-ai/beachd/render"
 )
 
-// Where Slack posts events and button clicks; public_url + these paths are
-// what the app's settings name.
-const (
-	slackEventsPath       = "/v1/inbound/slack/events"
-	slackInteractionsPath = "/v1/inbound/slack/interactions"
-)
+// Where Slack posts button clicks; public_url + this path is the app's
+// Interactivity request URL.
+const slackInteractionsPath = "/v1/inbound/slack/interactions"
 
 const defaultSlackTimeout = 15 * time.Second
 
