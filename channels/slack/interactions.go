@@ -220,7 +220,9 @@ func noteFor(res envelope.InboundResult) string {
 	case "unknown-token", "no-token":
 		return "This button no longer answers anything; nothing was recorded."
 	}
-	return "Your answer was not recorded (" + res.Outcome + ")."
+	// An outcome this channel does not know (a vote an approval policy
+	// counts, say) is named as it is, neither claimed nor denied.
+	return "Your answer: " + res.Outcome + "."
 }
 
 func (h *InteractionHandler) note(ctx context.Context, c Click, text string) {
