@@ -475,7 +475,16 @@ func ApproverKey(r envelope.Recipient) string {
 func (in *Ingester) checkApprovers(agent string, to []envelope.Recipient) []envelope.Problem {
 	allowed, ok := in.cfg.Approvers[agent]
 	if !ok {
-		return nil
+		// A request posted to a Slack channel is decided by the agent's
+		// approvers only: without any, nobody could decide it.
+		var probs []envelope.Problem
+		for i, r := range to {
+			if r.Channel == envelope.ChannelSlack && envelope.SlackConversation(r.Address) {
+				probs = append(probs, envelope.Problem{Path: fmt.Sprintf("to[%d]", i),
+					Reason: fmt.Sprintf("the envelope carries an approval-request, and a request posted to the Slack channel %s is decided only by agents.%s.approvers, which is not set: nobody could decide it", r.Address, agent)})
+			}
+		}
+		return probs
 	}
 	var probs []envelope.Problem
 	for i, r := range to {

@@ -23,7 +23,7 @@ func approvalServer(t *testing.T, approvers map[string]map[string]bool) (*httpte
 	if err != nil {
 		t.Fatal(err)
 	}
-	ing := api.NewIngester(api.IngestConfig{Registry: envelope.NewRegistry(), Channels: map[string]bool{"email": true, "sms": true, "webhook": true},
+	ing := api.NewIngester(api.IngestConfig{Registry: envelope.NewRegistry(), Channels: map[string]bool{"email": true, "sms": true, "webhook": true, "slack": true},
 		Endpoints: map[string]bool{"ops": true, "agent-self": true}, Agents: map[string]bool{"travel": true, "open": true}, Approvers: approvers}, db, svc, nil, nil)
 	srv, err := api.New(api.Config{APIKeys: []string{"k1"}}, db, ing, nil, nil, nil, nil)
 	if err != nil {
@@ -107,5 +107,20 @@ func TestIngestApprovers(t *testing.T) {
 	plain := `{"envelope":{"role":"agent","parts":[{"text":"hi","metadata":{"partType":"response"}}],"meta":{"sessionId":"s","turnId":"t","producedAt":"2026-11-21T20:00:00Z","finalizedBy":"complete"}},"to":[{"channel":"sms","address":"+15550001111"}],"agent":"travel"}`
 	if st, m := post(t, hs, plain); st != 202 {
 		t.Fatalf("plain envelope: %d %v", st, m)
+	}
+}
+
+// An approval posted to a Slack channel is decided by the agent's
+// approvers only: an agent without approvers cannot post one (nobody
+// could decide it); one whose approvers list the channel can.
+func TestIngestSlackChannelNeedsApprovers(t *testing.T) {
+	allowed := map[string]bool{"slack:C0OPS": true, "slack:U0ALICE": true}
+	hs, _ := approvalServer(t, map[string]map[string]bool{"travel": allowed})
+	if st, m := post(t, hs, approvalBody("s1", "travel", `[{"channel":"slack","address":"C0OPS"}]`)); st != 202 {
+		t.Fatalf("a channel among the approvers: %d %v", st, m)
+	}
+	st, m := post(t, hs, approvalBody("s2", "open", `[{"channel":"slack","address":"U0ALICE"},{"channel":"slack","address":"C0OPS"}]`))
+	if st != 400 || fmt.Sprint(problemPaths(m)) != "[to[1]]" || !strings.Contains(fmt.Sprint(m), "nobody could decide it") {
+		t.Fatalf("a channel, no approvers: %d %v", st, m)
 	}
 }

@@ -180,6 +180,10 @@ func (s *Service) handleInbound(ctx context.Context, in envelope.Inbound) (envel
 			if in.From != "" && in.From != bd.b.Recipient {
 				return note(OutcomeWrongSender, bd, "endpoint is not the one the token was issued to")
 			}
+		case envelope.AddressSlack:
+			if why := s.slackSender(in, bd); why != "" {
+				return note(OutcomeWrongSender, bd, why)
+			}
 		default:
 			return envelope.InboundResult{}, fmt.Errorf("channel %q: address kind %q has no sender check", in.Channel, spec.Address)
 		}
@@ -377,7 +381,16 @@ func (s *Service) apply(ctx context.Context, bd *bound, in envelope.Inbound, dec
 	// be told about it: the confirmation says only what is true.
 	spec, _ := envelope.Channel(in.Channel)
 	told := in.Channel == ChannelLink || spec.Human()
-	got, outcome, stop, err := s.decideWatched(ctx, store.Decision{ApprovalID: a.ID, State: state, Reason: reason, DecidedBy: bd.b.Recipient,
+	// A Slack message's buttons answer at once; the message itself is
+	// rewritten with the decision (OnDecided), not followed by another.
+	told = told && spec.Class != envelope.ClassChat
+	decidedBy := bd.b.Recipient
+	if spec.Address == envelope.AddressSlack && !envelope.SlackUser(decidedBy) {
+		// Posted to a channel, or sent to an email address: the user
+		// who clicked decided.
+		decidedBy = in.From
+	}
+	got, outcome, stop, err := s.decideWatched(ctx, store.Decision{ApprovalID: a.ID, State: state, Reason: reason, DecidedBy: decidedBy,
 		Channel: in.Channel, MessageID: in.MessageID, At: now}, told)
 	defer stop()
 	switch {
@@ -389,7 +402,9 @@ func (s *Service) apply(ctx context.Context, bd *bound, in envelope.Inbound, dec
 			outcome = OutcomeExpired
 		}
 		s.log.Info("approval inbound", "channel", in.Channel, "outcome", outcome, "approval_id", a.ID)
-		s.confirm(ctx, in, bd.b.Recipient, alreadyText(got))
+		if spec.Class != envelope.ClassChat { // the channel shows its own note
+			s.confirm(ctx, in, bd.b.Recipient, alreadyText(got))
+		}
 		return envelope.InboundResult{Outcome: outcome, ApprovalID: a.ID, Decision: got.Decision()}, nil
 	case err != nil:
 		return envelope.InboundResult{}, err
@@ -667,4 +682,43 @@ func (s *Service) replyNotUnderstood(ctx context.Context, in envelope.Inbound, b
 		}
 	}
 	s.confirm(ctx, in, bd.b.Recipient, text)
+}
+
+// slackSender says why the Slack user who clicked may not decide, or ""
+// when they may: the user the request was sent to (by id, or by the email
+// address the channel resolved to them), or, for a request posted to a
+// channel, one of the agent's approvers.
+func (s *Service) slackSender(in envelope.Inbound, bd *bound) string {
+	if !envelope.SlackUser(in.From) {
+		return "the click names no Slack user"
+	}
+	to := bd.b.Recipient
+	switch {
+	case envelope.SlackUser(to):
+		if !equalConstantTime(in.From, to) {
+			return "the Slack user who clicked is not the one the request was sent to"
+		}
+	case strings.Contains(to, "@"):
+		for _, a := range in.SenderAliases {
+			if sameAddress(in.Channel, a, to) {
+				return ""
+			}
+		}
+		return "the Slack user who clicked is not the one " + to + " resolves to"
+	default:
+		set, ok := s.cfg.Approvers[bd.a.Agent]
+		if !ok {
+			return "a request posted to a Slack channel is decided only by the agent's approvers (agents." + bd.a.Agent + ".approvers), and it has none"
+		}
+		if set["slack:"+in.From] {
+			return ""
+		}
+		for _, a := range in.SenderAliases {
+			if set["email:"+strings.ToLower(a)] {
+				return ""
+			}
+		}
+		return "the Slack user who clicked is not among agents." + bd.a.Agent + ".approvers"
+	}
+	return ""
 }

@@ -35,7 +35,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 
 func (m *Metrics) observeInbound(channel, outcome string) {
 	switch channel {
-	case "email", "sms", "whatsapp", "webhook", ChannelLink:
+	case "email", "sms", "whatsapp", "slack", "webhook", ChannelLink:
 	default:
 		channel = "other"
 	}

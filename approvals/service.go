@@ -66,6 +66,16 @@ type Config struct {
 	// the dispatcher's Notify. Without it the dispatcher finds the message
 	// at its next look.
 	Notify func()
+	// Approvers are, per agent, the keys (api.ApproverKey: "slack:U…",
+	// "email:…") of who may decide a request that was posted to a Slack
+	// channel: nobody else in the channel may. An agent without a set has
+	// nobody who can decide such a request.
+	Approvers map[string]map[string]bool
+	// OnDecided, when set, is called after an approval leaves pending, on
+	// whatever channel and by whoever (the Slack channel rewrites its
+	// messages). It must not block for long; it is not called again after
+	// a crash.
+	OnDecided func(ctx context.Context, a *store.Approval)
 }
 
 // Validate checks the configuration after defaults.
@@ -210,6 +220,9 @@ func (s *Service) decideWatched(ctx context.Context, d store.Decision, watch boo
 		outcome, stop = w.Watch(d.InjectionID)
 	}
 	a, job, err := s.db.Decide(ctx, d)
+	if err == nil && s.cfg.OnDecided != nil && a != nil {
+		s.cfg.OnDecided(ctx, a)
+	}
 	if err != nil || job == nil {
 		stop()
 		return a, nil, func() {}, err
@@ -331,7 +344,7 @@ func (s *Service) tokenKeys(id, channel, addr, nonce string) map[string]store.To
 	}
 	if spec.Supports(envelope.HandleButton) {
 		for _, d := range []string{envelope.DecisionGranted, envelope.DecisionDenied} {
-			out[buttonKey(id+":"+s.m.buttonNonce(id, addr, nonce, d))] = bind(KindButton, d)
+			out[buttonKey(id+":"+s.m.buttonNonce(id, channel, addr, nonce, d))] = bind(KindButton, d)
 		}
 	}
 	return out
@@ -349,7 +362,7 @@ func (s *Service) expected(b *store.TokenBinding, a *store.Approval) (string, bo
 		case KindCode:
 			return s.m.code(a.ID, r.Channel, r.Address, r.Nonce, s.cfg.CodeDigits), true
 		case KindButton:
-			return a.ID + ":" + s.m.buttonNonce(a.ID, r.Address, r.Nonce, b.Decision), true
+			return a.ID + ":" + s.m.buttonNonce(a.ID, r.Channel, r.Address, r.Nonce, b.Decision), true
 		}
 	}
 	return "", false
@@ -395,8 +408,8 @@ func (s *Service) Handles(ctx context.Context, d *store.Delivery, env *envelope.
 		}
 		if spec.Supports(envelope.HandleButton) {
 			h.Buttons = []render.Button{
-				{Title: "Approve", Payload: id + ":" + s.m.buttonNonce(id, rc.Address, rc.Nonce, envelope.DecisionGranted)},
-				{Title: "Deny", Payload: id + ":" + s.m.buttonNonce(id, rc.Address, rc.Nonce, envelope.DecisionDenied)},
+				{Title: "Approve", Payload: id + ":" + s.m.buttonNonce(id, rc.Channel, rc.Address, rc.Nonce, envelope.DecisionGranted)},
+				{Title: "Deny", Payload: id + ":" + s.m.buttonNonce(id, rc.Channel, rc.Address, rc.Nonce, envelope.DecisionDenied)},
 			}
 		}
 		out = append(out, h)

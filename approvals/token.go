@@ -18,7 +18,7 @@ const (
 	KindToken  = "token"  // email (and webhook) reply token, 26 chars [a-z2-7]
 	KindLink   = "link"   // confirmation page token, same format
 	KindCode   = "code"   // short numeric SMS/WhatsApp code, bound to the number
-	KindButton = "button" // WhatsApp quick-reply payload approvalId:nonce
+	KindButton = "button" // WhatsApp quick-reply or Slack button payload approvalId:nonce
 )
 
 // TokenLen is the length of email and link tokens: 128 bits in RFC 4648
@@ -60,9 +60,10 @@ func (m minter) code(approvalID, channel, recipient, nonce string, digits int) s
 }
 
 // buttonNonce is the nonce of one decision button (one per decision, so the
-// payload itself says what was pressed).
-func (m minter) buttonNonce(approvalID, recipient, nonce, decision string) string {
-	return strings.ToLower(b32.EncodeToString(m.mac(KindButton, approvalID, "whatsapp", recipient, nonce, decision)[:16]))
+// payload itself says what was pressed). WhatsApp's buttons were the first,
+// and their MAC is unchanged.
+func (m minter) buttonNonce(approvalID, channel, recipient, nonce, decision string) string {
+	return strings.ToLower(b32.EncodeToString(m.mac(KindButton, approvalID, channel, recipient, nonce, decision)[:16]))
 }
 
 // pageNonce binds a confirmation page's form to its token and the time the

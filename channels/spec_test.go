@@ -52,7 +52,7 @@ func TestDefaultPoliciesFromSpecs(t *testing.T) {
 	if d.cfg.policy(envelope.ChannelSMS).Lifetime == WebhookPolicy.Lifetime {
 		t.Errorf("sms uses the webhook lifetime")
 	}
-	if _, err := DefaultPolicy("slack"); err == nil || !strings.Contains(err.Error(), `"slack"`) {
-		t.Errorf("DefaultPolicy(slack) = %v, want an error naming it", err)
+	if _, err := DefaultPolicy("telegram"); err == nil || !strings.Contains(err.Error(), `"telegram"`) {
+		t.Errorf("DefaultPolicy(telegram) = %v, want an error naming it", err)
 	}
 }

@@ -106,6 +106,13 @@ func DevAgent(addr, email, number string) AgentConfig {
 //	alice@example.org   an email address
 //	+447700900123       a number, for SMS and WhatsApp alike
 //	webhook:ops         a webhook endpoint configured under webhooks.endpoints
+//	slack:U012AB3CD     a Slack user (who may also decide what was posted to a
+//	                    channel); slack:C0123ABCD, a Slack channel approvals
+//	                    may be posted to (its members decide only when they
+//	                    are approvers themselves)
+//
+// An email address among the approvers also stands for the Slack user it
+// resolves to.
 
 var approverNumber = regexp.MustCompile(`^\+[1-9][0-9]{6,14}$`)
 
@@ -119,6 +126,12 @@ func approverRecipient(s string) (envelope.Recipient, error) {
 			return envelope.Recipient{}, fmt.Errorf("webhook: needs an endpoint name, as in webhook:ops")
 		}
 		return envelope.Recipient{Channel: envelope.ChannelWebhook, Endpoint: name}, nil
+	case strings.HasPrefix(s, "slack:"):
+		id := strings.TrimPrefix(s, "slack:")
+		if !envelope.SlackUser(id) && !envelope.SlackConversation(id) {
+			return envelope.Recipient{}, fmt.Errorf("%q: slack: needs a user id (U…) or a channel id (C…), as in slack:U012AB3CD", s)
+		}
+		return envelope.Recipient{Channel: envelope.ChannelSlack, Address: id}, nil
 	case strings.HasPrefix(s, "+"):
 		if !approverNumber.MatchString(s) {
 			return envelope.Recipient{}, fmt.Errorf("%q is not an E.164 number like +447700900123", s)
@@ -131,7 +144,7 @@ func approverRecipient(s string) (envelope.Recipient, error) {
 		}
 		return envelope.Recipient{Channel: envelope.ChannelEmail, Address: a}, nil
 	}
-	return envelope.Recipient{}, fmt.Errorf("%q is neither an email address, an E.164 number (+…) nor webhook:<endpoint>", s)
+	return envelope.Recipient{}, fmt.Errorf("%q is neither an email address, an E.164 number (+…), webhook:<endpoint> nor slack:<id>", s)
 }
 
 // validateApprovers checks agents.NAME.approvers.

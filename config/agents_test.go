@@ -17,7 +17,7 @@ webhooks:
 agents:
   travel:
     a2a_url: "http://127.0.0.1:9000/"
-    approvers: ["Alice <alice@Example.ORG>", "+447700900123", "webhook:ops"]
+    approvers: ["Alice <alice@Example.ORG>", "+447700900123", "webhook:ops", "slack:U012AB3CD", "slack:C0123ABCD"]
   open: { a2a_url: "http://127.0.0.1:9001/" }
 `
 	cfg, err := Parse([]byte(raw), "test.yaml", func(string) string { return "" })
@@ -28,11 +28,12 @@ agents:
 		t.Fatalf("valid config refused: %v", err)
 	}
 	sets := cfg.ApproverSets()
-	if _, ok := sets["open"]; ok || len(sets["travel"]) != 3 {
+	if _, ok := sets["open"]; ok || len(sets["travel"]) != 5 {
 		t.Fatalf("approver sets %v", sets)
 	}
 	for _, r := range []envelope.Recipient{{Channel: "email", Address: "alice@example.org"}, {Channel: "sms", Address: "+447700900123"},
-		{Channel: "whatsapp", Address: "+447700900123"}, {Channel: "webhook", Endpoint: "ops"}} {
+		{Channel: "whatsapp", Address: "+447700900123"}, {Channel: "webhook", Endpoint: "ops"},
+		{Channel: "slack", Address: "U012AB3CD"}, {Channel: "slack", Address: "C0123ABCD"}, {Channel: "slack", Address: "Alice@example.org"}} {
 		if !sets["travel"][api.ApproverKey(r)] {
 			t.Errorf("%+v is not an approver of travel", r)
 		}
@@ -43,7 +44,7 @@ api_keys: ["0123456789abcdef0123"]
 agents:
   travel:
     a2a_url: "http://127.0.0.1:9000/"
-    approvers: ["alice", "+44 7700", "webhook:nowhere", "webhook:", "bob@"]
+    approvers: ["alice", "+44 7700", "webhook:nowhere", "webhook:", "bob@", "slack:alice"]
   none: { a2a_url: "http://127.0.0.1:9001/", approvers: [] }
 `
 	cfg, err = Parse([]byte(bad), "bad.yaml", func(string) string { return "" })
@@ -55,7 +56,7 @@ agents:
 		t.Fatal("bad approvers accepted")
 	}
 	for _, key := range []string{"agents.travel.approvers[0]", "agents.travel.approvers[1]", "agents.travel.approvers[2]: unknown webhook endpoint",
-		"agents.travel.approvers[3]", "agents.travel.approvers[4]", "agents.none.approvers: empty"} {
+		"agents.travel.approvers[3]", "agents.travel.approvers[4]", "agents.travel.approvers[5]: \"slack:alice\"", "agents.none.approvers: empty"} {
 		if !strings.Contains(err.Error(), key) {
 			t.Errorf("no problem %q in:\n%v", key, err)
 		}

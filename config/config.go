@@ -33,6 +33,7 @@ type Config struct {
 	Webhooks  WebhooksConfig              `yaml:"webhooks"`
 	Email     *EmailConfig                `yaml:"email"`  // nil: the email channel is off
 	Twilio    *TwilioConfig               `yaml:"twilio"` // nil: SMS and WhatsApp are off
+	Slack     *SlackConfig                `yaml:"slack"`  // nil: the Slack channel is off
 	PartTypes []envelope.ConsumerPartType `yaml:"part_types"`
 	Schedules []ScheduleConfig            `yaml:"schedules"`
 	Approvals ApprovalsConfig             `yaml:"approvals"`
@@ -201,6 +202,9 @@ func (c *Config) check(v *validator) *envelope.Registry {
 	}
 	if c.Twilio != nil {
 		c.Twilio.validate(v)
+	}
+	if c.Slack != nil {
+		c.Slack.validate(v)
 	}
 	c.Approvals.validate(v)
 	if c.Approvals.EmailLinks != nil && !*c.Approvals.EmailLinks && c.Email != nil && c.Email.IMAP == nil {

@@ -36,6 +36,13 @@ func normaliseUnbounded(channel, a string) string {
 			}
 			return r
 		}, a)
+	case envelope.AddressSlack:
+		// Slack ids are upper case, and case matters; an email address
+		// is folded as for mail.
+		if strings.Contains(a, "@") {
+			return strings.ToLower(a)
+		}
+		return a
 	}
 	return strings.ToLower(a)
 }

@@ -21,6 +21,10 @@ const (
 	AddressNumber AddressKind = "number"
 	// AddressEndpoint is the name of a configured webhook endpoint.
 	AddressEndpoint AddressKind = "webhook"
+	// AddressSlack is a Slack user id (U…, W…), a conversation id (C…,
+	// G…, D…), or the email address of a user of the workspace, which the
+	// channel resolves to a user id once and keeps.
+	AddressSlack AddressKind = "slack"
 )
 
 // Class is the transport class of a channel: what the part-type delivery
@@ -34,6 +38,10 @@ const (
 	ClassMessaging Class = "messaging"
 	// ClassWebhook: a machine peer that receives the filtered envelope.
 	ClassWebhook Class = "webhook"
+	// ClassChat: a workplace chat (Slack): messaging's rules, plus what a
+	// rich message can show (domain data as fields, A2UI surfaces as
+	// blocks, citations as links).
+	ClassChat Class = "chat"
 )
 
 // Handle kinds: how a recipient answers an approval on a channel.
@@ -120,6 +128,17 @@ func ChannelSpecs() []ChannelSpec {
 			Profile: DeliveryProfile{Delays: append([]time.Duration(nil), messaging.Delays...),
 				Lifetime: messaging.Lifetime, Jitter: messaging.Jitter, Timeout: messaging.Timeout},
 			Inbound: InboundSpec{Accepts: true, Window: 24 * time.Hour, CarrierKeywords: true},
+		},
+		{
+			Name: ChannelSlack, Address: AddressSlack, Class: ClassChat,
+			Handles: []string{HandleButton},
+			// Slack's own rate limits are short (Retry-After in seconds):
+			// the messaging schedule, from a shorter first wait.
+			Profile: DeliveryProfile{
+				Delays:   []time.Duration{10 * time.Second, 1 * time.Minute, 5 * time.Minute, 30 * time.Minute},
+				Lifetime: messaging.Lifetime, Jitter: messaging.Jitter, Timeout: messaging.Timeout,
+			},
+			Inbound: InboundSpec{Accepts: true},
 		},
 		{
 			Name: ChannelWebhook, Address: AddressEndpoint, Class: ClassWebhook,
@@ -215,6 +234,20 @@ const maxAddressLen = 320
 
 var e164 = regexp.MustCompile(`^\+[1-9][0-9]{6,14}$`)
 
+// slackID is a Slack user (U, W), channel (C, G) or direct message (D) id.
+var slackID = regexp.MustCompile(`^[UWCGD][A-Z0-9]{2,20}$`)
+
+// SlackUser reports whether addr is a Slack user id (U…, W…).
+func SlackUser(addr string) bool {
+	return slackID.MatchString(addr) && (addr[0] == 'U' || addr[0] == 'W')
+}
+
+// SlackConversation reports whether addr is a Slack channel or direct
+// message id (C…, G…, D…).
+func SlackConversation(addr string) bool {
+	return slackID.MatchString(addr) && !SlackUser(addr)
+}
+
 // Normalize checks an address of the channel's kind and returns its stored
 // form: an email addr-spec with the domain lower-cased; an E.164 number
 // without a "whatsapp:" prefix; an endpoint name as given (the configured
@@ -245,6 +278,14 @@ func (s ChannelSpec) Normalize(addr string) (string, error) {
 			return "", fmt.Errorf("required for the %s channel", s.Name)
 		}
 		return addr, nil
+	case AddressSlack:
+		if slackID.MatchString(addr) {
+			return addr, nil
+		}
+		if strings.Contains(addr, "@") {
+			return ChannelSpec{Address: AddressEmail}.Normalize(addr)
+		}
+		return "", fmt.Errorf("must be a Slack user id (U…), a channel id (C…) or a user's email address, got %q", addr)
 	}
 	return "", fmt.Errorf("channel %q has no address kind", s.Name)
 }
@@ -260,13 +301,25 @@ func (s ChannelSpec) Fold(addr string) string {
 		return strings.ToLower(strings.TrimSpace(addr))
 	case AddressNumber:
 		return strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(addr), "whatsapp:"))
+	case AddressSlack:
+		a := strings.TrimSpace(addr)
+		if strings.Contains(a, "@") {
+			return strings.ToLower(a)
+		}
+		return a
 	}
 	return addr
 }
 
 // RecipientKey identifies the person or peer behind r across channels of
 // one address kind: "email:<address>", "number:<E.164>" (a number stands
-// for its SMS and WhatsApp recipients alike), "webhook:<endpoint>".
+// for its SMS and WhatsApp recipients alike), "webhook:<endpoint>",
+// "slack:<id>"; a Slack recipient named by its email address is the
+// person of that address ("email:<address>").
 func (s ChannelSpec) RecipientKey(r Recipient) string {
-	return string(s.Address) + ":" + s.Fold(s.Target(r))
+	t := s.Fold(s.Target(r))
+	if s.Address == AddressSlack && strings.Contains(t, "@") {
+		return string(AddressEmail) + ":" + t
+	}
+	return string(s.Address) + ":" + t
 }

@@ -29,12 +29,12 @@ func TestChannelSpecsAreWhole(t *testing.T) {
 		}
 		seen[s.Name] = true
 		switch s.Address {
-		case AddressEmail, AddressNumber, AddressEndpoint:
+		case AddressEmail, AddressNumber, AddressEndpoint, AddressSlack:
 		default:
 			t.Errorf("%s: address kind %q", s.Name, s.Address)
 		}
 		switch s.Class {
-		case ClassEmail, ClassMessaging, ClassWebhook:
+		case ClassEmail, ClassMessaging, ClassWebhook, ClassChat:
 		default:
 			t.Errorf("%s: class %q", s.Name, s.Class)
 		}
@@ -188,5 +188,45 @@ func TestEveryChannelNameUsedHasASpec(t *testing.T) {
 	}
 	if found < 10 {
 		t.Fatalf("the scan found %d channel literals: it no longer reads the source", found)
+	}
+}
+
+// A Slack recipient is a user id, a conversation id, or a user's email
+// address; anything else is refused naming what was given.
+func TestSlackAddresses(t *testing.T) {
+	spec := MustChannel(ChannelSlack)
+	for in, want := range map[string]string{
+		"U012AB3CD": "U012AB3CD", "W0123ABC": "W0123ABC", "C0123ABCD": "C0123ABCD", "G01ABC": "G01ABC",
+		"Alice@Example.ORG": "Alice@example.org",
+	} {
+		got, err := spec.Normalize(in)
+		if err != nil || got != want {
+			t.Errorf("Normalize(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "u012ab3cd", "#general", "<@U012AB3CD>", "X0123", "U0", "alice@", "U012AB3CD\n"} {
+		if got, err := spec.Normalize(bad); err == nil {
+			t.Errorf("Normalize(%q) = %q, want an error", bad, got)
+		}
+	}
+	if !SlackUser("U012AB3CD") || SlackUser("C0123ABCD") || !SlackConversation("C0123ABCD") || SlackConversation("alice@example.org") {
+		t.Error("SlackUser/SlackConversation disagree with the id's first letter")
+	}
+	if spec.Fold(" Alice@Example.org ") != "alice@example.org" || spec.Fold("U012AB3CD") != "U012AB3CD" {
+		t.Error("Fold")
+	}
+}
+
+// Slack follows messaging's rules, plus the parts a rich message shows.
+func TestSlackPartRules(t *testing.T) {
+	r := NewRegistry()
+	for id, want := range map[string]Rule{
+		PartResponse: Keep, PartDomainData: Keep, PartA2UISurface: Keep, PartCitation: Keep,
+		PartLLMContext: Drop, PartReasoningTrace: Drop, PartSetState: Drop, PartApprovalRequest: Keep, PartArtifact: Keep,
+	} {
+		p, _ := r.PartType(id)
+		if got := p.Rules[ChannelSlack]; got != want {
+			t.Errorf("%s on slack: %v, want %v", id, got, want)
+		}
 	}
 }

@@ -9,7 +9,8 @@ import "time"
 type Inbound struct {
 	Channel string // email, sms, whatsapp, link, webhook, operator
 	// From is the normalised sender: lower-case address for email, E.164 for
-	// SMS/WhatsApp (without the "whatsapp:" prefix).
+	// SMS/WhatsApp (without the "whatsapp:" prefix), the user id (U…) for
+	// Slack.
 	From string
 	To   string
 	// MessageID is the channel's id of this message (RFC 5322 Message-ID,
@@ -25,8 +26,12 @@ type Inbound struct {
 	TokenSource string
 	// TokenConflict: two different tokens were found; the message is ignored.
 	TokenConflict bool
-	// ButtonPayload is a WhatsApp quick-reply payload (approvalId:nonce).
+	// ButtonPayload is a WhatsApp quick-reply or Slack button payload
+	// (approvalId:nonce).
 	ButtonPayload string
+	// SenderAliases are other addresses the channel knows to be the
+	// sender's (the email address a Slack user was resolved from).
+	SenderAliases []string
 	// Text is the reply text after quotes and signatures were trimmed.
 	Text string
 	// Subject of an email.

@@ -13,6 +13,7 @@ const (
 	ChannelSMS      = "sms"
 	ChannelWhatsApp = "whatsapp"
 	ChannelWebhook  = "webhook"
+	ChannelSlack    = "slack"
 )
 
 // KnownChannel reports whether c names a channel of ChannelSpecs.
@@ -73,14 +74,15 @@ type Registry struct {
 	states map[string]TurnState
 }
 
-// byClass is a rule for every channel, chosen by its transport class.
+// byClass is a rule for every channel, chosen by its transport class. A
+// chat channel follows messaging's rule.
 func byClass(email, messaging, webhook Rule) map[string]Rule {
 	out := map[string]Rule{}
 	for _, s := range ChannelSpecs() {
 		switch s.Class {
 		case ClassEmail:
 			out[s.Name] = email
-		case ClassMessaging:
+		case ClassMessaging, ClassChat:
 			out[s.Name] = messaging
 		case ClassWebhook:
 			out[s.Name] = webhook
@@ -95,9 +97,20 @@ func all(r Rule) map[string]Rule { return byClass(r, r, r) }
 
 func humanAndWebhook(human, webhook Rule) map[string]Rule { return byClass(human, human, webhook) }
 
+// rich is a rule for the parts only a rich human channel shows (email and
+// chat keep them, short text messages drop them).
+func rich(webhook Rule) map[string]Rule {
+	out := byClass(Keep, Drop, webhook)
+	for _, s := range ChannelSpecs() {
+		if s.Class == ClassChat {
+			out[s.Name] = Keep
+		}
+	}
+	return out
+}
+
 // CanonicalPartTypes is the delivery table of docs/envelope.md.
 func CanonicalPartTypes() []PartType {
-	emailOnly := func(webhook Rule) map[string]Rule { return byClass(Keep, Drop, webhook) }
 	return []PartType{
 		{ID: PartAck, Streaming: "flush", Rules: all(Drop)},
 		{ID: PartThinking, Streaming: "flush", Rules: all(Drop)},
@@ -105,11 +118,11 @@ func CanonicalPartTypes() []PartType {
 		{ID: PartResponse, Streaming: "flush", Rules: all(Keep)},
 		{ID: PartClarify, Streaming: "flush", Rules: all(Keep)},
 		{ID: PartError, Streaming: "flush", Rules: all(Keep)},
-		{ID: PartDomainData, Streaming: "flush", Rules: emailOnly(Keep)},
-		{ID: PartA2UISurface, Streaming: "flush", Rules: emailOnly(IfConsumed)},
+		{ID: PartDomainData, Streaming: "flush", Rules: rich(Keep)},
+		{ID: PartA2UISurface, Streaming: "flush", Rules: rich(IfConsumed)},
 		{ID: PartLLMContext, Streaming: "flush", Rules: humanAndWebhook(Drop, IfConsumed), RequiresPeerConsumes: true},
 		{ID: PartArtifact, Streaming: "flush", Rules: all(Keep)},
-		{ID: PartCitation, Streaming: "flush", Rules: emailOnly(Keep)},
+		{ID: PartCitation, Streaming: "flush", Rules: rich(Keep)},
 		{ID: PartReasoningTrace, Streaming: "drop", Rules: humanAndWebhook(Drop, IfConsumed)},
 		{ID: PartApprovalRequest, Streaming: "flush", Rules: all(Keep)},
 		{ID: PartSetState, Streaming: "drop", Rules: all(Drop)},

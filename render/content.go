@@ -24,6 +24,9 @@ type content struct {
 	textSrc     string // the Markdown-ish source of view.Text
 	// texts lists every surface text (a2ui Result.Texts), for tests.
 	surfaceTexts []string
+	// domainData are the envelope's domain-data parts kept on the channel
+	// (a chat channel shows them as fields when no surface does).
+	domainData []envelope.Part
 }
 
 func (c *content) warnf(format string, args ...any) {
@@ -146,10 +149,13 @@ func (r *Renderer) build(in *Input, channel string) (*content, error) {
 			}
 		}
 	}
+	c.domainData = domainData
 	if len(domainData) > 0 {
 		switch {
 		case len(c.view.Surfaces) > 0:
 			// shown through the surface
+		case spec.Class == envelope.ClassChat:
+			// shown as fields by the chat renderer
 		case r.cfg.AttachDomainData && !in.Page:
 			for i, p := range domainData {
 				name := "domain-data"
@@ -187,7 +193,8 @@ func (r *Renderer) build(in *Input, channel string) (*content, error) {
 	}
 	c.textSrc = strings.Join(texts, "\n\n")
 	switch {
-	case channel == envelope.ChannelWhatsApp:
+	case channel == envelope.ChannelWhatsApp, spec.Class == envelope.ClassChat:
+		// WhatsApp's *bold* and _italic_ are Slack's mrkdwn too.
 		c.view.Text = markdownWhatsApp(c.textSrc)
 	case email:
 		// The text takes what the surfaces left of the message's bound.

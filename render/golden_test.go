@@ -41,6 +41,13 @@ func TestGolden(t *testing.T) {
 				}
 				golden(t, name+".whatsapp.txt", whatsAppDump(w))
 			})
+			t.Run("slack", func(t *testing.T) {
+				s, err := r.Slack(testInput(t, name, env, envelope.ChannelSlack))
+				if err != nil {
+					t.Fatal(err)
+				}
+				golden(t, name+".slack.json", slackDump(t, s))
+			})
 			t.Run("webhook", func(t *testing.T) {
 				f, err := r.Webhook(testInput(t, name, env, envelope.ChannelWebhook))
 				if err != nil {
@@ -54,6 +61,21 @@ func TestGolden(t *testing.T) {
 			})
 		})
 	}
+}
+
+// slackDump is the message as chat.postMessage gets it, checked against
+// Slack's limits, and the renderer's warnings.
+func slackDump(t *testing.T, s *Slack) string {
+	t.Helper()
+	checkSlackLimits(t, s)
+	var b strings.Builder
+	e := json.NewEncoder(&b)
+	e.SetEscapeHTML(false)
+	e.SetIndent("", "  ")
+	if err := e.Encode(s); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
 }
 
 func emailDump(e *Email) string {

@@ -77,6 +77,8 @@ func testInput(t testing.TB, name string, env *envelope.Envelope, channel string
 		in.Recipient = Recipient{Channel: channel, Address: "alice@example.org", Name: "Alice Example"}
 	case envelope.ChannelWebhook:
 		in.Recipient = Recipient{Channel: channel, Address: "ops"}
+	case envelope.ChannelSlack:
+		in.Recipient = Recipient{Channel: channel, Address: "U012AB3CD"}
 	default:
 		in.Recipient = Recipient{Channel: channel, Address: "+447700900123"}
 	}
@@ -91,7 +93,7 @@ func testInput(t testing.TB, name string, env *envelope.Envelope, channel string
 			h.Token = testToken
 		case envelope.ChannelSMS:
 			h.Code = "4821"
-		case envelope.ChannelWhatsApp:
+		case envelope.ChannelWhatsApp, envelope.ChannelSlack:
 			h.Buttons = []Button{{Title: "Approve", Payload: ar.ApprovalID + ":n0nce7"}, {Title: "Deny", Payload: ar.ApprovalID + ":n0nce8"}}
 		}
 		if ar.ExpiresAt != nil {

@@ -18,8 +18,8 @@ func TestRenderRefusesUnknownChannel(t *testing.T) {
 	if _, err := r.build(&Input{Envelope: env}, "telegram"); err == nil || !strings.Contains(err.Error(), `"telegram"`) {
 		t.Errorf("build on telegram: err = %v, want one naming the channel", err)
 	}
-	if _, err := r.Notice(KindApprovalConfirmation, NoticeInput{Channel: "slack", Summary: "x"}); err == nil || !strings.Contains(err.Error(), `"slack"`) {
-		t.Errorf("Notice on slack: err = %v, want one naming the channel", err)
+	if _, err := r.Notice(KindApprovalConfirmation, NoticeInput{Channel: "telegram", Summary: "x"}); err == nil || !strings.Contains(err.Error(), `"telegram"`) {
+		t.Errorf("Notice on telegram: err = %v, want one naming the channel", err)
 	}
 	if _, err := r.Notice(KindApprovalConfirmation, NoticeInput{Channel: envelope.ChannelWebhook, Summary: "x"}); err == nil {
 		t.Errorf("Notice on webhook: no error; a machine peer gets no notices")

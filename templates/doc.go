@@ -8,7 +8,8 @@
 //	<channel>/_<name>.<flavor>.tmpl   partials ({{define}} blocks) shared by
 //	                                  every template of that channel and flavor
 //
-// channel is email, sms or whatsapp; kind is result, clarification, error,
+// channel is email, sms, whatsapp or slack (Slack's notification text; its blocks
+// are built by the renderer); kind is result, clarification, error,
 // approval-request, approval-confirmation, already-decided or not-understood;
 // part is subject, txt or html. Files ending in .html.tmpl are parsed with
 // html/template (escaping by context); every other file with text/template.

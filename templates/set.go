@@ -69,7 +69,7 @@ type Set struct {
 	files map[string]string
 }
 
-var fileName = regexp.MustCompile(`^(email|sms|whatsapp)/(_?[a-z0-9][a-z0-9-]*)\.(subject|txt|html)\.tmpl$`)
+var fileName = regexp.MustCompile(`^(email|sms|whatsapp|slack)/(_?[a-z0-9][a-z0-9-]*)\.(subject|txt|html)\.tmpl$`)
 
 type source struct {
 	rel  string // "email/result.html.tmpl"
@@ -133,7 +133,7 @@ func overlay(srcs map[string]source, dir string) error {
 		}
 		m := fileName.FindStringSubmatch(rel)
 		if m == nil {
-			return &Error{File: p, Err: errors.New("not a template name: expected <email|sms|whatsapp>/<kind>.<subject|txt|html>.tmpl")}
+			return &Error{File: p, Err: errors.New("not a template name: expected <email|sms|whatsapp|slack>/<kind>.<subject|txt|html>.tmpl")}
 		}
 		if _, exists := srcs[rel]; !exists && !strings.HasPrefix(m[2], "_") {
 			return &Error{File: p, Err: fmt.Errorf("no default template %s to replace (known: %s)", rel, strings.Join(known(srcs, m[1]), ", "))}

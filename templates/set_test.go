@@ -29,7 +29,7 @@ func TestDefaultsComplete(t *testing.T) {
 	}
 	kinds := []string{"result", "clarification", "error", "approval-request", "approval-confirmation", "already-decided", "not-understood"}
 	for _, k := range kinds {
-		for _, n := range []string{"email/" + k + ".subject", "email/" + k + ".txt", "email/" + k + ".html", "sms/" + k + ".txt", "whatsapp/" + k + ".txt"} {
+		for _, n := range []string{"email/" + k + ".subject", "email/" + k + ".txt", "email/" + k + ".html", "sms/" + k + ".txt", "whatsapp/" + k + ".txt", "slack/" + k + ".txt"} {
 			if !s.Has(n) {
 				t.Errorf("default template %s missing", n)
 			}

@@ -18,6 +18,7 @@ import (
 	"github.com/cool-ai/beachd/api"
 	"github.com/cool-ai/beachd/channels"
 	"github.com/cool-ai/beachd/channels/fetch"
+	"github.com/cool-ai/beachd/channels/slack"
 	"github.com/cool-ai/beachd/config"
 	"github.com/cool-ai/beachd/conversations"
 	"github.com/cool-ai/beachd/envelope"
@@ -71,6 +72,12 @@ type app struct {
 		HandleInbound(context.Context, envelope.Inbound) (envelope.InboundResult, error)
 	}
 	enqueuer *api.Ingester
+	// slackClient is the Slack Web API client, when `slack:` is configured.
+	slackClient *slack.Client
+	// messageURL links a delivery's full-message page (/m/…), once mounted.
+	messageURL func(deliveryID string) string
+	// onDecided are told of every decision (the Slack message updates).
+	onDecided []func(ctx context.Context, a *store.Approval)
 	// linkSecret is the approvals secret; full-message links derive their
 	// key from it.
 	linkSecret []byte
@@ -152,6 +159,7 @@ func buildApp(ctx context.Context, cfg *config.Config, reg *envelope.Registry, l
 		{"webhook", a.wireWebhook},
 		{"email", a.wireEmail},
 		{"twilio", a.wireTwilio},
+		{"slack", a.wireSlack},
 	}
 	for _, s := range steps {
 		if err := s.fn(); err != nil {

@@ -26,7 +26,7 @@ import (
 // it. Without --config it renders on the built-in defaults. Flags given
 // override the file.
 type RenderCmd struct {
-	Channel          string   `required:"" enum:"email,sms,whatsapp,webhook" help:"Channel: email, sms, whatsapp or webhook."`
+	Channel          string   `required:"" enum:"email,sms,whatsapp,slack,webhook" help:"Channel: email, sms, whatsapp, slack or webhook."`
 	Format           string   `default:"text" enum:"text,html,mime,json" help:"Output: text, html (email), mime (email: the whole RFC 5322 message), json."`
 	Templates        string   `type:"path" help:"Template override directory (default: render.templates_dir)."`
 	To               string   `help:"Recipient address (email address, E.164 number or webhook endpoint name)."`
@@ -225,6 +225,23 @@ func runRender(w io.Writer, o renderOpts) error {
 				out = fmt.Appendf(out, "\nmedia: %s", u)
 			}
 		}
+	case envelope.ChannelSlack:
+		sl, err := r.Slack(in)
+		if err != nil {
+			return err
+		}
+		if o.Format == "json" {
+			var b bytes.Buffer
+			enc := json.NewEncoder(&b)
+			enc.SetEscapeHTML(false)
+			enc.SetIndent("", "  ")
+			if err := enc.Encode(sl); err != nil {
+				return err
+			}
+			out = b.Bytes()
+		} else {
+			out = slackPreview(sl)
+		}
 	case envelope.ChannelWebhook:
 		f, err := r.Webhook(in)
 		if err != nil {
@@ -404,6 +421,8 @@ func previewInput(env *envelope.Envelope, reg *envelope.Registry, o renderOpts) 
 			to = "endpoint"
 		case envelope.AddressNumber:
 			to = "+15555550100"
+		case envelope.AddressSlack:
+			to = "U0PREVIEW0"
 		default:
 			return render.Input{}, fmt.Errorf("channel %q: no preview address for address kind %q", o.Channel, spec.Address)
 		}
@@ -505,4 +524,46 @@ func mimeMessage(e *render.Email, o renderOpts) (*gomail.Msg, error) {
 		return nil, fmt.Errorf("--from/--to: %w", err)
 	}
 	return m, nil
+}
+
+// slackPreview is a Slack message as text: each block on its lines
+// (sections, "name: value" fields, context in parentheses, "---" for a
+// divider, "[ Approve ]" for a button), mrkdwn as Slack receives it.
+func slackPreview(m *render.Slack) []byte {
+	var b bytes.Buffer
+	for i, bl := range m.Blocks {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		switch bl.Type {
+		case "divider":
+			b.WriteString("---\n")
+		case "header":
+			fmt.Fprintf(&b, "# %s\n", bl.Text.Text)
+		case "context":
+			for _, e := range bl.Elements {
+				if t, ok := e.(render.SlackText); ok {
+					fmt.Fprintf(&b, "(%s)\n", t.Text)
+				}
+			}
+		case "actions":
+			for _, e := range bl.Elements {
+				if bt, ok := e.(render.SlackButton); ok {
+					fmt.Fprintf(&b, "[ %s ] ", bt.Text.Text)
+				}
+			}
+			b.WriteByte('\n')
+		default:
+			if bl.Text != nil {
+				b.WriteString(bl.Text.Text + "\n")
+			}
+			for _, f := range bl.Fields {
+				b.WriteString("  " + strings.ReplaceAll(f.Text, "\n", ": ") + "\n")
+			}
+		}
+	}
+	for _, w := range m.Warnings {
+		fmt.Fprintf(&b, "\nwarning: %s", w)
+	}
+	return b.Bytes()
 }

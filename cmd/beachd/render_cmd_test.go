@@ -134,3 +134,27 @@ func TestRenderCmdSMSApproval(t *testing.T) {
 		t.Errorf("SMS approval instruction missing:\n%s", out)
 	}
 }
+
+// `beachd render --channel slack` previews the Block Kit message: as text,
+// with the approval's buttons, and as the JSON chat.postMessage gets.
+func TestRenderCmdSlack(t *testing.T) {
+	out := renderFile(t, renderOpts{Channel: "slack", File: filepath.Join(sampleDir, "approval-request.json"), NowProduced: true})
+	if !strings.Contains(out, "*Approval needed:* Book BA2043") || !strings.Contains(out, "[ Approve ] [ Deny ]") {
+		t.Errorf("slack preview:\n%s", out)
+	}
+	js := renderFile(t, renderOpts{Channel: "slack", Format: "json", File: filepath.Join(sampleDir, "approval-request.json"), NowProduced: true})
+	var m struct {
+		Text   string `json:"text"`
+		Blocks []struct {
+			Type    string `json:"type"`
+			BlockID string `json:"block_id"`
+		} `json:"blocks"`
+	}
+	if err := json.Unmarshal([]byte(js), &m); err != nil {
+		t.Fatalf("%v:\n%s", err, js)
+	}
+	last := m.Blocks[len(m.Blocks)-1]
+	if m.Text == "" || last.Type != "actions" || last.BlockID != "approval:appr_7Q2K9" {
+		t.Errorf("slack json: %+v", m)
+	}
+}

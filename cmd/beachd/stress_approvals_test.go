@@ -19,7 +19,9 @@ import (
 	"github.com/cool-ai/beachd/agent"
 	"github.com/cool-ai/beachd/agent/a2ajstest"
 	"github.com/cool-ai/beachd/agent/agenttest"
+	"github.com/cool-ai/beachd/channels/slack/slacktest"
 	"github.com/cool-ai/beachd/channels/webhook"
+	"github.com/cool-ai/beachd/internal/testkit/poll"
 	"github.com/cool-ai/beachd/store/postgres/pgtest"
 )
 
@@ -86,6 +88,9 @@ func crashLoopApprovals(t *testing.T, gen, dsn string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Half the approvals also go to a Slack user, and some are decided by
+	// the Slack button (a signed click) rather than by an operator.
+	slackAPI := slacktest.StartFake(t)
 	sink := webhook.NewSink(webhook.SinkConfig{Keep: 10000})
 	srv := httptest.NewServer(sink)
 	defer srv.Close()
@@ -119,7 +124,8 @@ log: {level: warn}
 webhooks:
   endpoints:
     sink: {url: "%s/hook", secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}
-`, addr, filepath.Join(dir, "data"), e2eKey, storeCfg, agentURL, srv.URL)
+slack: {bot_token: "xoxb-1234567890-abcdefghij", signing_secret: "%s", api_base_url: "%s"}
+`, addr, filepath.Join(dir, "data"), e2eKey, storeCfg, agentURL, srv.URL, e2eSlackSecret, slackAPI.URL)
 	cfgPath := filepath.Join(dir, "beachd.yaml")
 	os.WriteFile(cfgPath, []byte(cfg), 0o600)
 	d := &daemon{t: t, bin: bin, cfg: cfgPath, base: "http://" + addr}
@@ -135,9 +141,20 @@ webhooks:
 		return resp.StatusCode, nil
 	}
 
+	// slackButton is the Approve value of approval i's Slack message, and
+	// where the message is, once Slack has it.
+	slackButton := func(i int) (value, channel, ts string) {
+		posts, _, _ := slackAPI.Snapshot()
+		for _, p := range posts {
+			if v, _ := slackButtons(t, p.Blocks, fmt.Sprintf("crash_%d", i)); v != "" {
+				return v, p.Channel, p.TS
+			}
+		}
+		return "", "", ""
+	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	posted, decided := 0, map[int]bool{}
-	kills := 0
+	kills, byClick := 0, 0
 	for round := 0; posted < n || len(decided) < n; round++ {
 		d.start()
 		// Post the next envelopes, decide some of those already posted, and
@@ -145,7 +162,11 @@ webhooks:
 		steps := 5 + rng.IntN(15)
 		for s := 0; s < steps; s++ {
 			if posted < n && (rng.IntN(2) == 0 || len(decided) == posted) {
-				code, err := call("POST", "/v1/deliveries", fmt.Sprintf(`{"to":[{"channel":"webhook","endpoint":"sink"}],"agent":"travel","envelope":%s}`, envs[posted]))
+				to := `{"channel":"webhook","endpoint":"sink"}`
+				if posted%2 == 0 {
+					to += `,{"channel":"slack","address":"U0CRASH"}`
+				}
+				code, err := call("POST", "/v1/deliveries", fmt.Sprintf(`{"to":[%s],"agent":"travel","envelope":%s}`, to, envs[posted]))
 				if err != nil || code != 202 {
 					t.Fatalf("post %d: %d %v\n%s", posted, code, err, d.stderr)
 				}
@@ -155,6 +176,14 @@ webhooks:
 			for i := 0; i < posted; i++ {
 				if decided[i] {
 					continue
+				}
+				if v, ch, ts := slackButton(i); v != "" && rng.IntN(3) > 0 {
+					if code := clickSlack(t, d.base, e2eSlackSecret, time.Now(), "U0CRASH", ch, ts, "beachd_approve", v, fmt.Sprintf("%d.%d", round, s)); code != 200 {
+						t.Fatalf("click %d: %d\n%s", i, code, d.stderr)
+					}
+					decided[i] = true
+					byClick++
+					break
 				}
 				code, err := call("POST", fmt.Sprintf("/v1/approvals/crash_%d/decision", i), `{"decision":"granted","reason":"ok"}`)
 				if err != nil || code != 200 {
@@ -185,7 +214,7 @@ webhooks:
 			t.Fatalf("%d approvals injected more than once", dups)
 		}
 		if missing == 0 {
-			t.Logf("approvals %d, decided %d, injected once each, kills %d", n, len(decided), kills)
+			t.Logf("approvals %d, decided %d (%d by a Slack click), injected once each, kills %d", n, len(decided), byClick, kills)
 			break
 		}
 		if time.Now().After(deadline) {
@@ -193,6 +222,20 @@ webhooks:
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	// Every Slack message of a decided approval is rewritten, in the end.
+	poll.Eventually(t, 30*time.Second, "the Slack messages rewritten", func() bool {
+		posts, ups, _ := slackAPI.Snapshot()
+		done := map[string]bool{}
+		for _, u := range ups {
+			done[u.Channel+"/"+u.TS] = true
+		}
+		for _, p := range posts {
+			if strings.Contains(p.Blocks, "approval:crash_") && !done[p.Channel+"/"+p.TS] {
+				return false
+			}
+		}
+		return true
+	})
 	// Every approval reads granted, decided once.
 	for i := 0; i < n; i++ {
 		req, _ := http.NewRequest("GET", fmt.Sprintf("%s/v1/approvals/crash_%d", d.base, i), nil)

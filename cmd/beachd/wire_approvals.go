@@ -152,6 +152,13 @@ func (a *app) wireApprovals() error {
 		Now:           a.now,
 		Metrics:       metrics,
 		Notify:        lateNotifier{a}.Notify,
+		Approvers:     a.cfg.ApproverSets(),
+		// Channels wired after approvals add theirs (a.onDecided).
+		OnDecided: func(ctx context.Context, ap *store.Approval) {
+			for _, f := range a.onDecided {
+				f(ctx, ap)
+			}
+		},
 	}, a.db, enq, inj, log)
 	if err != nil {
 		return err

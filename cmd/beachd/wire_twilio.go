@@ -174,6 +174,9 @@ func contentTemplate(t *config.TwilioTemplateConfig) *render.ContentTemplate {
 // WhatsApp message cut short links to, and returns the link maker. A page
 // shows the envelope as the email channel renders it.
 func (a *app) wireMessagePages(r *render.Renderer) func(deliveryID string) string {
+	if a.messageURL != nil {
+		return a.messageURL // mounted once, for every channel that cuts
+	}
 	links := api.NewMessageLinks(a.linkSecret, a.cfg.PublicURL)
 	page := &api.MessagePage{Links: links, DB: a.db, Log: a.log.With("component", "pages"),
 		Render: func(env *envelope.Envelope, d *store.Delivery) (string, error) {
@@ -185,5 +188,6 @@ func (a *app) wireMessagePages(r *render.Renderer) func(deliveryID string) strin
 			return e.HTML, nil
 		}}
 	a.routes = append(a.routes, api.MessageRoutes(page)...)
+	a.messageURL = links.URL
 	return links.URL
 }

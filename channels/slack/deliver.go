@@ -1,0 +1,175 @@
+package slack
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/cool-ai/beachd/channels"
+	"github.com/cool-ai/beachd/envelope"
+	"github.com/cool-ai/beachd/render"
+	"github.com/cool-ai/beachd/store"
+)
+
+// RenderFunc renders one job to a Block Kit message (render.Slack).
+type RenderFunc func(job *channels.Job, now time.Time) (*render.Slack, error)
+
+// Renderer renders through r, with the delivery's recipient and approval
+// handles; fullMessage, when set, links a message cut short to the whole.
+func Renderer(r *render.Renderer, reg *envelope.Registry, fullMessage func(deliveryID string) string) RenderFunc {
+	return func(j *channels.Job, now time.Time) (*render.Slack, error) {
+		if j == nil || j.Envelope == nil || j.Delivery == nil {
+			return nil, errors.New("job has no envelope")
+		}
+		in := render.Input{Envelope: j.Envelope, Registry: reg, DeliveryID: j.Delivery.ID, Approvals: j.Approvals, Now: now,
+			Recipient: render.Recipient{Channel: envelope.ChannelSlack, Address: j.Delivery.To}}
+		if fullMessage != nil {
+			in.FullMessageURL = fullMessage(j.Delivery.ID)
+		}
+		return r.Slack(in)
+	}
+}
+
+// Blocks converts the renderer's blocks to slack-go's, through their JSON:
+// what slack-go cannot read back is refused here, not by Slack.
+func Blocks(m *render.Slack) (slack.Blocks, error) {
+	b, err := json.Marshal(m.Blocks)
+	if err != nil {
+		return slack.Blocks{}, err
+	}
+	var out slack.Blocks
+	if err := json.Unmarshal(b, &out); err != nil {
+		return slack.Blocks{}, fmt.Errorf("blocks: %w", err)
+	}
+	if len(out.BlockSet) != len(m.Blocks) {
+		return slack.Blocks{}, fmt.Errorf("blocks: %d of %d read back", len(out.BlockSet), len(m.Blocks))
+	}
+	return out, nil
+}
+
+// Store is what the sender keeps: resolved email addresses.
+type Store interface {
+	store.KV
+}
+
+// Config configures the Sender.
+type Config struct {
+	// Now is the clock; nil is time.Now.
+	Now func() time.Time
+	// Approvals, when set, is read after a message asking for approvals is
+	// posted: when they were all decided meanwhile (before the post, or
+	// while it was on its way), the message is rewritten at once, since
+	// the update that followed the decision found no message to rewrite.
+	Approvals ApprovalReader
+}
+
+// ApprovalReader reads an approval (store.Approvals).
+type ApprovalReader interface {
+	Approval(ctx context.Context, id string) (*store.Approval, error)
+}
+
+// Sender is the Slack channel's Deliverer.
+type Sender struct {
+	approvals ApprovalReader
+	client    *Client
+	resolver  *Resolver
+	render    RenderFunc
+	now       func() time.Time
+	log       *slog.Logger
+}
+
+var _ channels.Deliverer = (*Sender)(nil)
+
+// NewSender builds the deliverer.
+func NewSender(cfg Config, client *Client, st Store, render RenderFunc, log *slog.Logger) (*Sender, error) {
+	if client == nil || st == nil || render == nil {
+		return nil, errors.New("slack sender: client, store and renderer are required")
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Sender{client: client, resolver: NewResolver(client, st), render: render, now: cfg.Now, log: log, approvals: cfg.Approvals}, nil
+}
+
+// Deliver renders and posts one job. A job that may have been sent and
+// whose ts was recorded is not sent again.
+func (s *Sender) Deliver(ctx context.Context, job *channels.Job) (*channels.Result, error) {
+	d := job.Delivery
+	if d.MaybeSent && d.ProviderID != "" {
+		ch, ts, _ := strings.Cut(d.ProviderID, "/")
+		return &channels.Result{ProviderID: d.ProviderID, Receipt: channels.Receipt{
+			Data: map[string]any{"channel": ch, "ts": ts}, Meta: map[string]any{"source": "slack", "recovered": true}}}, nil
+	}
+	msg, err := s.render(job, s.now())
+	if err != nil {
+		return nil, channels.Permanent(fmt.Errorf("render: %w", err))
+	}
+	blocks, err := Blocks(msg)
+	if err != nil {
+		return nil, channels.Permanent(err)
+	}
+	if where := d.Extra[ExtraUpdate]; where != "" {
+		if err := s.update(ctx, where, msg, blocks); err != nil {
+			return nil, err
+		}
+		return &channels.Result{ProviderID: where, Receipt: channels.Receipt{Data: map[string]any{"ok": true, "updated": where},
+			Meta: map[string]any{"source": "slack", "update": true}}}, nil
+	}
+	to, err := s.resolver.Resolve(ctx, d.To)
+	if err != nil {
+		return nil, err
+	}
+	ch, ts, err := s.client.Post(ctx, to, Message{Text: msg.Text, Blocks: blocks, ThreadTS: d.Extra[ExtraThreadTS], DeliveryID: d.ID})
+	if err != nil {
+		return nil, classify(err, true)
+	}
+	data := map[string]any{"ok": true, "channel": ch, "ts": ts}
+	if to != d.To {
+		data["user"] = to
+	}
+	if s.rewriteIfDecided(ctx, d, ch, ts) {
+		data["rewritten"] = "decided before it was shown"
+	}
+	return &channels.Result{ProviderID: ch + "/" + ts, Receipt: channels.Receipt{Data: data,
+		Meta: map[string]any{"source": "slack", "blocks": len(msg.Blocks), "truncated": msg.Truncated}}}, nil
+}
+
+// ExtraThreadTS is the delivery Extra key of the thread a message answers
+// in (a conversation's thread_ts).
+const ExtraThreadTS = "thread_ts"
+
+// rewriteIfDecided rewrites a just-posted message whose approvals were all
+// decided already. It reports whether it did; a failure is logged (the
+// message shows buttons that answer "already decided").
+func (s *Sender) rewriteIfDecided(ctx context.Context, d *store.Delivery, ch, ts string) bool {
+	if s.approvals == nil || len(d.ApprovalIDs) == 0 {
+		return false
+	}
+	var texts []string
+	for _, id := range d.ApprovalIDs {
+		a, err := s.approvals.Approval(ctx, id)
+		if err != nil || a.State == store.ApprovalPending {
+			return false
+		}
+		texts = append(texts, render.SlackEscape(strings.ReplaceAll(DecidedText(a), "**", "*")))
+	}
+	text := strings.Join(texts, "\n")
+	blocks, err := Blocks(&render.Slack{Blocks: []render.SlackBlock{{Type: "section", Text: &render.SlackText{Type: "mrkdwn", Text: text}}}})
+	if err == nil {
+		err = s.client.Update(ctx, ch, ts, Message{Text: text, Blocks: blocks})
+	}
+	if err != nil {
+		s.log.Warn("slack: rewrite a message decided before it was shown", "delivery_id", d.ID, "err", err)
+		return false
+	}
+	return true
+}
