@@ -200,7 +200,15 @@ func (f *fakeDev) AgentReceived() []DevDecision {
 	return []DevDecision{{ApprovalID: "appr_done", Decision: "granted", DecidedBy: "you@beachd.localhost", At: time.Now()}}
 }
 func (f *fakeDev) Mail() DevMail {
-	return DevMail{Lines: []string{"mail: SMTP 127.0.0.1:2525, IMAP 127.0.0.1:1143"}, Received: 3}
+	at := time.Date(2026, 11, 24, 1, 30, 0, 0, time.UTC)
+	return DevMail{Lines: []string{"mail: SMTP 127.0.0.1:2525, IMAP 127.0.0.1:1143"}, Received: 3, Messages: []DevMailMessage{
+		{At: at, Mailboxes: []string{"agent"}, From: "you@beachd.localhost", To: []string{"agent@beachd.localhost"},
+			Subject: "Flights to Lisbon", Text: "Any flights on Friday?"},
+		{At: at.Add(time.Minute), Mailboxes: []string{"you"}, From: "agent@beachd.localhost", To: []string{"you@beachd.localhost"},
+			Subject: `Approve: <script>alert("subject")</script> Book BA2043`, ReplyTo: "agent+tok_reply0123456789@beachd.localhost", DeliveryID: "dlv_mail1",
+			Text: "Book BA2043 for 6 people?\n\nReply YES 482193 or open this page: http://beachd.test/a/tok_abcdefghijklmnop\n" +
+				"Not ours: http://evil.example/a/tok_abcdefghijklmnop\n<img src=x onerror=alert(1)>"},
+	}}
 }
 func (f *fakeDev) Reply(ctx context.Context, channel, from, body, payload string) error {
 	f.replies = append(f.replies, channel+":"+from+":"+body)
@@ -350,7 +358,7 @@ func (f *fixture) screens() map[string]string {
 		"/ui/approvals/appr_dead":                     "task gone",
 		"/ui/schedules":                               "morning-brief",
 		"/ui/webhooks":                                "partner-crm",
-		"/ui/dev":                                     "YES 123456",
+		"/ui/dev":                                     "Flights to Lisbon",
 		"/ui/conversations":                           "Flights to Lisbon",
 		"/ui/conversations/cnv_email1":                "Two direct flights on Friday",
 		"/ui/conversations/cnv_wa1":                   "answers wait (held)",

@@ -55,7 +55,8 @@ func funcs(now func() time.Time) template.FuncMap {
 			}
 			return template.URL(v.Encode())
 		},
-		"n": func(m map[store.State]int, st string) int { return m[store.State(st)] },
+		"addr": addr,
+		"n":    func(m map[store.State]int, st string) int { return m[store.State(st)] },
 		// slice16 turns an RFC 3339 time into a datetime-local value.
 		"slice16": func(s string) string {
 			if len(s) >= 16 {
@@ -120,4 +121,21 @@ func dispositionClass(d string) string {
 		return "warn"
 	}
 	return "plain"
+}
+
+// addr shows an address (or a URL) so that it wraps only at sensible
+// points: before the @, after a dot, slash or plus, never inside a word.
+// The text is escaped; only <wbr> is added.
+func addr(s string) template.HTML {
+	var b strings.Builder
+	for _, r := range s {
+		if r == '@' {
+			b.WriteString("<wbr>")
+		}
+		b.WriteString(template.HTMLEscapeString(string(r)))
+		if r == '.' || r == '/' || r == '+' || r == '?' || r == '&' {
+			b.WriteString("<wbr>")
+		}
+	}
+	return template.HTML(b.String())
 }

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -252,7 +253,18 @@ func (d *devInbox) Mail() console.DevMail {
 	if d.a.console.mail == nil {
 		return console.DevMail{Lines: []string{"No local mail server: the email channel is configured."}}
 	}
-	return console.DevMail{Lines: d.a.console.mail.Banner(), Received: d.a.console.mail.Received()}
+	m := console.DevMail{Lines: d.a.console.mail.Banner(), Received: d.a.console.mail.Received()}
+	for _, k := range d.a.console.mail.Messages() {
+		dm := console.DevMailMessage{At: k.At, Mailboxes: k.Mailboxes, From: k.From, To: k.To, Subject: k.Subject,
+			ReplyTo: k.ReplyTo, Text: k.Text, Cut: k.Cut}
+		// beachd's Message-IDs begin with the delivery's id (dlv_….token@…).
+		local, _, _ := strings.Cut(k.MessageID, "@")
+		if id, _, _ := strings.Cut(local, "."); strings.HasPrefix(id, "dlv_") && slices.Contains(dm.Mailboxes, "you") {
+			dm.DeliveryID = id
+		}
+		m.Messages = append(m.Messages, dm)
+	}
+	return m
 }
 
 // Reply goes through the dev handler's own form path, as /dev/reply does.
