@@ -61,7 +61,11 @@ func (a *app) wireConsole() error {
 		deps.Schedules = a.console.scheduler
 	}
 	if d, ok := a.deliverers[envelope.ChannelWebhook].(*webhook.Deliverer); ok {
-		deps.Webhooks = &webhookEndpoints{d: d, names: sortedNames(a.cfg.Webhooks.Endpoints)}
+		urls := map[string]string{}
+		for n, ep := range a.cfg.Webhooks.Endpoints {
+			urls[n] = ep.URL
+		}
+		deps.Webhooks = &webhookEndpoints{d: d, names: sortedNames(a.cfg.Webhooks.Endpoints), urls: urls}
 	}
 	if c := a.conversationsAPI(); c != nil {
 		deps.Conversations = c
@@ -92,6 +96,7 @@ func sortedNames[V any](m map[string]V) []string {
 type webhookEndpoints struct {
 	d     *webhook.Deliverer
 	names []string
+	urls  map[string]string
 }
 
 func (w *webhookEndpoints) Endpoints() []webhook.EndpointStatus {
@@ -105,6 +110,8 @@ func (w *webhookEndpoints) Endpoints() []webhook.EndpointStatus {
 }
 
 func (w *webhookEndpoints) Enable(name string) bool { return w.d.Enable(name) }
+
+func (w *webhookEndpoints) URL(name string) string { return w.urls[name] }
 
 // renditions renders a delivery as its channel would now, without approval
 // handles.
