@@ -104,6 +104,10 @@ func TestFixtureScreensInChromium(t *testing.T) {
 			for _, b := range breaks {
 				t.Errorf("%s (%s): an address wraps mid-word: %s", p, vp.suffix, b)
 			}
+			// Nothing is wider than the screen: a wide table scrolls in its box.
+			if w, err := chromedp.Run(ctx, chromedp.Evaluate[int](fmt.Sprintf(`document.documentElement.scrollWidth - %d`, vp.w))); err != nil || w > 0 {
+				t.Errorf("%s (%s): the page is %d px wider than the screen (%v)", p, vp.suffix, w, err)
+			}
 			png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 			if err != nil {
 				t.Fatal(err)

@@ -210,7 +210,7 @@ func (f *fakeDev) Mail() DevMail {
 		{At: at, Mailboxes: []string{"agent"}, From: "you@beachd.localhost", To: []string{"agent@beachd.localhost"},
 			Subject: "Flights to Lisbon", Text: "Any flights on Friday?"},
 		{At: at.Add(time.Minute), Mailboxes: []string{"you"}, From: "agent@beachd.localhost", To: []string{"you@beachd.localhost"},
-			Subject: `Approve: <script>alert("subject")</script> Book BA2043`, ReplyTo: "agent+tok_reply0123456789@beachd.localhost", DeliveryID: "dlv_mail1",
+			Subject: `Approve: <script>alert("subject")</script> Book BA2043 [approval:b6g4ybckegghtlujhznoi5gb5y]`, ReplyTo: "agent+tok_reply0123456789@beachd.localhost", DeliveryID: "dlv_mail1",
 			Text: "Book BA2043 for 6 people?\n\nReply YES 482193 or open this page: http://beachd.test/a/tok_abcdefghijklmnop\n" +
 				"Not ours: http://evil.example/a/tok_abcdefghijklmnop\n<img src=x onerror=alert(1)>"},
 	}}

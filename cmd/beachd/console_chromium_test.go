@@ -143,6 +143,10 @@ func (b *browser) check(name string) {
 				b.t.Errorf("%s (%s): axe %s violation %s: %s at %v", name, vp.suffix, v.Impact, v.ID, v.Help, v.Nodes)
 			}
 		}
+		// Nothing is wider than the screen: a wide table scrolls in its box.
+		if w, err := chromedp.Run(ctx, chromedp.Evaluate[int](fmt.Sprintf(`document.documentElement.scrollWidth - %d`, vp.w))); err != nil || w > 0 {
+			b.t.Errorf("%s (%s): the page is %d px wider than the screen (%v)", name, vp.suffix, w, err)
+		}
 		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 		if err != nil {
 			b.t.Fatal(err)
