@@ -31,7 +31,7 @@ func TestDevInboxShowsMail(t *testing.T) {
 		`<a href="/ui/deliveries/dlv_mail1">delivery</a>`,
 		`<a href="http://beachd.test/a/tok_abcdefghijklmnop">Open the approval page</a>`,
 		"<code>YES 482193</code>",
-		"agent+<wbr>tok_reply0123456789<wbr>@beachd.<wbr>localhost",
+		"agent+<wbr>tok_reply0123456789<wbr class=\"at\">@beachd.<wbr>localhost",
 		"reply to this mail with APPROVE or DENY",
 		"mail: SMTP 127.0.0.1:2525",
 	} {

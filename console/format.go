@@ -143,12 +143,13 @@ func dispositionClass(d string) string {
 // addr shows an address (or a URL) so that it wraps only at sensible
 // points: before the @, after a dot, slash or plus (not a number's
 // leading +), never inside a word.
-// The text is escaped; only <wbr> is added.
+// The text is escaped; only <wbr> is added (the one before the @ of class
+// "at": in a wide table that is the only place an address wraps).
 func addr(s string) template.HTML {
 	var b strings.Builder
 	for i, r := range s {
 		if r == '@' {
-			b.WriteString("<wbr>")
+			b.WriteString(`<wbr class="at">`)
 		}
 		b.WriteString(template.HTMLEscapeString(string(r)))
 		if r == '.' || r == '/' || r == '+' && i > 0 || r == '?' || r == '&' {
