@@ -202,7 +202,7 @@ func TestLinkPage(t *testing.T) {
 		t.Fatal(err)
 	}
 	body := readAll(t, res)
-	for _, want := range []string{"Book BA2043 for 6 people", "book_flight", "travel", `<form method="post"`, `value="granted"`, `value="denied"`, "Expires"} {
+	for _, want := range []string{"Book BA2043 for 6 people", "book_flight", "go ahead with this action: <strong>Book flight</strong>", `<form method="post"`, `value="granted"`, `value="denied"`, "Expires"} {
 		if !strings.Contains(body, want) {
 			t.Fatalf("page lacks %q:\n%s", want, body)
 		}

@@ -49,7 +49,10 @@ textarea:focus,button:focus{outline:3px solid #93c5fd;outline-offset:2px}
 button{flex:1;min-height:52px;font:inherit;font-size:18px;font-weight:700;border:0;border-radius:8px;color:#fff;cursor:pointer}
 button.approve{background:#15803d}
 button.deny{background:#b91c1c}
-.fine{margin:16px 0 0;font-size:13px;color:#52525b}`
+.fine{margin:16px 0 0;font-size:13px;color:#52525b}
+.lead{margin:0 0 16px}
+.lead p{margin:0 0 8px}
+code.tool{font-size:12px;color:#52525b}`
 
 var pageTmpl = template.Must(template.New("page").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
@@ -59,21 +62,25 @@ var pageTmpl = template.Must(template.New("page").Parse(`<!doctype html>
 <h1>{{.Summary}}</h1></div>
 {{if .Message}}<p class="state info" role="status">{{.Message}}</p>{{end}}
 {{if .Decision}}<p class="state {{.StateClass}}" role="status">{{.Decision}}</p>{{end}}
+{{if .Pending}}<div class="lead"><p>{{if .Organisation}}<strong>{{.Organisation}}</strong> asks for your approval before its assistant goes ahead.{{else}}An automated assistant asks for your approval before it goes ahead.{{end}}</p>
+<p>Approving lets it go ahead with this action: <strong>{{.Action}}</strong>, as set out below. Denying stops it.</p>
+{{if gt .Asked 1}}<p>You are not the only one asked: {{.Asked}} people were asked, and the first answer decides for everyone.</p>{{end}}</div>{{end}}
 <table><caption class="eyebrow" hidden>Request</caption>
-<tr><th scope="row">Requested by</th><td>{{.RequestedBy}}</td></tr>
-<tr><th scope="row">Action</th><td>{{if .ToolTitle}}{{.ToolTitle}} {{end}}<code>{{.Tool}}</code></td></tr>
+{{if .Organisation}}<tr><th scope="row">Requested by</th><td>{{.Organisation}}</td></tr>{{end}}
+<tr><th scope="row">Action</th><td>{{.Action}}{{if and .Tool (ne .Action .Tool)}} <code class="tool">{{.Tool}}</code>{{end}}</td></tr>
 {{range .ArgRows}}<tr><th scope="row">{{.Name}}</th><td{{if .Amount}} class="num"{{end}}>{{.Value}}</td></tr>
 {{end}}{{if .Pending}}<tr><th scope="row">Expires in</th><td><span class="left">{{.TimeLeft}}</span><br>{{.Expires}}</td></tr>{{end}}
 </table>
 {{if .Why}}<h2>Why</h2><blockquote>{{.Why}}</blockquote>{{end}}
-{{if .AgentMessage}}<h2>The agent's message</h2><blockquote>{{.AgentMessage}}</blockquote>{{end}}
+{{if .AgentMessage}}<h2>The assistant's message</h2><blockquote>{{.AgentMessage}}</blockquote>{{end}}
 {{if .Pending}}<form method="post" action="">
 <input type="hidden" name="nonce" value="{{.Nonce}}">
 <label for="reason">Reason (optional)</label>
 <textarea id="reason" name="reason" rows="3" maxlength="500" aria-describedby="reason-help"></textarea>
-<p class="fine" id="reason-help">The agent receives your reason with your answer.</p>
-<div class="buttons"><button type="submit" name="decision" value="granted" class="approve">Approve</button>
-<button type="submit" name="decision" value="denied" class="deny">Deny</button></div>
+<p class="fine" id="reason-help">The assistant receives your reason with your answer.</p>
+<div class="buttons"><button type="submit" name="decision" value="granted" class="approve" aria-describedby="final">Approve</button>
+<button type="submit" name="decision" value="denied" class="deny" aria-describedby="final">Deny</button></div>
+<p class="fine" id="final">Your answer is final: once sent, it cannot be changed{{if gt .Asked 1}}, and if someone else answers first, theirs is the one that counts{{end}}.</p>
 </form>{{end}}
 {{else}}<h1>{{.Title}}</h1>
 {{if .Message}}<p>{{.Message}}</p>{{end}}{{end}}
@@ -82,12 +89,18 @@ var pageTmpl = template.Must(template.New("page").Parse(`<!doctype html>
 `))
 
 type pageData struct {
-	Title, Message                                      string
-	CSS                                                 template.CSS // a constant of ours, so trusted
-	Approval                                            bool
-	Summary, Tool, RequestedBy, Expires, Decision, Args string
-	Pending                                             bool
-	Nonce                                               string
+	Title, Message                         string
+	CSS                                    template.CSS // a constant of ours, so trusted
+	Approval                               bool
+	Summary, Tool, Expires, Decision, Args string
+	// Organisation is who asks (organisation.name); empty, the page
+	// words it neutrally. Action is what approving does, in plain words:
+	// the tool's title, or its name made readable.
+	Organisation, Action string
+	// Asked is how many people were asked.
+	Asked   int
+	Pending bool
+	Nonce   string
 
 	// ToolTitle is the tool's human title when the request names one.
 	ToolTitle string

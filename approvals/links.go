@@ -136,6 +136,16 @@ func (s *Service) injectionNote(ctx context.Context, a *store.Approval) string {
 	return " The agent has not confirmed the decision yet."
 }
 
+// peopleAsked counts the people an approval was asked of: its recipients,
+// one per address (a number asked by SMS and by WhatsApp is one person).
+func peopleAsked(rs []store.ApprovalRecipient) int {
+	seen := map[string]bool{}
+	for _, r := range rs {
+		seen[strings.ToLower(strings.TrimPrefix(r.Address, "whatsapp:"))] = true
+	}
+	return len(seen)
+}
+
 func (s *Service) showPage(w http.ResponseWriter, r *http.Request, message string) {
 	tok, a, viewer, refused := s.lookupLink(r)
 	if refused != nil {
@@ -146,19 +156,18 @@ func (s *Service) showPage(w http.ResponseWriter, r *http.Request, message strin
 	var req envelope.ApprovalRequest
 	_ = json.Unmarshal(a.Request, &req)
 	d := pageData{Title: "Approval request", Message: message, Approval: true, Summary: Summary(a), Tool: req.ToolName,
-		RequestedBy: a.Agent, Expires: a.ExpiresAt.UTC().Format("Mon 2 Jan 2006 15:04 MST"), ArgRows: ArgRows(req.Args),
-		TimeLeft: TimeLeft(a.ExpiresAt.Sub(now)), StateClass: stateClass(a.State)}
+		Organisation: s.cfg.Organisation, Expires: a.ExpiresAt.UTC().Format("Mon 2 Jan 2006 15:04 MST"), ArgRows: ArgRows(req.Args),
+		TimeLeft: TimeLeft(a.ExpiresAt.Sub(now)), StateClass: stateClass(a.State), Asked: peopleAsked(a.Recipients)}
 	d.Why, d.AgentMessage, d.ToolTitle = s.requestContext(r.Context(), a)
+	d.Action = d.ToolTitle
+	if d.Action == "" {
+		d.Action = humanName(req.ToolName)
+	}
 	if req.Summary == "" {
 		d.Summary = "Run " + req.ToolName
 		if d.ToolTitle != "" {
 			d.Summary = d.ToolTitle
 		}
-	}
-	if d.RequestedBy == "" {
-		d.RequestedBy = req.Handler
-	} else if req.Handler != "" {
-		d.RequestedBy += " (" + req.Handler + ")"
 	}
 	// An approval past its expiry is shown as expired even before the
 	// sweeper ran; GET never changes state.

@@ -15,6 +15,13 @@ type View struct {
 	Summary   string             `json:"summary"`
 	Audit     []store.AuditEntry `json:"audit,omitempty"`
 	Injection *store.Injection   `json:"injection,omitempty"`
+	// Why is the reason the agent gave for asking, AgentMessage the text
+	// it sent with the request, ToolTitle the tool's title: what the
+	// approval page shows. Get fills them in for the console; the API
+	// does not carry them.
+	Why          string `json:"-"`
+	AgentMessage string `json:"-"`
+	ToolTitle    string `json:"-"`
 }
 
 func view(a *store.Approval) *View {
@@ -63,6 +70,7 @@ func (s *Service) Get(ctx context.Context, id string) (*View, error) {
 	if v.Audit, err = s.db.ApprovalAudit(ctx, id); err != nil {
 		return nil, err
 	}
+	v.Why, v.AgentMessage, v.ToolTitle = s.requestContext(ctx, a)
 	if a.InjectionID != "" {
 		if v.Injection, err = s.db.Injection(ctx, a.InjectionID); err != nil {
 			return nil, err

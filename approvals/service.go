@@ -32,6 +32,9 @@ type Config struct {
 	Secret []byte
 	// PublicURL is beachd's public base URL (links are PublicURL/a/<token>).
 	PublicURL string
+	// Organisation is who the approval page says asks ("Acme Travel");
+	// empty, the page says it in neutral words.
+	Organisation string
 	// NoEmailLinks leaves the confirmation link out of mail and refuses
 	// the links already sent by mail. A link page cannot tell who opens
 	// it, so a link in a forwarded mail lets the new reader decide; without

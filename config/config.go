@@ -24,6 +24,9 @@ type Config struct {
 	PublicURL string      `yaml:"public_url"`
 	APIKeys   []APIKey    `yaml:"api_keys"`
 	Log       LogConfig   `yaml:"log"`
+	// Organisation is who the people asked to approve know beachd's
+	// messages to come from (organisation.go).
+	Organisation OrganisationConfig `yaml:"organisation"`
 	// Metrics guards /metrics.
 	Metrics MetricsConfig `yaml:"metrics"`
 	// MCP is the MCP server at /mcp (mcp.go).
@@ -138,6 +141,7 @@ func (c *Config) check(v *validator) *envelope.Registry {
 		v.errorf("data_dir", "required")
 	}
 	c.Store.validate(v)
+	c.Organisation.validate(v)
 	if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		v.errorf("public_url", "must be an absolute http(s) URL, got %q", c.PublicURL)
 	}

@@ -95,6 +95,19 @@ func TestFixtureScreensInChromium(t *testing.T) {
 					t.Errorf("%s (%s): axe %s violation %s: %s at %v", p, vp.suffix, v.Impact, v.ID, v.Help, v.Nodes)
 				}
 			}
+			// Addresses wrap only at sensible points (after a dot, slash
+			// or plus, before the @), never inside a word.
+			breaks, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](midWordBreaks))
+			if err != nil {
+				t.Fatalf("%s: %v", p, err)
+			}
+			for _, b := range breaks {
+				t.Errorf("%s (%s): an address wraps mid-word: %s", p, vp.suffix, b)
+			}
+			// Nothing is wider than the screen: a wide table scrolls in its box.
+			if w, err := chromedp.Run(ctx, chromedp.Evaluate[int](fmt.Sprintf(`document.documentElement.scrollWidth - %d`, vp.w))); err != nil || w > 0 {
+				t.Errorf("%s (%s): the page is %d px wider than the screen (%v)", p, vp.suffix, w, err)
+			}
 			png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 			if err != nil {
 				t.Fatal(err)
@@ -106,3 +119,29 @@ func TestFixtureScreensInChromium(t *testing.T) {
 		cancel()
 	}
 }
+
+// midWordBreaks lists the places where an address (.addr) wraps between
+// two characters that are not a sensible break: the line changes between
+// characters where neither a dot, slash, plus, ?, &, comma, hyphen or space
+// ends the first line nor an @ starts the next.
+const midWordBreaks = `(() => {
+  const bad = [];
+  document.querySelectorAll(".addr").forEach(el => {
+    const w = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+    let top = null, prev = "";
+    for (let n = w.nextNode(); n; n = w.nextNode()) {
+      for (let i = 0; i < n.length; i++) {
+        const r = document.createRange();
+        r.setStart(n, i); r.setEnd(n, i + 1);
+        const rect = r.getClientRects()[0];
+        if (!rect || rect.width === 0) { continue; }
+        const ch = n.data[i];
+        if (top !== null && rect.top > top + 2 && !/[.\/+?&,\-\s]/.test(prev) && ch !== "@" && !/\s/.test(ch)) {
+          bad.push(JSON.stringify(el.textContent) + " between " + JSON.stringify(prev + ch));
+        }
+        top = rect.top; prev = ch;
+      }
+    }
+  });
+  return bad;
+})()`

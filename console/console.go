@@ -102,6 +102,9 @@ var _ Schedules = (*schedule.Scheduler)(nil)
 type Webhooks interface {
 	Endpoints() []webhook.EndpointStatus
 	Enable(name string) bool
+	// URL is the endpoint's configured URL; the console shows it without
+	// its user information and with secret-looking query values hidden.
+	URL(name string) string
 }
 
 // Enqueuer queues an envelope built inside beachd (the test event).

@@ -158,6 +158,11 @@ func (f *fakeWebhooks) Endpoints() []webhook.EndpointStatus {
 		{Name: "partner-crm", Breaker: webhook.Open, Disabled: f.disabled["partner-crm"], DisabledAt: time.Now()}}
 }
 
+func (f *fakeWebhooks) URL(name string) string {
+	return map[string]string{"dev-sink": "http://127.0.0.1:8025/dev/sink",
+		"partner-crm": "https://bot:hunter2@crm.partner.example/hooks/beachd-notifications?tenant=acme&access_token=abcDEF1234567890xyz&sig=x#frag"}[name]
+}
+
 func (f *fakeWebhooks) Enable(name string) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -200,7 +205,15 @@ func (f *fakeDev) AgentReceived() []DevDecision {
 	return []DevDecision{{ApprovalID: "appr_done", Decision: "granted", DecidedBy: "you@beachd.localhost", At: time.Now()}}
 }
 func (f *fakeDev) Mail() DevMail {
-	return DevMail{Lines: []string{"mail: SMTP 127.0.0.1:2525, IMAP 127.0.0.1:1143"}, Received: 3}
+	at := time.Date(2026, 11, 24, 1, 30, 0, 0, time.UTC)
+	return DevMail{Lines: []string{"mail: SMTP 127.0.0.1:2525, IMAP 127.0.0.1:1143"}, Received: 3, Messages: []DevMailMessage{
+		{At: at, Mailboxes: []string{"agent"}, From: "you@beachd.localhost", To: []string{"agent@beachd.localhost"},
+			Subject: "Flights to Lisbon", Text: "Any flights on Friday?"},
+		{At: at.Add(time.Minute), Mailboxes: []string{"you"}, From: "agent@beachd.localhost", To: []string{"you@beachd.localhost"},
+			Subject: `Approve: <script>alert("subject")</script> Book BA2043 [approval:b6g4ybckegghtlujhznoi5gb5y]`, ReplyTo: "agent+tok_reply0123456789@beachd.localhost", DeliveryID: "dlv_mail1",
+			Text: "Book BA2043 for 6 people?\n\nReply YES 482193 or open this page: http://beachd.test/a/tok_abcdefghijklmnop\n" +
+				"Not ours: http://evil.example/a/tok_abcdefghijklmnop\n<img src=x onerror=alert(1)>"},
+	}}
 }
 func (f *fakeDev) Reply(ctx context.Context, channel, from, body, payload string) error {
 	f.replies = append(f.replies, channel+":"+from+":"+body)
@@ -264,7 +277,8 @@ func newFixture(t *testing.T, publicURL string) *fixture {
 	f.appr = &fakeApprovals{views: map[string]*approvals.View{
 		"appr_1": {Approval: store.Approval{ID: "appr_1", Agent: "travel", Request: req, State: store.ApprovalPending, CreatedAt: now.Add(-time.Hour),
 			ExpiresAt: now.Add(3 * time.Hour), Recipients: []store.ApprovalRecipient{{Channel: "email", Address: "ann@example.org"}}},
-			Summary: "Book BA2043 for 6 people, £1,122", Audit: []store.AuditEntry{{At: now.Add(-time.Hour), ApprovalID: "appr_1", Event: "created"}}},
+			Summary: "Book BA2043 for 6 people, £1,122", Why: "Charges the card <script>alert(1)</script> on file; refundable for 24 hours.",
+			AgentMessage: "I'm ready to book BA2043 <img src=x onerror=alert(2)> for all 6 of you.", ToolTitle: "Book a flight", Audit: []store.AuditEntry{{At: now.Add(-time.Hour), ApprovalID: "appr_1", Event: "created"}}},
 		"appr_dead": {Approval: store.Approval{ID: "appr_dead", Agent: "travel", Request: req, State: store.ApprovalGranted, CreatedAt: now.Add(-2 * time.Hour),
 			ExpiresAt: now.Add(time.Hour), DecidedAt: now.Add(-time.Hour), DecidedBy: "ann@example.org", Channel: "email"},
 			Summary: "Book BA2044", Injection: &store.Injection{ApprovalID: "appr_dead", State: "dead", Attempts: 9, LastError: "agent answered 404: task gone"},
@@ -344,13 +358,13 @@ func (f *fixture) screens() map[string]string {
 		"/ui/retry":                                   "Died since",
 		"/ui/retry?since=2020-01-01T00:00":            "<strong>2</strong> dead deliveries died since",
 		"/ui/approvals":                               "2 hours 5",
-		"/ui/approvals?tab=decided":                   "ann@example.org",
+		"/ui/approvals?tab=decided":                   "email reply",
 		"/ui/approvals?tab=injection-dead":            "Book BA2044",
 		"/ui/approvals/appr_1":                        "GBP 1,122.00",
 		"/ui/approvals/appr_dead":                     "task gone",
 		"/ui/schedules":                               "morning-brief",
 		"/ui/webhooks":                                "partner-crm",
-		"/ui/dev":                                     "YES 123456",
+		"/ui/dev":                                     "Flights to Lisbon",
 		"/ui/conversations":                           "Flights to Lisbon",
 		"/ui/conversations/cnv_email1":                "Two direct flights on Friday",
 		"/ui/conversations/cnv_wa1":                   "answers wait (held)",

@@ -3,6 +3,8 @@ package console
 import (
 	"context"
 	"net/http"
+	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
@@ -48,6 +50,61 @@ type DevMail struct {
 	Lines []string
 	// Received counts the messages it accepted.
 	Received int
+	// Messages are the newest it accepted, oldest first.
+	Messages []DevMailMessage
+}
+
+// DevMailMessage is one message the local mail server accepted: mail
+// beachd sent (filed for "you") or mail written to the agent ("agent").
+type DevMailMessage struct {
+	At        time.Time
+	Mailboxes []string
+	From      string
+	To        []string
+	Subject   string
+	// ReplyTo is where a reply goes (an approval request's agent+token
+	// address); DeliveryID the delivery that sent it, when beachd did.
+	ReplyTo, DeliveryID string
+	Text                string
+	// Cut: the text was longer than what is kept.
+	Cut bool
+}
+
+// devMailView is a message as the inbox shows it, with the ways to answer
+// an approval request found in its text.
+type devMailView struct {
+	DevMailMessage
+	// FromBeachd: filed for the person, so sent by beachd.
+	FromBeachd bool
+	// Links are the approval pages it links to; Codes the "YES 123456"
+	// answers it suggests.
+	Links []string
+	Codes []string
+}
+
+var (
+	approvalLinkRe = regexp.MustCompile(`https?://[^\s<>"'()]{1,300}/a/[A-Za-z0-9_-]{8,200}`)
+	answerCodeRe   = regexp.MustCompile(`(?i)\b(?:YES|NO|APPROVE|DENY)\s+([0-9]{4,10})\b`)
+)
+
+// answers finds, in a message's text, the approval pages it links to
+// (those of this beachd, at publicURL/a/…) and the codes it asks to be
+// sent back, each once, at most ten of each.
+func answers(text, publicURL string) (links, codes []string) {
+	seen := map[string]bool{}
+	for _, l := range approvalLinkRe.FindAllString(text, 50) {
+		if strings.HasPrefix(l, publicURL+"/a/") && !seen[l] && len(links) < 10 {
+			seen[l] = true
+			links = append(links, l)
+		}
+	}
+	for _, m := range answerCodeRe.FindAllStringSubmatch(text, 50) {
+		if !seen[m[1]] && len(codes) < 10 {
+			seen[m[1]] = true
+			codes = append(codes, m[1])
+		}
+	}
+	return links, codes
 }
 
 type devData struct {
@@ -55,7 +112,8 @@ type devData struct {
 	Webhooks  []DevWebhook
 	Decisions []DevDecision
 	Mail      DevMail
-	Numbers   []string // recipients of recorded texts, for the reply form
+	MailShown []devMailView // newest first
+	Numbers   []string      // recipients of recorded texts, for the reply form
 }
 
 func (c *Console) devInbox(w http.ResponseWriter, r *http.Request, id identity) {
@@ -70,6 +128,12 @@ func (c *Console) devInbox(w http.ResponseWriter, r *http.Request, id identity) 
 			seen[t.To] = true
 			d.Numbers = append(d.Numbers, t.To)
 		}
+	}
+	for i := len(d.Mail.Messages) - 1; i >= 0; i-- {
+		m := devMailView{DevMailMessage: d.Mail.Messages[i]}
+		m.FromBeachd = !slices.Contains(m.Mailboxes, "agent")
+		m.Links, m.Codes = answers(m.Text, c.cfg.PublicURL)
+		d.MailShown = append(d.MailShown, m)
 	}
 	reverse(d.Texts)
 	reverse(d.Webhooks)

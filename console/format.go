@@ -4,8 +4,12 @@ import (
 	"fmt"
 	"html/template"
 	"net/url"
+	"regexp"
+	"sort"
 	"strings"
 	"time"
+
+	"github.com/cool-ai/beachd/channels/webhook"
 
 	"github.com/cool-ai/beachd/approvals"
 	"github.com/cool-ai/beachd/store"
@@ -54,6 +58,20 @@ func funcs(now func() time.Time) template.FuncMap {
 				}
 			}
 			return template.URL(v.Encode())
+		},
+		"addr":         addr,
+		"via":          decidedVia,
+		"breakerWords": breakerWords,
+		"breakerRetry": func(e webhook.EndpointStatus) string { return breakerRetry(e, now()) },
+		"breakerClass": breakerClass,
+		"kindClass": func(k string) string {
+			switch k {
+			case "approval request":
+				return "warn"
+			case "error":
+				return "bad"
+			}
+			return "plain"
 		},
 		"n": func(m map[store.State]int, st string) int { return m[store.State(st)] },
 		// slice16 turns an RFC 3339 time into a datetime-local value.
@@ -120,4 +138,119 @@ func dispositionClass(d string) string {
 		return "warn"
 	}
 	return "plain"
+}
+
+// addr shows an address (or a URL) so that it wraps only at sensible
+// points: before the @, after a dot, slash or plus (not a number's
+// leading +), never inside a word.
+// The text is escaped; only <wbr> is added (the one before the @ of class
+// "at": in a wide table that is the only place an address wraps).
+func addr(s string) template.HTML {
+	var b strings.Builder
+	for i, r := range s {
+		if r == '@' {
+			b.WriteString(`<wbr class="at">`)
+		}
+		b.WriteString(template.HTMLEscapeString(string(r)))
+		if r == '.' || r == '/' || r == '+' && i > 0 || r == '?' || r == '&' {
+			b.WriteString("<wbr>")
+		}
+	}
+	return template.HTML(b.String())
+}
+
+// decidedVia says in plain words through which channel an approval was
+// decided.
+func decidedVia(channel string) string {
+	switch channel {
+	case "":
+		return ""
+	case "email":
+		return "email reply"
+	case "sms":
+		return "SMS"
+	case "whatsapp":
+		return "WhatsApp"
+	case "link":
+		return "approval page"
+	case "webhook":
+		return "signed webhook"
+	case "operator":
+		return "operator (console or API)"
+	case "policy":
+		return "policy"
+	}
+	return channel
+}
+
+// secretParam: query parameters whose values are credentials whatever
+// they look like.
+var secretParam = regexp.MustCompile(`(?i)(token|secret|key|sig|signature|password|passwd|pwd|auth|code|credential|session|access)`)
+
+// tokenLike: a value long and mixed enough to be a credential.
+var tokenLike = regexp.MustCompile(`^[A-Za-z0-9_\-.~+/=%]{16,}$`)
+
+// displayURL shows a configured URL without what may be a secret: no user
+// information, no fragment, and the values of query parameters that name a
+// credential or look like one replaced by "…". A URL that does not parse
+// is not shown.
+func displayURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	u.User, u.Fragment, u.RawFragment = nil, "", ""
+	if u.RawQuery != "" {
+		q := u.Query()
+		parts := make([]string, 0, len(q))
+		for _, k := range sortedKeys(q) {
+			for _, v := range q[k] {
+				if secretParam.MatchString(k) || tokenLike.MatchString(v) && strings.ContainsAny(v, "0123456789") {
+					v = "…"
+				}
+				parts = append(parts, url.QueryEscape(k)+"="+strings.ReplaceAll(url.QueryEscape(v), "%E2%80%A6", "…"))
+			}
+		}
+		u.RawQuery = strings.Join(parts, "&")
+	}
+	return u.String()
+}
+
+func sortedKeys(q url.Values) []string {
+	ks := make([]string, 0, len(q))
+	for k := range q {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+// breakerWords says what an endpoint's breaker means for its deliveries.
+func breakerWords(b webhook.BreakerState) string {
+	switch b {
+	case webhook.Closed:
+		return "sending normally"
+	case webhook.HalfOpen:
+		return "trying again after repeated failures"
+	}
+	return "paused after repeated failures"
+}
+
+// breakerRetry says when a paused endpoint is tried again.
+func breakerRetry(e webhook.EndpointStatus, now time.Time) string {
+	if e.Breaker != webhook.Open || e.ProbeAt.IsZero() {
+		return ""
+	}
+	return "retrying at " + e.ProbeAt.UTC().Format("15:04:05 UTC") + " (" + relative(now.Sub(e.ProbeAt)) + ")"
+}
+
+// breakerClass colours breakerWords.
+func breakerClass(b webhook.BreakerState) string {
+	switch b {
+	case webhook.Closed:
+		return "good"
+	case webhook.HalfOpen:
+		return "warn"
+	}
+	return "bad"
 }

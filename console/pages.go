@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cool-ai/beachd/api"
 	"github.com/cool-ai/beachd/approvals"
@@ -161,7 +162,7 @@ func contains(xs []string, x string) bool {
 
 type deliveriesData struct {
 	Filter     url.Values
-	Deliveries []*store.Delivery
+	Deliveries []deliveryRow
 	Next       string
 	Channels   []string
 	States     []store.State
@@ -193,11 +194,121 @@ func (c *Console) deliveries(w http.ResponseWriter, r *http.Request, id identity
 		c.internal(w, r, id, err)
 		return
 	}
-	d.Deliveries = ds
+	gists := map[string]gist{}
+	for _, del := range ds {
+		g, ok := gists[del.EnvelopeID]
+		if !ok {
+			g = gist{Kind: "message"}
+			if rec, err := c.deps.DB.Envelope(r.Context(), del.EnvelopeID); err == nil {
+				g = gistOf(rec.Envelope)
+			}
+			gists[del.EnvelopeID] = g
+		}
+		row := deliveryRow{Delivery: del, Gist: g}
+		if s := del.Extra[envelope.ExtraSubject]; s != "" && del.Channel == envelope.ChannelEmail {
+			row.Gist.Text = clip(s, gistRunes)
+		}
+		if del.Extra[envelope.ExtraTemplate] == "window" {
+			row.Gist.Kind = "window template"
+		} else if del.Extra[envelope.ExtraConversation] != "" && g.Kind == "message" {
+			row.Gist.Kind = "conversation answer"
+		}
+		d.Deliveries = append(d.Deliveries, row)
+	}
 	if more && len(ds) > 0 {
 		d.Next = ds[len(ds)-1].ID
 	}
 	c.render(w, http.StatusOK, "deliveries", c.newPage(r, id, "deliveries", "Deliveries", d))
+}
+
+// deliveryRow is a delivery in the list, with what it says.
+type deliveryRow struct {
+	*store.Delivery
+	Gist gist
+}
+
+// gist tells deliveries apart: their kind and their subject or first text.
+type gist struct {
+	// Kind: "approval request", "question", "error", "message" (and, for
+	// the row, "conversation answer", "window template").
+	Kind string
+	Text string
+}
+
+// gistRunes bounds a gist's text.
+const gistRunes = 90
+
+// gistOf reads an envelope for the deliveries list: an approval request's
+// summary (or its tool's name), else the first line of the first text.
+func gistOf(raw json.RawMessage) gist {
+	env, err := envelope.Decode(raw, envelope.Limits{})
+	if err != nil {
+		return gist{Kind: "message", Text: "(unreadable envelope)"}
+	}
+	g := gist{Kind: "message"}
+	switch env.Meta.FinalizedBy {
+	case "error":
+		g.Kind = "error"
+	case "clarifying":
+		g.Kind = "question"
+	}
+	var first string
+	var sawResponse, sawClarify, sawError bool
+	for _, p := range env.Parts {
+		sawResponse = sawResponse || p.PartType() == envelope.PartResponse
+		sawClarify = sawClarify || p.PartType() == envelope.PartClarify
+		sawError = sawError || p.PartType() == envelope.PartError
+		switch p.PartType() {
+		case "approval-request":
+			var req envelope.ApprovalRequest
+			if json.Unmarshal(p.Data, &req) == nil && g.Kind != "approval request" {
+				g.Kind = "approval request"
+				g.Text = "Approve: " + firstLine(req.Summary)
+				if req.Summary == "" {
+					g.Text = "Approve: " + req.ToolName
+				}
+			}
+		case envelope.PartResponse, envelope.PartClarify, envelope.PartError:
+			if first == "" {
+				first = firstLine(p.TextValue())
+			}
+		}
+	}
+	if g.Kind == "message" && !sawResponse && sawError {
+		g.Kind = "error"
+	} else if g.Kind == "message" && !sawResponse && sawClarify {
+		g.Kind = "question"
+	}
+	if g.Text == "" {
+		g.Text = first
+	}
+	if g.Text == "" {
+		g.Text = "(no text)"
+	}
+	g.Text = clip(g.Text, gistRunes)
+	return g
+}
+
+// firstLine is the first non-empty line of Markdown text, its emphasis and
+// list marks dropped.
+func firstLine(s string) string {
+	for _, l := range strings.Split(s, "\n") {
+		l = strings.TrimSpace(strings.NewReplacer("**", "", "__", "", "`", "").Replace(l))
+		l = strings.TrimSpace(strings.TrimLeft(l, "#>-*• "))
+		if l != "" {
+			return l
+		}
+	}
+	return ""
+}
+
+// clip cuts s to n runes, with an ellipsis.
+func clip(s string, n int) string {
+	s = strings.ToValidUTF8(s, "")
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
 }
 
 type deliveryData struct {
@@ -539,12 +650,22 @@ func (c *Console) pauseSchedule(pause bool) func(http.ResponseWriter, *http.Requ
 
 // --- webhook endpoints ---
 
+// endpointRow is an endpoint with the URL it delivers to, as shown.
+type endpointRow struct {
+	webhook.EndpointStatus
+	URL string
+}
+
 func (c *Console) webhooks(w http.ResponseWriter, r *http.Request, id identity) {
 	if c.deps.Webhooks == nil {
 		c.fail(w, r, id, http.StatusNotFound, "No webhook endpoints are configured.")
 		return
 	}
-	c.render(w, http.StatusOK, "webhooks", c.newPage(r, id, "webhooks", "Webhook endpoints", c.deps.Webhooks.Endpoints()))
+	var rows []endpointRow
+	for _, e := range c.deps.Webhooks.Endpoints() {
+		rows = append(rows, endpointRow{EndpointStatus: e, URL: displayURL(c.deps.Webhooks.URL(e.Name))})
+	}
+	c.render(w, http.StatusOK, "webhooks", c.newPage(r, id, "webhooks", "Webhook endpoints", rows))
 }
 
 func (c *Console) enableEndpoint(w http.ResponseWriter, r *http.Request, id identity) {

@@ -18,6 +18,7 @@ import (
 	"github.com/emersion/go-imap/v2"
 	"github.com/emersion/go-imap/v2/imapserver"
 	"github.com/emersion/go-imap/v2/imapserver/imapmemserver"
+	"github.com/emersion/go-message"
 	"github.com/emersion/go-sasl"
 	"github.com/emersion/go-smtp"
 )
@@ -65,6 +66,34 @@ type DevServer struct {
 
 	mu       sync.Mutex
 	received int
+	kept     []DevMessage // the newest DevKeep, oldest first
+}
+
+// DevKeep is how many accepted messages the dev server keeps for the dev
+// inbox; older ones drop off (the mailboxes keep them all).
+const DevKeep = 200
+
+// devMaxText bounds the text kept of one message.
+const devMaxText = 16 << 10
+
+// DevMessage is one message the dev server accepted, as the dev inbox
+// shows it: read with ParseMessage, whatever its sender.
+type DevMessage struct {
+	At time.Time
+	// Mailboxes it was filed into: "you", "agent" or both.
+	Mailboxes []string
+	// From is the header's first address; To its recipients (To and Cc).
+	From    string
+	To      []string
+	Subject string
+	// ReplyTo is where a reply goes: for an approval request, the
+	// agent+token address a reply decides through.
+	ReplyTo   string
+	MessageID string
+	// Text is the plain text (or the HTML part's text), at most 16 KiB;
+	// Cut says it was longer.
+	Text string
+	Cut  bool
 }
 
 // NewDevServer creates the dev server and binds its two listeners, so that
@@ -147,6 +176,40 @@ func (d *DevServer) Received() int {
 	return d.received
 }
 
+// Messages are the newest messages accepted (at most DevKeep), oldest
+// first.
+func (d *DevServer) Messages() []DevMessage {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]DevMessage(nil), d.kept...)
+}
+
+// keep reads an accepted message for the dev inbox; a message the parser
+// cannot read is kept with what its header says, or as unreadable.
+func (d *DevServer) keep(raw []byte, boxes []string, now time.Time) {
+	m := DevMessage{At: now, Mailboxes: boxes}
+	if p, err := ParseMessage(raw, ParseOptions{TrustUnauthenticated: true, ReceivedAt: now, MaxBytes: int(d.cfg.MaxMessageBytes) + 4096}); err == nil {
+		in := p.Inbound
+		m.From, m.To, m.Subject, m.MessageID = in.From, in.Recipients, in.Subject, in.MessageID
+		m.Text = in.FullText
+		if ent, err := message.Read(bytes.NewReader(raw)); ent != nil && (err == nil || message.IsUnknownCharset(err) || message.IsUnknownEncoding(err)) {
+			m.ReplyTo = firstAddress(ent.Header, "Reply-To")
+		}
+	} else {
+		m.Text = "(unreadable message: " + err.Error() + ")"
+	}
+	if len(m.Text) > devMaxText {
+		m.Text, m.Cut = capText(m.Text, devMaxText), true
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.received++
+	d.kept = append(d.kept, m)
+	if len(d.kept) > DevKeep {
+		d.kept = append(d.kept[:0:0], d.kept[len(d.kept)-DevKeep:]...)
+	}
+}
+
 // Close releases the listeners (Run does it itself when ctx ends).
 func (d *DevServer) Close() error {
 	return errors.Join(d.smtpLn.Close(), d.imapLn.Close())
@@ -220,6 +283,14 @@ func (d *DevServer) mailboxFor(rcpt string) *imapmemserver.User {
 	return d.users[d.You.Address]
 }
 
+// boxName names a mailbox of the dev server: "agent" or "you".
+func (d *DevServer) boxName(u *imapmemserver.User) string {
+	if u == d.users[d.Agent.Address] {
+		return "agent"
+	}
+	return "you"
+}
+
 type devSession struct {
 	d    *DevServer
 	rcpt []*imapmemserver.User
@@ -256,15 +327,16 @@ func (s *devSession) Data(r io.Reader) error {
 	if err != nil {
 		return err
 	}
-	b = s.d.stamp(b, time.Now())
+	now := time.Now()
+	b = s.d.stamp(b, now)
+	var boxes []string
 	for _, u := range s.rcpt {
-		if _, err := u.Append("INBOX", bytes.NewReader(b), &imap.AppendOptions{Time: time.Now()}); err != nil {
+		if _, err := u.Append("INBOX", bytes.NewReader(b), &imap.AppendOptions{Time: now}); err != nil {
 			return &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "mailbox unavailable"}
 		}
+		boxes = append(boxes, s.d.boxName(u))
 	}
-	s.d.mu.Lock()
-	s.d.received++
-	s.d.mu.Unlock()
+	s.d.keep(b, boxes, now)
 	return nil
 }
 

@@ -58,3 +58,44 @@ func TestDevServerAgentInbound(t *testing.T) {
 		t.Errorf("the person's mailbox holds %d messages, want the one to bob", n)
 	}
 }
+
+// TestDevServerKeepsMessages: what the dev server accepts is kept for the
+// dev inbox, read as a person reads it (sender, recipients, subject,
+// Reply-To, the text of a quoted-printable body), the newest DevKeep of
+// them.
+func TestDevServerKeepsMessages(t *testing.T) {
+	d := startDevServer(t)
+	c, err := smtpDial(d.SMTPAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	msg := "From: beachd <agent@" + DevDomain + ">\r\nTo: " + d.You.Address + "\r\nReply-To: agent+tok123@" + DevDomain + "\r\n" +
+		"Subject: =?utf-8?q?Approve=3A_Book_BA2043_=E2=80=94_=C2=A31=2C122?=\r\nContent-Type: text/plain; charset=utf-8\r\n" +
+		"Content-Transfer-Encoding: quoted-printable\r\n\r\nReply YES or open this page: http://127.0.0.1:8025/a/tok=\r\n123\r\n"
+	if err := c.SendMail(d.Agent.Address, []string{d.You.Address}, strings.NewReader(msg)); err != nil {
+		t.Fatal(err)
+	}
+	ms := d.Messages()
+	if len(ms) != 1 {
+		t.Fatalf("kept %d messages, want 1", len(ms))
+	}
+	m := ms[0]
+	if m.From != d.Agent.Address || len(m.To) != 1 || m.To[0] != d.You.Address || m.ReplyTo != "agent+tok123@"+DevDomain ||
+		m.Subject != "Approve: Book BA2043 — £1,122" || !strings.Contains(m.Text, "http://127.0.0.1:8025/a/tok123") ||
+		fmt.Sprint(m.Mailboxes) != "[you]" || m.At.IsZero() || m.MessageID == "" {
+		t.Errorf("kept %+v", m)
+	}
+	for i := 0; i < DevKeep+5; i++ {
+		if err := c.SendMail(d.You.Address, []string{d.Agent.Address}, strings.NewReader(fmt.Sprintf("Subject: n%d\r\n\r\nhello\r\n", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ms = d.Messages()
+	if len(ms) != DevKeep || ms[len(ms)-1].Subject != fmt.Sprintf("n%d", DevKeep+4) || ms[0].Subject != "n5" || fmt.Sprint(ms[0].Mailboxes) != "[agent]" {
+		t.Errorf("kept %d, first %q, last %q", len(ms), ms[0].Subject, ms[len(ms)-1].Subject)
+	}
+	if d.Received() != DevKeep+6 {
+		t.Errorf("received %d", d.Received())
+	}
+}

@@ -143,6 +143,10 @@ func (b *browser) check(name string) {
 				b.t.Errorf("%s (%s): axe %s violation %s: %s at %v", name, vp.suffix, v.Impact, v.ID, v.Help, v.Nodes)
 			}
 		}
+		// Nothing is wider than the screen: a wide table scrolls in its box.
+		if w, err := chromedp.Run(ctx, chromedp.Evaluate[int](fmt.Sprintf(`document.documentElement.scrollWidth - %d`, vp.w))); err != nil || w > 0 {
+			b.t.Errorf("%s (%s): the page is %d px wider than the screen (%v)", name, vp.suffix, w, err)
+		}
 		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 		if err != nil {
 			b.t.Fatal(err)
@@ -423,11 +427,20 @@ func TestConsoleInChromium(t *testing.T) {
 		return false
 	})
 
-	// Dev inbox: reply to the SMS with the code, as the phone would.
+	// Dev inbox: the mail beachd sent (the sample, and the approval with
+	// its page), then reply to the SMS with the code, as the phone would.
 	b.open("/ui/dev")
 	page = b.text()
 	if !strings.Contains(page, "+15555550100") || !strings.Contains(page, "granted") {
 		t.Errorf("dev inbox:\n%s", page)
+	}
+	for _, want := range []string{"sent by beachd", "you@beachd.localhost", "Approve: Book BA2043", "London Gatwick to Corfu", "Open the approval page", "APPROVE or DENY"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the dev inbox's mail lacks %q:\n%s", want, page)
+		}
+	}
+	if n := b.count(`.answer a[href^="` + d.base + `/a/"]`); n < 1 {
+		t.Errorf("the approval mail in the dev inbox links no approval page")
 	}
 	b.check("dev")
 	var smsCode string

@@ -153,7 +153,7 @@ Talk to the dev agent (it quotes your text, names your attachments and counts th
 
   by mail  write from %[4]s to %[3]s with any mail client (the mail server above), or with curl:
 %[5]s
-           the answer comes back to %[4]s (the console's Mail screen shows it)
+           the answer comes back to %[4]s (the console's Dev inbox shows it, under Mail: %[1]s/ui/dev)
   by SMS   curl -sS -H 'Content-Type: application/json' %[1]s/dev/reply \
                 -d '{"channel":"sms","from":"+447700900123","text":"Flights to Lisbon?"}'
            then: curl -sS %[1]s/dev/messages   (whatsapp works alike; "media":[{"mediaType","filename","data"(base64)}] attaches files)

@@ -165,3 +165,20 @@ func TestDevInboundPassesDevCheck(t *testing.T) {
 		}
 	}
 }
+
+// TestDevBannerNamesWhatExists: the banner points at the console's Dev
+// inbox (there is no Mail screen), and its sample answer has a code of the
+// length real codes have.
+func TestDevBannerNamesWhatExists(t *testing.T) {
+	d := startDev(t)
+	var out strings.Builder
+	printDevBanner(&out, d.a, strings.TrimPrefix(d.base, "http://"))
+	banner := out.String()
+	if !strings.Contains(banner, "the console's Dev inbox shows it, under Mail: "+d.base+"/ui/dev") || strings.Contains(banner, "Mail screen") {
+		t.Errorf("the banner does not name the Dev inbox:\n%s", banner)
+	}
+	m := regexp.MustCompile(`body='YES (\d+)'`).FindStringSubmatch(banner)
+	if m == nil || len(m[1]) != 6 {
+		t.Errorf("the banner's sample code %v, want 6 digits as real codes have:\n%s", m, banner)
+	}
+}

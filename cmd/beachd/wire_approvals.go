@@ -146,6 +146,7 @@ func (a *app) wireApprovals() error {
 		Words:         words,
 		Secret:        []byte(secret),
 		PublicURL:     a.cfg.PublicURL,
+		Organisation:  a.cfg.Organisation.Name,
 		DefaultExpiry: cfg.DefaultExpiry,
 		CodeDigits:    cfg.SMSCodeDigits,
 		MaxWrongCodes: cfg.MaxWrongCodes,

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -60,7 +61,11 @@ func (a *app) wireConsole() error {
 		deps.Schedules = a.console.scheduler
 	}
 	if d, ok := a.deliverers[envelope.ChannelWebhook].(*webhook.Deliverer); ok {
-		deps.Webhooks = &webhookEndpoints{d: d, names: sortedNames(a.cfg.Webhooks.Endpoints)}
+		urls := map[string]string{}
+		for n, ep := range a.cfg.Webhooks.Endpoints {
+			urls[n] = ep.URL
+		}
+		deps.Webhooks = &webhookEndpoints{d: d, names: sortedNames(a.cfg.Webhooks.Endpoints), urls: urls}
 	}
 	if c := a.conversationsAPI(); c != nil {
 		deps.Conversations = c
@@ -91,6 +96,7 @@ func sortedNames[V any](m map[string]V) []string {
 type webhookEndpoints struct {
 	d     *webhook.Deliverer
 	names []string
+	urls  map[string]string
 }
 
 func (w *webhookEndpoints) Endpoints() []webhook.EndpointStatus {
@@ -104,6 +110,8 @@ func (w *webhookEndpoints) Endpoints() []webhook.EndpointStatus {
 }
 
 func (w *webhookEndpoints) Enable(name string) bool { return w.d.Enable(name) }
+
+func (w *webhookEndpoints) URL(name string) string { return w.urls[name] }
 
 // renditions renders a delivery as its channel would now, without approval
 // handles.
@@ -252,7 +260,18 @@ func (d *devInbox) Mail() console.DevMail {
 	if d.a.console.mail == nil {
 		return console.DevMail{Lines: []string{"No local mail server: the email channel is configured."}}
 	}
-	return console.DevMail{Lines: d.a.console.mail.Banner(), Received: d.a.console.mail.Received()}
+	m := console.DevMail{Lines: d.a.console.mail.Banner(), Received: d.a.console.mail.Received()}
+	for _, k := range d.a.console.mail.Messages() {
+		dm := console.DevMailMessage{At: k.At, Mailboxes: k.Mailboxes, From: k.From, To: k.To, Subject: k.Subject,
+			ReplyTo: k.ReplyTo, Text: k.Text, Cut: k.Cut}
+		// beachd's Message-IDs begin with the delivery's id (dlv_….token@…).
+		local, _, _ := strings.Cut(k.MessageID, "@")
+		if id, _, _ := strings.Cut(local, "."); strings.HasPrefix(id, "dlv_") && slices.Contains(dm.Mailboxes, "you") {
+			dm.DeliveryID = id
+		}
+		m.Messages = append(m.Messages, dm)
+	}
+	return m
 }
 
 // Reply goes through the dev handler's own form path, as /dev/reply does.

@@ -135,7 +135,7 @@ func (a *app) wireTwilioRecorder(c *config.TwilioConfig, renderFn twilio.RenderF
 		api.Route{Method: "GET", Pattern: "/dev/messages", Handler: http.HandlerFunc(dev.Messages), Auth: !open},
 		api.Route{Method: "POST", Pattern: "/dev/reply", Handler: devPostGuard(http.HandlerFunc(dev.Reply), open, a.cfg.PublicURL), Auth: !open})
 	a.banner = append(a.banner,
-		fmt.Sprintf("sms/whatsapp %s/dev/messages   (recorded, not sent; answer: curl %[1]s/dev/reply -d channel=sms --data-urlencode from=+… --data-urlencode body='YES 1234')", a.cfg.PublicURL))
+		fmt.Sprintf("sms/whatsapp %s/dev/messages   (recorded, not sent; answer: curl %[1]s/dev/reply -d channel=sms --data-urlencode from=+… --data-urlencode body='YES 123456')", a.cfg.PublicURL))
 	return nil
 }
 
