@@ -45,6 +45,20 @@ func funcs(now func() time.Time) template.FuncMap {
 		"stateClass": stateClass,
 		"dispClass":  dispositionClass,
 		"contains":   strings.Contains,
+		// short is the start of a hash, enough to compare by eye.
+		"short": func(h string) string {
+			if len(h) > 12 {
+				return h[:12] + "…"
+			}
+			return h
+		},
+		// voteClass colours a vote by its disposition.
+		"voteClass": func(d string) string {
+			if d == store.DispositionIgnored {
+				return "bad"
+			}
+			return "good"
+		},
 		"summary":    func(v *approvals.View) string { return v.Summary },
 		"q": func(kv ...string) template.URL {
 			v := url.Values{}
