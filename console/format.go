@@ -59,7 +59,7 @@ func funcs(now func() time.Time) template.FuncMap {
 			}
 			return "good"
 		},
-		"summary":    func(v *approvals.View) string { return v.Summary },
+		"summary": func(v *approvals.View) string { return v.Summary },
 		"q": func(kv ...string) template.URL {
 			v := url.Values{}
 			for i := 0; i+1 < len(kv); i += 2 {
