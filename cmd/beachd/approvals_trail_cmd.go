@@ -94,7 +94,7 @@ func printTimeline(w io.Writer, tr *api.EventsView) error {
 			}
 			kind += ")"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", e.Seq, utc(e.At), termSafe(kind), termSafe(e.Actor), termSafe(e.Channel), evidenceText(e.Evidence))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", e.Seq, utc(e.At), termText(kind), termSafe(e.Actor), termSafe(e.Channel), evidenceText(e.Evidence))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
