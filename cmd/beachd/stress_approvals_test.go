@@ -17,10 +17,10 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/cool-ai/beachd/agent"
-	"github.com/cool-ai/beachd/api"
-	"github.com/cool-ai/beachd/approvals"
 	"github.com/cool-ai/beachd/agent/a2ajstest"
 	"github.com/cool-ai/beachd/agent/agenttest"
+	"github.com/cool-ai/beachd/api"
+	"github.com/cool-ai/beachd/approvals"
 	"github.com/cool-ai/beachd/channels/webhook"
 	"github.com/cool-ai/beachd/store/postgres/pgtest"
 )
