@@ -22,6 +22,8 @@ type View struct {
 	Why          string `json:"-"`
 	AgentMessage string `json:"-"`
 	ToolTitle    string `json:"-"`
+	// Trail is the hash-chained event trail, verified (Get only).
+	Trail *Trail `json:"-"`
 }
 
 func view(a *store.Approval) *View {
@@ -60,7 +62,8 @@ func (s *Service) List(ctx context.Context, state, after string, limit int) ([]*
 	return out, nil
 }
 
-// Get returns an approval with its audit trail and injection job.
+// Get returns an approval with its audit trail, its event trail (verified)
+// and injection job.
 func (s *Service) Get(ctx context.Context, id string) (*View, error) {
 	a, err := s.db.Approval(ctx, id)
 	if err != nil {
@@ -71,6 +74,9 @@ func (s *Service) Get(ctx context.Context, id string) (*View, error) {
 		return nil, err
 	}
 	v.Why, v.AgentMessage, v.ToolTitle = s.requestContext(ctx, a)
+	if v.Trail, err = s.Trail(ctx, id); err != nil {
+		return nil, err
+	}
 	if a.InjectionID != "" {
 		if v.Injection, err = s.db.Injection(ctx, a.InjectionID); err != nil {
 			return nil, err
