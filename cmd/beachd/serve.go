@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"runtime"
 	"net/http/pprof"
+	"runtime"
 	"time"
 
 	"github.com/cool-ai/beachd/config"
