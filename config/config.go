@@ -45,6 +45,10 @@ type Config struct {
 	// DevAgentA2A is the A2A generation `beachd dev`'s agent speaks ("0.3",
 	// or 1.0 otherwise); not configurable from a file.
 	DevAgentA2A string `yaml:"-"`
+	// Warnings are what Check found worth saying that refuses nothing
+	// ("line 12, column 25: approvals.policies[0].steps[0].remind_after:
+	// 10s is under a minute …"): config check prints them, serve logs them.
+	Warnings []string `yaml:"-"`
 }
 
 // LogConfig selects the log format and level.
@@ -122,6 +126,9 @@ func (c *Config) registry(v *validator) *envelope.Registry {
 func (c *Config) Validate() (*envelope.Registry, error) {
 	v := &validator{}
 	reg := c.check(v)
+	if len(c.Warnings) == 0 {
+		c.Warnings = placeWarnings(nil, v.warnings)
+	}
 	return reg, v.err()
 }
 
@@ -201,6 +208,7 @@ func (c *Config) check(v *validator) *envelope.Registry {
 		c.Twilio.validate(v)
 	}
 	c.Approvals.validate(v)
+	c.validatePolicies(v)
 	if c.Approvals.EmailLinks != nil && !*c.Approvals.EmailLinks && c.Email != nil && c.Email.IMAP == nil {
 		v.errorf("approvals.email_links", "false leaves replies the only way to answer by mail, and email.imap is not set: nobody could decide an approval sent by email")
 	}

@@ -262,3 +262,27 @@ func TestConfigCheckConnectsToPostgres(t *testing.T) {
 		t.Fatalf("unreachable database: exit %d\n%s%s", code, out, errs)
 	}
 }
+
+// config check prints a policy's duration under a minute as a warning,
+// placed in the file, and accepts the file; a CEL error refuses it with
+// its place in the expression.
+func TestConfigCheckPolicyWarningsAndErrors(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	base := "listen: 127.0.0.1:1\napi_keys: [\"0123456789abcdef\"]\nagents: {travel: {a2a_url: http://127.0.0.1:9000/}}\n" +
+		"approvals:\n  policies:\n    - name: quick\n      match: {agent: travel, when: %q}\n      steps: [{to: envelope, remind_after: 5s}]\n"
+	os.WriteFile(path, []byte(fmt.Sprintf(base, "double(args.amount) < 10.0")), 0o600)
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"config", "check", "--config", path}, func(string) string { return "" }, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if want := "c.yaml: warning: line 8, column 44: approvals.policies[0].steps[0].remind_after: 5s is under a minute"; !strings.Contains(out.String(), want) {
+		t.Errorf("output %q lacks %q", out.String(), want)
+	}
+	os.WriteFile(path, []byte(fmt.Sprintf(base, "args.amount < 10 && args.nosuch.")), 0o600)
+	out.Reset()
+	errb.Reset()
+	code := run(context.Background(), []string{"config", "check", "--config", path}, func(string) string { return "" }, &out, &errb)
+	if want := "line 7, column 36: approvals.policies[0].match.when: expression line 1, column 33: Syntax error"; code == 0 || !strings.Contains(errb.String(), want) {
+		t.Errorf("exit %d, %q; want a failure with %q", code, errb.String(), want)
+	}
+}
