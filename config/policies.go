@@ -18,15 +18,15 @@ import (
 // (decide at once, or ask the people of its steps until quorum of them
 // grant or one denies).
 //
-//	- name: large-bookings
-//	  match: { agent: travel, tool: book_flight, when: "double(args.amount) > 200.0" }
-//	  quorum: 2
-//	  steps:
-//	    - { to: envelope, remind_after: 30m, escalate_after: 2h }
-//	    - to:
-//	        - { channel: sms, address: "+447700900456" }
-//	        - { person: carol, channels: [ { channel: email, address: carol@example.org } ] }
-//	  quiet_hours: { zone: Europe/London, from: "21:00", to: "08:00" }
+//   - name: large-bookings
+//     match: { agent: travel, tool: book_flight, when: "double(args.amount) > 200.0" }
+//     quorum: 2
+//     steps:
+//   - { to: envelope, remind_after: 30m, escalate_after: 2h }
+//   - to:
+//   - { channel: sms, address: "+447700900456" }
+//   - { person: carol, channels: [ { channel: email, address: carol@example.org } ] }
+//     quiet_hours: { zone: Europe/London, from: "21:00", to: "08:00" }
 type PolicyConfig struct {
 	Name  string      `yaml:"name"`
 	Match PolicyMatch `yaml:"match"`
@@ -208,7 +208,7 @@ func (c *Config) validatePolicies(v *validator) {
 // once, durations in order, and a quorum the named people can reach.
 func (c *Config) validateSteps(v *validator, key string, p *PolicyConfig) {
 	envelopeStep := len(p.Steps) == 0
-	incomplete := false // a step whose list was refused: no count is right
+	incomplete := false          // a step whose list was refused: no count is right
 	named := map[string]string{} // recipient or person → where first named
 	persons := map[string]bool{} // the people who count toward the quorum
 	for si, s := range p.Steps {
