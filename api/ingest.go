@@ -24,6 +24,14 @@ type ApprovalPreparer interface {
 	Prepare(ctx context.Context, env *envelope.Envelope, to []envelope.Recipient, agent string) (approvals []store.NewApproval, perRecipient [][]string, err error)
 }
 
+// ApprovalCommitter is a preparer's optional after-commit hook: it is
+// given the approvals of each ingest that committed (not a replay), so that
+// what must follow the commit (an injection decided at ingest, the timers
+// of a policy) starts at once. The approvals package implements it.
+type ApprovalCommitter interface {
+	Committed(ctx context.Context, approvals []store.NewApproval)
+}
+
 // IngestConfig is what ingest checks requests against.
 type IngestConfig struct {
 	Registry *envelope.Registry
@@ -312,6 +320,9 @@ func (in *Ingester) ingestExtra(ctx context.Context, env *envelope.Envelope, raw
 	}
 	if !res.Replayed && fromRequest && in.cfg.Remember != nil {
 		in.cfg.Remember(res.EnvelopeID, env, len(raw))
+	}
+	if c, ok := in.preparer.(ApprovalCommitter); ok && !res.Replayed && len(ing.Approvals) > 0 {
+		c.Committed(ctx, ing.Approvals)
 	}
 	if !res.Replayed {
 		if in.hand(held, res.Deliveries) < len(res.Deliveries) {

@@ -39,6 +39,10 @@ type Approval struct {
 	Recipients []ApprovalRecipient `json:"recipients,omitempty"`
 	// InjectionID is the injection job queued by the decision.
 	InjectionID string `json:"injectionId,omitempty"`
+	// Policy names the approval policy that governs it (approvals/policy);
+	// "" for an approval asked as beachd always asked: everyone at once,
+	// the first answer wins.
+	Policy string `json:"policy,omitempty"`
 }
 
 // ApprovalRecipient is one (recipient, channel) an approval was sent to.
@@ -75,6 +79,10 @@ type TokenBinding struct {
 type NewApproval struct {
 	Approval Approval
 	Tokens   map[string]TokenBinding // token hash (see approvals) → binding
+	// Decision, when set, decides the approval in the ingest's own
+	// transaction (a policy that decides at ingest), as Decide would: its
+	// injection job is queued with the envelope. ApprovalID is filled in.
+	Decision *Decision
 }
 
 // AuditEntry is one event in an approval's life.

@@ -87,6 +87,12 @@ func (s *DB) putApprovalsTx(tx *bbolt.Tx, envID string, as []store.NewApproval, 
 			Detail: fmt.Sprintf("%d recipient(s), expires %s", len(a.Recipients), a.ExpiresAt.UTC().Format(time.RFC3339))}); err != nil {
 			return err
 		}
+		if d := na.Decision; d != nil {
+			d.ApprovalID = a.ID
+			if _, _, _, err := decideTx(tx, *d); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -249,57 +255,9 @@ func (s *DB) Decide(ctx context.Context, d store.Decision) (*store.Approval, *st
 	var job *store.Injection
 	var already bool
 	err := s.bolt.Batch(func(tx *bbolt.Tx) error {
-		out, job, already = nil, nil, false
-		if err := markInboundTx(tx, d.Channel, d.MessageID, d.At); err != nil {
-			return err
-		}
-		var a store.Approval
-		if err := getJSON(tx.Bucket(bApprovals), []byte(d.ApprovalID), &a); err != nil {
-			return fmt.Errorf("approval %q: %w", d.ApprovalID, err)
-		}
-		if a.State != store.ApprovalPending {
-			out, already = &a, true
-			return putAuditTx(tx, store.AuditEntry{At: d.At, ApprovalID: a.ID, Event: "already-decided", Channel: d.Channel,
-				Actor: d.DecidedBy, MessageID: d.MessageID, Decision: d.State,
-				Detail: "approval is " + a.State + " since " + a.DecidedAt.UTC().Format(time.RFC3339)})
-		}
-		if err := tx.Bucket(bApprovalExpiry).Delete(timeKey(a.ExpiresAt, a.ID)); err != nil {
-			return err
-		}
-		if err := deleteCodeGuardsTx(tx, &a); err != nil {
-			return err
-		}
-		a.State, a.Reason, a.DecidedBy, a.Channel, a.MessageID, a.DecidedAt = d.State, d.Reason, d.DecidedBy, d.Channel, d.MessageID, d.At
-		event := "decided"
-		switch d.State {
-		case store.ApprovalExpired:
-			event = "expired"
-		case store.ApprovalVoid:
-			event = "voided"
-		}
-		if d.State != store.ApprovalVoid {
-			a.InjectionID = d.InjectionID
-			inj := store.Injection{ID: d.InjectionID, ApprovalID: a.ID, Agent: a.Agent, Session: a.Session, Turn: a.Turn,
-				Response: envelope.ApprovalResponse{ApprovalID: a.ID, Decision: a.Decision(), Reason: d.Reason,
-					DecidedBy: d.DecidedBy, DecidedAt: d.At},
-				State: store.InjectionPending, CreatedAt: d.At, UpdatedAt: d.At, NextAt: d.At}
-			if d.ClaimFor > 0 {
-				inj.Attempts, inj.Claims, inj.NextAt, inj.LeasedUntil = 1, 1, d.At.Add(d.ClaimFor), d.At.Add(d.ClaimFor)
-			}
-			job = &inj
-			if err := putJSON(tx.Bucket(bInjections), []byte(inj.ID), inj); err != nil {
-				return err
-			}
-			if err := tx.Bucket(bInjectionDue).Put(timeKey(inj.NextAt, inj.ID), nil); err != nil {
-				return err
-			}
-		}
-		if err := putJSON(tx.Bucket(bApprovals), []byte(a.ID), a); err != nil {
-			return err
-		}
-		out = &a
-		return putAuditTx(tx, store.AuditEntry{At: d.At, ApprovalID: a.ID, Event: event, Channel: d.Channel,
-			Actor: d.DecidedBy, MessageID: d.MessageID, Decision: d.State, Detail: d.Reason})
+		var err error
+		out, job, already, err = decideTx(tx, d)
+		return err
 	})
 	if err != nil {
 		if errors.Is(err, store.ErrDuplicateInbound) || errors.Is(err, store.ErrNotFound) {
@@ -311,6 +269,60 @@ func (s *DB) Decide(ctx context.Context, d store.Decision) (*store.Approval, *st
 		return out, nil, store.ErrAlreadyDecided
 	}
 	return out, job, nil
+}
+
+// decideTx is Decide's transaction. already reports an approval that was
+// no longer pending: it is returned as it is and nothing else changes but
+// the audit entry and the message id.
+func decideTx(tx *bbolt.Tx, d store.Decision) (out *store.Approval, job *store.Injection, already bool, err error) {
+	if err := markInboundTx(tx, d.Channel, d.MessageID, d.At); err != nil {
+		return nil, nil, false, err
+	}
+	var a store.Approval
+	if err := getJSON(tx.Bucket(bApprovals), []byte(d.ApprovalID), &a); err != nil {
+		return nil, nil, false, fmt.Errorf("approval %q: %w", d.ApprovalID, err)
+	}
+	if a.State != store.ApprovalPending {
+		return &a, nil, true, putAuditTx(tx, store.AuditEntry{At: d.At, ApprovalID: a.ID, Event: "already-decided", Channel: d.Channel,
+			Actor: d.DecidedBy, MessageID: d.MessageID, Decision: d.State,
+			Detail: "approval is " + a.State + " since " + a.DecidedAt.UTC().Format(time.RFC3339)})
+	}
+	if err := tx.Bucket(bApprovalExpiry).Delete(timeKey(a.ExpiresAt, a.ID)); err != nil {
+		return nil, nil, false, err
+	}
+	if err := deleteCodeGuardsTx(tx, &a); err != nil {
+		return nil, nil, false, err
+	}
+	a.State, a.Reason, a.DecidedBy, a.Channel, a.MessageID, a.DecidedAt = d.State, d.Reason, d.DecidedBy, d.Channel, d.MessageID, d.At
+	event := "decided"
+	switch d.State {
+	case store.ApprovalExpired:
+		event = "expired"
+	case store.ApprovalVoid:
+		event = "voided"
+	}
+	if d.State != store.ApprovalVoid {
+		a.InjectionID = d.InjectionID
+		inj := store.Injection{ID: d.InjectionID, ApprovalID: a.ID, Agent: a.Agent, Session: a.Session, Turn: a.Turn,
+			Response: envelope.ApprovalResponse{ApprovalID: a.ID, Decision: a.Decision(), Reason: d.Reason,
+				DecidedBy: d.DecidedBy, DecidedAt: d.At},
+			State: store.InjectionPending, CreatedAt: d.At, UpdatedAt: d.At, NextAt: d.At}
+		if d.ClaimFor > 0 {
+			inj.Attempts, inj.Claims, inj.NextAt, inj.LeasedUntil = 1, 1, d.At.Add(d.ClaimFor), d.At.Add(d.ClaimFor)
+		}
+		job = &inj
+		if err := putJSON(tx.Bucket(bInjections), []byte(inj.ID), inj); err != nil {
+			return nil, nil, false, err
+		}
+		if err := tx.Bucket(bInjectionDue).Put(timeKey(inj.NextAt, inj.ID), nil); err != nil {
+			return nil, nil, false, err
+		}
+	}
+	if err := putJSON(tx.Bucket(bApprovals), []byte(a.ID), a); err != nil {
+		return nil, nil, false, err
+	}
+	return &a, job, false, putAuditTx(tx, store.AuditEntry{At: d.At, ApprovalID: a.ID, Event: event, Channel: d.Channel,
+		Actor: d.DecidedBy, MessageID: d.MessageID, Decision: d.State, Detail: d.Reason})
 }
 
 // DueExpiries returns the ids of pending approvals whose expiry is at or

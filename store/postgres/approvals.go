@@ -459,6 +459,14 @@ func (s *DB) putApprovalsTx(ctx context.Context, tx pgx.Tx, envID string, as []s
 	if err != nil {
 		return fmt.Errorf("store approvals: %w", err)
 	}
+	for _, na := range as {
+		if d := na.Decision; d != nil {
+			d.ApprovalID = na.Approval.ID
+			if _, _, _, err := s.decideTx(ctx, tx, *d); err != nil {
+				return fmt.Errorf("decide approval %s at ingest: %w", na.Approval.ID, err)
+			}
+		}
+	}
 	return nil
 }
 
