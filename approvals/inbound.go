@@ -78,14 +78,14 @@ func (s *Service) handleInbound(ctx context.Context, in envelope.Inbound) (envel
 	} else if seen {
 		return envelope.InboundResult{Outcome: OutcomeDuplicate}, nil
 	}
-	note := func(outcome string, bd *bound, detail string) (envelope.InboundResult, error) {
+	note := func(outcome string, bd *bound, detail string, events ...store.ApprovalEvent) (envelope.InboundResult, error) {
 		e := store.AuditEntry{At: now, Event: outcome, Channel: in.Channel, Actor: in.From, MessageID: in.MessageID, Detail: detail}
 		res := envelope.InboundResult{Outcome: outcome}
 		if bd != nil && bd.a != nil {
 			e.ApprovalID = bd.a.ID
 			res.ApprovalID = bd.a.ID
 		}
-		if err := s.db.Note(ctx, e); err != nil {
+		if err := s.db.Note(ctx, e, events...); err != nil {
 			if errors.Is(err, store.ErrDuplicateInbound) {
 				return envelope.InboundResult{Outcome: OutcomeDuplicate}, nil
 			}
@@ -163,22 +163,28 @@ func (s *Service) handleInbound(ctx context.Context, in envelope.Inbound) (envel
 	}
 
 	// Sender binding: only the recipient the token was issued to decides.
+	// A vote refused here is kept in the approval's trail, ignored and why.
+	refused := func(why string) store.ApprovalEvent {
+		v := s.voteEvent(in, bd, s.readDecision(in, bd), "", now)
+		v.Evidence["disposition"], v.Evidence["why"] = store.DispositionIgnored, why
+		return v
+	}
 	if in.AuthFailed {
-		return note(OutcomeQuarantined, bd, "sender not verified: "+in.AuthDetail)
+		return note(OutcomeQuarantined, bd, "sender not verified: "+in.AuthDetail, refused(WhySenderNotVerified))
 	}
 	if known {
 		switch spec.Address {
 		case envelope.AddressEmail:
 			if !sameAddress(in.Channel, in.From, bd.b.Recipient) {
-				return note(OutcomeWrongSender, bd, "From is not the recipient the token was issued to")
+				return note(OutcomeWrongSender, bd, "From is not the recipient the token was issued to", refused(WhyWrongPerson))
 			}
 		case envelope.AddressNumber:
 			if !sameAddress(in.Channel, in.From, bd.b.Recipient) {
-				return note(OutcomeWrongSender, bd, "From is not the number the approval was sent to")
+				return note(OutcomeWrongSender, bd, "From is not the number the approval was sent to", refused(WhyWrongPerson))
 			}
 		case envelope.AddressEndpoint:
 			if in.From != "" && in.From != bd.b.Recipient {
-				return note(OutcomeWrongSender, bd, "endpoint is not the one the token was issued to")
+				return note(OutcomeWrongSender, bd, "endpoint is not the one the token was issued to", refused(WhyWrongPerson))
 			}
 		default:
 			return envelope.InboundResult{}, fmt.Errorf("channel %q: address kind %q has no sender check", in.Channel, spec.Address)
@@ -364,10 +370,12 @@ func (s *Service) answerShape(text string) (string, bool) {
 // decider.
 func (s *Service) apply(ctx context.Context, bd *bound, in envelope.Inbound, decision, reason string, now time.Time) (envelope.InboundResult, error) {
 	a := bd.a
+	vote := s.voteEvent(in, bd, decision, reason, now)
 	if a.State == store.ApprovalPending && !now.Before(a.ExpiresAt) {
 		if _, err := s.expire(ctx, a.ID, now); err != nil && !errors.Is(err, store.ErrAlreadyDecided) {
 			return envelope.InboundResult{}, err
 		}
+		vote.Evidence["why"] = WhyLate // the answer came after expiresAt
 	}
 	state := store.ApprovalGranted
 	if decision == envelope.DecisionDenied {
@@ -378,7 +386,7 @@ func (s *Service) apply(ctx context.Context, bd *bound, in envelope.Inbound, dec
 	spec, _ := envelope.Channel(in.Channel)
 	told := in.Channel == ChannelLink || spec.Human()
 	got, outcome, stop, err := s.decideWatched(ctx, store.Decision{ApprovalID: a.ID, State: state, Reason: reason, DecidedBy: bd.b.Recipient,
-		Channel: in.Channel, MessageID: in.MessageID, At: now}, told)
+		Channel: in.Channel, MessageID: in.MessageID, At: now, Vote: &vote}, told)
 	defer stop()
 	switch {
 	case errors.Is(err, store.ErrDuplicateInbound):
@@ -399,6 +407,59 @@ func (s *Service) apply(ctx context.Context, bd *bound, in envelope.Inbound, dec
 		s.confirm(ctx, in, bd.b.Recipient, decidedText(got, s.awaitInjection(ctx, outcome)))
 	}
 	return envelope.InboundResult{Outcome: OutcomeDecided, ApprovalID: a.ID, Decision: decision, Reason: reason}, nil
+}
+
+// Why a vote was ignored (the evidence "why" of a voted event), besides
+// the store's (already-decided, expired, withdrawn).
+const (
+	// WhyLate: the answer came after the approval's expiresAt, and the
+	// approval expired on it.
+	WhyLate = "late"
+	// WhyWrongPerson: the sender is not the recipient the token was issued
+	// to.
+	WhyWrongPerson = "wrong-person"
+	// WhySenderNotVerified: the mail's sender verification failed
+	// (quarantined).
+	WhySenderNotVerified = "sender-not-verified"
+)
+
+// voteEvent is the trail's record of an answer: who (the sender; for the
+// link page, which has none, the recipient the link was issued to), on
+// which channel, what they decided and why, the message's id and what the
+// channel checked of the sender (in.Evidence). Decide adds its
+// disposition.
+func (s *Service) voteEvent(in envelope.Inbound, bd *bound, decision, reason string, now time.Time) store.ApprovalEvent {
+	ev := make(map[string]string, len(in.Evidence)+4)
+	for k, v := range in.Evidence {
+		ev[k] = v
+	}
+	if decision != "" {
+		ev["decision"] = decision
+	}
+	if reason != "" {
+		ev["reason"] = reason
+	}
+	if in.MessageID != "" {
+		ev["messageId"] = in.MessageID
+	}
+	actor := in.From
+	if actor == "" && bd != nil && bd.b != nil {
+		actor = bd.b.Recipient
+	}
+	return store.ApprovalEvent{At: now, Kind: store.EventVoted, Actor: actor, Channel: in.Channel, Evidence: ev}
+}
+
+// readDecision is what a message that will not be obeyed would have
+// decided, for the trail ("" when it reads as no decision).
+func (s *Service) readDecision(in envelope.Inbound, bd *bound) string {
+	switch {
+	case bd != nil && bd.b != nil && bd.b.Kind == KindButton:
+		return bd.b.Decision
+	case in.Decision == envelope.DecisionGranted || in.Decision == envelope.DecisionDenied:
+		return in.Decision
+	}
+	d, _, _ := s.cfg.Words.Parse(in.Text)
+	return d
 }
 
 // expire denies a pending approval by policy.

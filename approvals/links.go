@@ -210,7 +210,8 @@ func (s *Service) postPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	_, err := s.HandleInbound(r.Context(), envelope.Inbound{Channel: ChannelLink, Token: tok, TokenSource: "link",
-		MessageID: "page:" + nonce, Decision: decision, Reason: r.PostForm.Get("reason"), ReceivedAt: s.cfg.Now()})
+		MessageID: "page:" + nonce, Decision: decision, Reason: r.PostForm.Get("reason"), ReceivedAt: s.cfg.Now(),
+		Evidence: map[string]string{"userAgent": r.UserAgent()}})
 	if err != nil {
 		s.log.Error("link decision", "approval_id", a.ID, "err", err)
 		s.writePage(w, http.StatusInternalServerError, pageData{Title: "Something went wrong", Message: "Your answer was not recorded. Please try again."})

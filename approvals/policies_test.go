@@ -70,9 +70,19 @@ func TestPolicyDecidesAtIngest(t *testing.T) {
 			t.Errorf("%s rendition:\n%s\nwant the policy's decision and no way to answer", d.Channel, text)
 		}
 	}
-	for _, ev := range []string{"created", "decided"} {
-		if !strings.Contains(strings.Join(h.audit("p1"), " "), ev) {
-			t.Errorf("audit %v lacks %s", h.audit("p1"), ev)
+	evs, head, err := h.db.ApprovalEvents(h.ctx, "p1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := VerifyHead(evs, head); err != nil {
+		t.Fatalf("trail: %v", err)
+	}
+	if len(evs) < 1 || evs[0].Kind != store.EventDecided || evs[0].Actor != "policy:small-groups" || evs[0].Channel != ChannelPolicy {
+		t.Fatalf("trail %+v: want the policy's decision first, and nobody asked", evs)
+	}
+	for _, e := range evs {
+		if e.Kind == store.EventAsked {
+			t.Errorf("trail has %+v: nobody is asked under a deciding policy", e)
 		}
 	}
 }

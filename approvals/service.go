@@ -292,6 +292,7 @@ func (s *Service) Prepare(ctx context.Context, env *envelope.Envelope, to []enve
 				return nil, nil, err
 			}
 			na.Approval.Recipients = append(na.Approval.Recipients, rc)
+			na.Events = append(na.Events, store.ApprovalEvent{At: now, Kind: store.EventAsked, Actor: addr, Channel: r.Channel})
 			per[i] = append(per[i], req.ApprovalID)
 		}
 		out = append(out, na)

@@ -61,6 +61,11 @@ type Inbound struct {
 	// operator): "granted" or "denied". Otherwise approvals parses Text.
 	Decision string
 	Reason   string
+	// Evidence is what the channel checked of the sender, for the
+	// approval's trail: the mail's sender verification ("senderAuth":
+	// "dmarc=pass", …), "twilioSignature": "valid", "webhookSignature":
+	// "valid", the link page's "userAgent". Small, flat, never obeyed.
+	Evidence map[string]string
 }
 
 // InboundResult is what approvals made of an inbound message.

@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/json"
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/cool-ai/beachd/envelope"
@@ -83,6 +84,9 @@ type NewApproval struct {
 	// transaction (a policy that decides at ingest), as Decide would: its
 	// injection job is queued with the envelope. ApprovalID is filled in.
 	Decision *Decision
+	// Events start the approval's trail (who was asked, on which
+	// channel), appended in the ingest's transaction.
+	Events []ApprovalEvent
 }
 
 // AuditEntry is one event in an approval's life.
@@ -129,6 +133,85 @@ type Decision struct {
 	// it straight to a worker without a second transaction; if the worker
 	// never records it, it is claimed again when the lease runs out.
 	ClaimFor time.Duration
+	// Vote, when set, is the answer this decision comes from (Kind voted,
+	// its channel and evidence): Decide appends it to the approval's trail
+	// in the decision's transaction, with the evidence "disposition"
+	// ("decided", or "ignored" when the approval was no longer pending)
+	// and, when ignored and Vote says no "why" itself, "why": the state
+	// that stood in its way ("already-decided", "expired", "withdrawn").
+	// Whether or not there is a Vote, a decision that takes effect appends
+	// its own event (decided, expired or withdrawn) after it.
+	Vote *ApprovalEvent
+}
+
+// Dispositions of a vote (the evidence "disposition" of a voted event) and
+// the reasons Decide gives for an ignored one (its "why").
+const (
+	DispositionDecided = "decided"
+	DispositionIgnored = "ignored"
+	WhyAlreadyDecided  = "already-decided"
+	WhyExpired         = "expired"
+	WhyWithdrawn       = "withdrawn"
+)
+
+// VoteIgnored is the vote of d's Vote that did not take effect on a,
+// which is no longer pending.
+func VoteIgnored(v ApprovalEvent, a *Approval) ApprovalEvent {
+	v.Evidence = withEvidence(v.Evidence, "disposition", DispositionIgnored)
+	if v.Evidence["why"] == "" {
+		why := WhyAlreadyDecided
+		switch a.State {
+		case ApprovalExpired:
+			why = WhyExpired
+		case ApprovalVoid:
+			why = WhyWithdrawn
+		}
+		v.Evidence["why"] = why
+	}
+	return v
+}
+
+// VoteDecided is the vote of a decision that took effect.
+func VoteDecided(v ApprovalEvent) ApprovalEvent {
+	v.Evidence = withEvidence(v.Evidence, "disposition", DispositionDecided)
+	delete(v.Evidence, "why")
+	return v
+}
+
+// DecisionEvent is the event of decision d taking effect: decided
+// (granted or denied), expired or withdrawn (void); its actor is
+// d.DecidedBy.
+func DecisionEvent(d Decision) ApprovalEvent {
+	e := ApprovalEvent{At: d.At, Kind: EventDecided, Actor: d.DecidedBy, Channel: d.Channel, Evidence: map[string]string{}}
+	switch d.State {
+	case ApprovalExpired:
+		e.Kind = EventExpired
+	case ApprovalVoid:
+		e.Kind = EventWithdrawn
+	default:
+		e.Evidence["decision"] = d.State
+	}
+	if d.Reason != "" {
+		e.Evidence["reason"] = d.Reason
+	}
+	return e
+}
+
+// InjectedEvent is the event of an injection that the agent took, on its
+// attempt-th attempt.
+func InjectedEvent(inj *Injection, at time.Time) ApprovalEvent {
+	return ApprovalEvent{At: at, Kind: EventInjected, Actor: "agent:" + inj.Agent, Channel: "a2a",
+		Evidence: map[string]string{"injection": inj.ID, "attempt": strconv.Itoa(inj.Attempts), "decision": inj.Response.Decision}}
+}
+
+// withEvidence is ev (copied) with k set to v.
+func withEvidence(ev map[string]string, k, v string) map[string]string {
+	out := make(map[string]string, len(ev)+1)
+	for a, b := range ev {
+		out[a] = b
+	}
+	out[k] = v
+	return out
 }
 
 // Counter is a wrong-code counter (TryCode, CodeGuard) or a once-only

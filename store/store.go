@@ -83,8 +83,19 @@ type Approvals interface {
 	TokenBinding(ctx context.Context, hash string) (*TokenBinding, error)
 	TokenExists(ctx context.Context, hash string) (bool, error)
 	InboundSeen(ctx context.Context, channel, msgID string) (bool, error)
-	Note(ctx context.Context, e AuditEntry) error
+	// Note records e (and appends events to e's approval's trail) in one
+	// transaction; see the backends.
+	Note(ctx context.Context, e AuditEntry, events ...ApprovalEvent) error
 	Decide(ctx context.Context, d Decision) (*Approval, *Injection, error)
+	// AppendApprovalEvent appends e to approval id's trail: the store sets
+	// Seq and PrevHash from the trail's head and computes Hash in the
+	// transaction that moves the head, so appends from any number of
+	// processes form one chain. It returns the event as stored.
+	// ErrNotFound: no such approval; ErrBadEvent: e is malformed.
+	AppendApprovalEvent(ctx context.Context, id string, e ApprovalEvent) (ApprovalEvent, error)
+	// ApprovalEvents returns approval id's trail, oldest first, and its
+	// head, as of one moment. ErrNotFound: no such approval.
+	ApprovalEvents(ctx context.Context, id string) ([]ApprovalEvent, ApprovalEventHead, error)
 	DueExpiries(ctx context.Context, now time.Time, max int) ([]string, error)
 	NextExpiry() (time.Time, bool)
 	TryCode(ctx context.Context, at CodeAttempt) (CodeResult, error)

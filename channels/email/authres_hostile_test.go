@@ -93,6 +93,10 @@ func TestVerifySenderFrom(t *testing.T) {
 			if tc.ok && in.From != "alice@example.org" {
 				t.Fatalf("From = %q", in.From)
 			}
+			// The verdict, good or bad, goes to the approval's trail.
+			if want := in.AuthDetail; tc.ok && in.Evidence["senderAuth"] != "dmarc=pass" || !tc.ok && in.Evidence["senderAuth"] != want {
+				t.Fatalf("evidence %v (AuthDetail %q)", in.Evidence, in.AuthDetail)
+			}
 			if len(in.AuthDetail) > 300 {
 				t.Fatalf("AuthDetail of %d bytes quotes the field", len(in.AuthDetail))
 			}

@@ -296,6 +296,8 @@ func parseInbound(form url.Values, now time.Time) (envelope.Inbound, []string) {
 		// was pressed): the delivery it answers.
 		InReplyTo:  form.Get("OriginalRepliedMessageSid"),
 		ReceivedAt: now,
+		// process runs only for a request whose X-Twilio-Signature matched.
+		Evidence: map[string]string{"twilioSignature": "valid"},
 	}
 	if isE164(in.To) {
 		in.Recipients = []string{in.To}

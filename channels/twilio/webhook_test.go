@@ -137,6 +137,10 @@ func TestInboundSMSReachesApprovals(t *testing.T) {
 	if in.Channel != want.Channel || in.From != want.From || in.To != want.To || in.MessageID != want.MessageID || in.Text != want.Text || !in.ReceivedAt.Equal(want.ReceivedAt) {
 		t.Errorf("inbound = %+v\nwant      %+v", in, want)
 	}
+	// The approval's trail records that the request was signed.
+	if in.Evidence["twilioSignature"] != "valid" {
+		t.Errorf("evidence %v", in.Evidence)
+	}
 }
 
 func TestInboundWhatsAppButtonOpensTheWindow(t *testing.T) {

@@ -184,6 +184,7 @@ func InboundFromDecision(endpoint, messageID string, d Decision, now time.Time) 
 		Decision:    d.Decision,
 		Reason:      d.Reason,
 		ReceivedAt:  now,
+		Evidence:    map[string]string{"webhookSignature": "valid"},
 	}
 }
 

@@ -87,6 +87,9 @@ func (s *DB) putApprovalsTx(tx *bbolt.Tx, envID string, as []store.NewApproval, 
 			Detail: fmt.Sprintf("%d recipient(s), expires %s", len(a.Recipients), a.ExpiresAt.UTC().Format(time.RFC3339))}); err != nil {
 			return err
 		}
+		if err := appendEventsTx(tx, a.ID, na.Events, now); err != nil {
+			return err
+		}
 		if d := na.Decision; d != nil {
 			d.ApprovalID = a.ID
 			if _, _, _, err := decideTx(tx, *d); err != nil {
@@ -221,15 +224,24 @@ func markInboundTx(tx *bbolt.Tx, channel, msgID string, now time.Time) error {
 // Note records an event that changes no approval state (a wrong sender, a
 // quarantined reply, a message not understood) and marks the inbound
 // message id as processed, in one transaction. approvalID may be empty (an
-// unknown token): then only the message id is recorded. ErrDuplicateInbound
-// when the message was processed before.
-func (s *DB) Note(ctx context.Context, e store.AuditEntry) error {
+// unknown token): then only the message id is recorded. events (a vote
+// that had no effect) are appended to the approval's trail in the same
+// transaction. ErrDuplicateInbound when the message was processed before.
+func (s *DB) Note(ctx context.Context, e store.AuditEntry, events ...store.ApprovalEvent) error {
 	err := s.bolt.Batch(func(tx *bbolt.Tx) error {
 		if err := markInboundTx(tx, e.Channel, e.MessageID, e.At); err != nil {
 			return err
 		}
 		if e.ApprovalID == "" {
 			return nil
+		}
+		if len(events) > 0 {
+			if tx.Bucket(bApprovals).Get([]byte(e.ApprovalID)) == nil {
+				return fmt.Errorf("approval %q: %w", e.ApprovalID, store.ErrNotFound)
+			}
+			if err := appendEventsTx(tx, e.ApprovalID, events, e.At); err != nil {
+				return err
+			}
 		}
 		return putAuditTx(tx, e)
 	})
@@ -241,8 +253,9 @@ func (s *DB) Note(ctx context.Context, e store.AuditEntry) error {
 
 // Decide applies d in one transaction: the approval moves from pending to
 // d.State, the other tokens become void (the approval is no longer
-// pending), the inbound message id is recorded, an audit entry is written
-// and the injection job is queued, due at once. When the approval is no
+// pending), the inbound message id is recorded, an audit entry is written,
+// the vote and the decision are appended to the approval's trail and the
+// injection job is queued, due at once. When the approval is no
 // longer pending it returns the approval as it is and ErrAlreadyDecided
 // (an "already-decided" audit entry is written); ErrDuplicateInbound when
 // the message was processed before. The injection job is returned too (nil
@@ -283,6 +296,11 @@ func decideTx(tx *bbolt.Tx, d store.Decision) (out *store.Approval, job *store.I
 		return nil, nil, false, fmt.Errorf("approval %q: %w", d.ApprovalID, err)
 	}
 	if a.State != store.ApprovalPending {
+		if d.Vote != nil {
+			if _, err := appendEventTx(tx, a.ID, store.VoteIgnored(*d.Vote, &a), d.At); err != nil {
+				return nil, nil, false, err
+			}
+		}
 		return &a, nil, true, putAuditTx(tx, store.AuditEntry{At: d.At, ApprovalID: a.ID, Event: "already-decided", Channel: d.Channel,
 			Actor: d.DecidedBy, MessageID: d.MessageID, Decision: d.State,
 			Detail: "approval is " + a.State + " since " + a.DecidedAt.UTC().Format(time.RFC3339)})
@@ -319,6 +337,14 @@ func decideTx(tx *bbolt.Tx, d store.Decision) (out *store.Approval, job *store.I
 		}
 	}
 	if err := putJSON(tx.Bucket(bApprovals), []byte(a.ID), a); err != nil {
+		return nil, nil, false, err
+	}
+	if d.Vote != nil {
+		if _, err := appendEventTx(tx, a.ID, store.VoteDecided(*d.Vote), d.At); err != nil {
+			return nil, nil, false, err
+		}
+	}
+	if _, err := appendEventTx(tx, a.ID, store.DecisionEvent(d), d.At); err != nil {
 		return nil, nil, false, err
 	}
 	return &a, job, false, putAuditTx(tx, store.AuditEntry{At: d.At, ApprovalID: a.ID, Event: event, Channel: d.Channel,

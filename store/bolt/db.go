@@ -22,7 +22,7 @@ import (
 
 // SchemaVersion is the layout this beachd writes. Bump it with a migration
 // in migrate().
-const SchemaVersion = 7
+const SchemaVersion = 8
 
 // Bucket names. Every bucket is created at Open.
 var (
@@ -53,7 +53,8 @@ var allBuckets = [][]byte{bMeta, bEnvelopes, bEnvelopeBodies, bDeliveries, bAtte
 	bSchedules, bScheduleRuns,
 	bConversations, bConvThreads, bConvMsgIDs, bConvMessages, bInboundRecords, bInboundByMsg, bInboundAttach,
 	bTurns, bTurnDue, bTurnActive, bConvByActivity, bTurnLimits,
-	bSingletons}
+	bSingletons,
+	bApprovalEvents, bApprovalEventHeads}
 
 var keySchema = []byte("schema_version")
 
@@ -215,9 +216,11 @@ func migrate(tx *bbolt.Tx, from uint64, now time.Time) error {
 			return err
 		}
 		fallthrough
-	case 5, 6:
+	case 5, 6, 7:
 		// Schema 6 only adds the conversation buckets, schema 7 the turn
-		// limits' counters (bTurnLimits): prepare created them.
+		// limits' counters (bTurnLimits), schema 8 the approvals' event
+		// trails (events.go): prepare created them. An approval from
+		// before schema 8 has an empty trail; its audit entries remain.
 		return nil
 	}
 	return fmt.Errorf("no migration from schema %d", from)

@@ -123,6 +123,11 @@ func (s *DB) RecordInjection(ctx context.Context, claimed *store.Injection, o st
 			return err
 		}
 		out = inj
+		if o.State == store.InjectionDone && tx.Bucket(bApprovals).Get([]byte(inj.ApprovalID)) != nil {
+			if _, err := appendEventTx(tx, inj.ApprovalID, store.InjectedEvent(&inj, o.At), o.At); err != nil {
+				return err
+			}
+		}
 		return putAuditTx(tx, store.AuditEntry{At: o.At, ApprovalID: inj.ApprovalID, Event: event, Actor: "agent:" + inj.Agent,
 			Detail: fmt.Sprintf("attempt %d %s", inj.Attempts, o.Error)})
 	})

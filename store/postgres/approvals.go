@@ -132,15 +132,24 @@ func markInboundTx(ctx context.Context, tx pgx.Tx, channel, msgID string, now ti
 // Note records an event that changes no approval state (a wrong sender, a
 // quarantined reply, a message not understood) and marks the inbound
 // message id as processed, in one transaction. approvalID may be empty (an
-// unknown token): then only the message id is recorded. ErrDuplicateInbound
-// when the message was processed before.
-func (s *DB) Note(ctx context.Context, e store.AuditEntry) error {
+// unknown token): then only the message id is recorded. events (a vote
+// that had no effect) are appended to the approval's trail in the same
+// transaction. ErrDuplicateInbound when the message was processed before.
+func (s *DB) Note(ctx context.Context, e store.AuditEntry, events ...store.ApprovalEvent) error {
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		if err := markInboundTx(ctx, tx, e.Channel, e.MessageID, e.At); err != nil {
 			return err
 		}
 		if e.ApprovalID == "" {
 			return nil
+		}
+		if len(events) > 0 {
+			if err := approvalExistsTx(ctx, tx, e.ApprovalID); err != nil {
+				return err
+			}
+			if _, err := appendEventsTx(ctx, tx, e.ApprovalID, events, e.At); err != nil {
+				return err
+			}
 		}
 		return putAuditTx(ctx, tx, e)
 	})
@@ -152,7 +161,8 @@ func (s *DB) Note(ctx context.Context, e store.AuditEntry) error {
 
 // Decide applies d in one transaction: the approval moves from pending to
 // d.State, its code guards go, the inbound message id is recorded, an
-// audit entry is written and the injection job is queued, due at once (or
+// audit entry is written, the vote and the decision are appended to the
+// approval's trail and the injection job is queued, due at once (or
 // already claimed for d.ClaimFor). The approval's row lock decides between
 // concurrent decisions on any replica: the first to take it wins, the
 // others find it decided, are answered the approval as it is and
@@ -195,6 +205,11 @@ func (s *DB) decideTx(ctx context.Context, tx pgx.Tx, d store.Decision) (a *stor
 		return nil, nil, false, err
 	}
 	if a.State != store.ApprovalPending {
+		if d.Vote != nil {
+			if _, err := appendEventsTx(ctx, tx, a.ID, []store.ApprovalEvent{store.VoteIgnored(*d.Vote, a)}, d.At); err != nil {
+				return nil, nil, false, err
+			}
+		}
 		err := putAuditTx(ctx, tx, store.AuditEntry{At: d.At, ApprovalID: a.ID, Event: "already-decided", Channel: d.Channel,
 			Actor: d.DecidedBy, MessageID: d.MessageID, Decision: d.State,
 			Detail: "approval is " + a.State + " since " + a.DecidedAt.UTC().Format(time.RFC3339)})
@@ -218,6 +233,13 @@ func (s *DB) decideTx(ctx context.Context, tx pgx.Tx, d store.Decision) (a *stor
 		}
 	}
 	if err := updateApprovalTx(ctx, tx, a); err != nil {
+		return nil, nil, false, err
+	}
+	events := []store.ApprovalEvent{store.DecisionEvent(d)}
+	if d.Vote != nil {
+		events = []store.ApprovalEvent{store.VoteDecided(*d.Vote), events[0]}
+	}
+	if _, err := appendEventsTx(ctx, tx, a.ID, events, d.At); err != nil {
 		return nil, nil, false, err
 	}
 	err = putAuditTx(ctx, tx, store.AuditEntry{At: d.At, ApprovalID: a.ID, Event: decisionEvent(d.State), Channel: d.Channel,
@@ -448,7 +470,7 @@ func (s *DB) putApprovalsTx(ctx context.Context, tx pgx.Tx, envID string, as []s
 		if a.CreatedAt.IsZero() {
 			a.CreatedAt = now
 		}
-		if err := queueApproval(b, &a, na.Tokens, now); err != nil {
+		if err := queueApproval(b, &a, na.Tokens, na.Events, now); err != nil {
 			return err
 		}
 	}
@@ -471,7 +493,7 @@ func (s *DB) putApprovalsTx(ctx context.Context, tx pgx.Tx, envID string, as []s
 }
 
 // queueApproval queues the inserts of a new approval a and its tokens.
-func queueApproval(b *pgx.Batch, a *store.Approval, tokens map[string]store.TokenBinding, now time.Time) error {
+func queueApproval(b *pgx.Batch, a *store.Approval, tokens map[string]store.TokenBinding, events []store.ApprovalEvent, now time.Time) error {
 	doc, err := json.Marshal(a)
 	if err != nil {
 		return fmt.Errorf("encode approval %s: %w", a.ID, err)
@@ -500,5 +522,5 @@ func queueApproval(b *pgx.Batch, a *store.Approval, tokens map[string]store.Toke
 		return fmt.Errorf("encode audit entry of %s: %w", a.ID, err)
 	}
 	b.Queue(`INSERT INTO approval_audit (approval_id, at_ns, doc) VALUES ($1, $2, $3)`, a.ID, nanos(now), doc)
-	return nil
+	return queueNewTrail(b, a.ID, events, now)
 }

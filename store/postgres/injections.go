@@ -175,6 +175,11 @@ func (s *DB) RecordInjection(ctx context.Context, claimed *store.Injection, o st
 			return err
 		}
 		out = inj
+		if o.State == store.InjectionDone {
+			if _, err := appendEventsTx(ctx, tx, inj.ApprovalID, []store.ApprovalEvent{store.InjectedEvent(inj, o.At)}, o.At); err != nil {
+				return err
+			}
+		}
 		return putAuditTx(ctx, tx, store.AuditEntry{At: o.At, ApprovalID: inj.ApprovalID, Event: event, Actor: "agent:" + inj.Agent,
 			Detail: fmt.Sprintf("attempt %d %s", inj.Attempts, o.Error)})
 	})

@@ -25,7 +25,7 @@ type Backend func(t testing.TB, now func() time.Time) store.Store
 // CheckInvariants. Times stay whole microseconds, which every backend
 // stores exactly.
 func Run(t *testing.T, open Backend) {
-	for _, c := range slices.Concat(deliveryCases, claimCases, providerCases, approvalCases, injectionCases,
+	for _, c := range slices.Concat(deliveryCases, claimCases, providerCases, approvalCases, eventCases, injectionCases,
 		scheduleCases, conversationCases, limitCases, turnCases, queryCases, recordCases, leaseCases, concurrencyCases, handOffCases,
 		policyCases) {
 		t.Run(c.name, func(t *testing.T) {
