@@ -308,6 +308,10 @@ func (in *Ingester) ingestExtra(ctx context.Context, env *envelope.Envelope, raw
 			ing.Deliveries = append(ing.Deliveries, nd.WindowTemplate())
 		}
 	}
+	for _, na := range ing.Approvals {
+		// The people a policy asks who are not recipients of the request.
+		ing.Deliveries = append(ing.Deliveries, na.Ask...)
+	}
 	held := in.reserve(&ing)
 	res, err := in.db.Ingest(ctx, ing)
 	if err != nil || res.Replayed {

@@ -266,10 +266,10 @@ func (s *DB) Decide(ctx context.Context, d store.Decision) (*store.Approval, *st
 	}
 	var out *store.Approval
 	var job *store.Injection
-	var already bool
+	var stop int
 	err := s.bolt.Batch(func(tx *bbolt.Tx) error {
 		var err error
-		out, job, already, err = decideTx(tx, d)
+		out, job, stop, err = decideTx(tx, d)
 		return err
 	})
 	if err != nil {
@@ -278,38 +278,69 @@ func (s *DB) Decide(ctx context.Context, d store.Decision) (*store.Approval, *st
 		}
 		return nil, nil, fmt.Errorf("decide approval: %w", err)
 	}
-	if already {
-		return out, nil, store.ErrAlreadyDecided
-	}
-	return out, job, nil
+	return decided(out, job, stop)
 }
 
-// decideTx is Decide's transaction. already reports an approval that was
-// no longer pending: it is returned as it is and nothing else changes but
-// the audit entry and the message id.
-func decideTx(tx *bbolt.Tx, d store.Decision) (out *store.Approval, job *store.Injection, already bool, err error) {
+// stopAlready is decideTx's stop for an approval no longer pending.
+const stopAlready = -1
+
+// decided is Decide's answer for decideTx's stop: the approval was
+// decided (0), was no longer pending, counted a vote without deciding
+// (store.VoteCounted) or refused a person's second vote.
+func decided(a *store.Approval, job *store.Injection, stop int) (*store.Approval, *store.Injection, error) {
+	switch stop {
+	case stopAlready:
+		return a, nil, store.ErrAlreadyDecided
+	case store.VoteSecond:
+		return a, nil, store.ErrSecondVote
+	}
+	return a, job, nil
+}
+
+// decideTx is Decide's transaction. stop is stopAlready for an approval
+// that was no longer pending: it is returned as it is and nothing else
+// changes but the trail, the audit entry and the message id; for a vote
+// on an approval with a quorum, it is store.VoteCounted when the vote was
+// counted and decided nothing, store.VoteSecond when the person had voted.
+func decideTx(tx *bbolt.Tx, d store.Decision) (out *store.Approval, job *store.Injection, stop int, err error) {
 	if err := markInboundTx(tx, d.Channel, d.MessageID, d.At); err != nil {
-		return nil, nil, false, err
+		return nil, nil, 0, err
 	}
 	var a store.Approval
 	if err := getJSON(tx.Bucket(bApprovals), []byte(d.ApprovalID), &a); err != nil {
-		return nil, nil, false, fmt.Errorf("approval %q: %w", d.ApprovalID, err)
+		return nil, nil, 0, fmt.Errorf("approval %q: %w", d.ApprovalID, err)
 	}
 	if a.State != store.ApprovalPending {
 		if d.Vote != nil {
 			if _, err := appendEventTx(tx, a.ID, store.VoteIgnored(*d.Vote, &a), d.At); err != nil {
-				return nil, nil, false, err
+				return nil, nil, 0, err
 			}
 		}
-		return &a, nil, true, putAuditTx(tx, store.AuditEntry{At: d.At, ApprovalID: a.ID, Event: "already-decided", Channel: d.Channel,
+		return &a, nil, stopAlready, putAuditTx(tx, store.AuditEntry{At: d.At, ApprovalID: a.ID, Event: "already-decided", Channel: d.Channel,
 			Actor: d.DecidedBy, MessageID: d.MessageID, Decision: d.State,
 			Detail: "approval is " + a.State + " since " + a.DecidedAt.UTC().Format(time.RFC3339)})
 	}
+	if a.Quorum > 0 && d.Person != "" && (d.State == store.ApprovalGranted || d.State == store.ApprovalDenied) {
+		switch v := store.CountVote(&a, &d); v {
+		case store.VoteSecond, store.VoteCounted:
+			ev, event := store.VoteCountedEvent(store.VoteEventOf(d), &a), "counted"
+			if v == store.VoteSecond {
+				ev, event = store.VoteSecondEvent(store.VoteEventOf(d)), store.WhySecondVote
+			} else if err := putJSON(tx.Bucket(bApprovals), []byte(a.ID), a); err != nil {
+				return nil, nil, 0, err
+			}
+			if _, err := appendEventTx(tx, a.ID, ev, d.At); err != nil {
+				return nil, nil, 0, err
+			}
+			return &a, nil, v, putAuditTx(tx, store.AuditEntry{At: d.At, ApprovalID: a.ID, Event: event, Channel: d.Channel,
+				Actor: d.Person, MessageID: d.MessageID, Decision: d.State})
+		}
+	}
 	if err := tx.Bucket(bApprovalExpiry).Delete(timeKey(a.ExpiresAt, a.ID)); err != nil {
-		return nil, nil, false, err
+		return nil, nil, 0, err
 	}
 	if err := deleteCodeGuardsTx(tx, &a); err != nil {
-		return nil, nil, false, err
+		return nil, nil, 0, err
 	}
 	a.State, a.Reason, a.DecidedBy, a.Channel, a.MessageID, a.DecidedAt = d.State, d.Reason, d.DecidedBy, d.Channel, d.MessageID, d.At
 	event := "decided"
@@ -330,24 +361,24 @@ func decideTx(tx *bbolt.Tx, d store.Decision) (out *store.Approval, job *store.I
 		}
 		job = &inj
 		if err := putJSON(tx.Bucket(bInjections), []byte(inj.ID), inj); err != nil {
-			return nil, nil, false, err
+			return nil, nil, 0, err
 		}
 		if err := tx.Bucket(bInjectionDue).Put(timeKey(inj.NextAt, inj.ID), nil); err != nil {
-			return nil, nil, false, err
+			return nil, nil, 0, err
 		}
 	}
 	if err := putJSON(tx.Bucket(bApprovals), []byte(a.ID), a); err != nil {
-		return nil, nil, false, err
+		return nil, nil, 0, err
 	}
 	if d.Vote != nil {
 		if _, err := appendEventTx(tx, a.ID, store.VoteDecided(*d.Vote), d.At); err != nil {
-			return nil, nil, false, err
+			return nil, nil, 0, err
 		}
 	}
 	if _, err := appendEventTx(tx, a.ID, store.DecisionEvent(d), d.At); err != nil {
-		return nil, nil, false, err
+		return nil, nil, 0, err
 	}
-	return &a, job, false, putAuditTx(tx, store.AuditEntry{At: d.At, ApprovalID: a.ID, Event: event, Channel: d.Channel,
+	return &a, job, 0, putAuditTx(tx, store.AuditEntry{At: d.At, ApprovalID: a.ID, Event: event, Channel: d.Channel,
 		Actor: d.DecidedBy, MessageID: d.MessageID, Decision: d.State, Detail: d.Reason})
 }
 
