@@ -68,7 +68,7 @@ func fullApproval() *approvals.View {
 			Session: "s1", Turn: "t1", State: "granted", CreatedAt: fixTime, ExpiresAt: fixAt(60), DecidedAt: fixAt(12),
 			DecidedBy: "operator:abcd1234", Channel: "email", MessageID: "<m2@example.org>", Reason: "fine", InjectionID: "inj_1",
 			Recipients: []store.ApprovalRecipient{{Channel: "email", Address: "alice@example.org", Person: "alice", Step: 1}},
-			Policy: "two-of-three", Quorum: 2, Votes: []store.Vote{{Person: "alice", Channel: "email", Decision: "granted", At: fixAt(11)}}},
+			Policy:     "two-of-three", Quorum: 2, Votes: []store.Vote{{Person: "alice", Channel: "email", Decision: "granted", At: fixAt(11)}}},
 		Summary: "book (travel)",
 		Audit: []store.AuditEntry{{At: fixAt(13), ApprovalID: "apr_1", Event: "decided", Channel: "email", Actor: "alice",
 			MessageID: "<m2@example.org>", Decision: "granted", Detail: "by reply"}},
