@@ -102,7 +102,12 @@ func placeWarnings(root *yaml.Node, ws []problem) []string {
 			out[i].line, out[i].col = n.Line, n.Column
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].line < out[j].line })
+	sort.SliceStable(out, func(i, j int) bool {
+		if (out[i].line == 0) != (out[j].line == 0) {
+			return out[j].line == 0 // the keys not in the file last
+		}
+		return out[i].line < out[j].line
+	})
 	lines := make([]string, len(out))
 	for i, p := range out {
 		lines[i] = p.String()
