@@ -238,6 +238,7 @@ func (c *Config) checkServe(v *validator, dev bool) {
 		v.errorf("twilio.account_sid", "required, with twilio.auth_token, to send SMS and WhatsApp (only `beachd dev` records messages without them)")
 	}
 	c.checkInboundChannels(v, dev)
+	c.checkPolicyChannels(v, dev)
 	if dir := c.Render.TemplatesDir; dir != "" {
 		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 			return // Render.validate reports it

@@ -336,18 +336,9 @@ func (c *Config) checkStepRecipient(r envelope.Recipient) (envelope.Recipient, e
 	if err != nil {
 		return r, err
 	}
-	switch spec.Class {
-	case envelope.ClassEmail:
-		if c.Email == nil {
-			return r, fmt.Errorf("channel %s: the email section is not configured", r.Channel)
-		}
-	case envelope.ClassWebhook:
+	if spec.Class == envelope.ClassWebhook {
 		if _, ok := c.Webhooks.Endpoints[a]; !ok {
 			return r, fmt.Errorf("unknown webhook endpoint %q (configure it under webhooks.endpoints)", a)
-		}
-	default:
-		if spec.Address == envelope.AddressNumber && c.Twilio == nil {
-			return r, fmt.Errorf("channel %s: the twilio section is not configured", r.Channel)
 		}
 	}
 	if spec.Address == envelope.AddressEndpoint {
@@ -356,6 +347,39 @@ func (c *Config) checkStepRecipient(r envelope.Recipient) (envelope.Recipient, e
 		r.Address = a
 	}
 	return r, nil
+}
+
+// checkPolicyChannels refuses, for a daemon that is not `beachd dev`
+// (which stands in for a missing email or twilio section), a step's
+// recipient on a channel this configuration does not send on.
+func (c *Config) checkPolicyChannels(v *validator, dev bool) {
+	if dev {
+		return
+	}
+	for i, p := range c.Approvals.Policies {
+		for si, s := range p.Steps {
+			for mi, m := range s.To.Members {
+				rs := []envelope.Recipient{m.Recipient}
+				if m.Person != "" || m.Channels != nil {
+					rs = m.Channels
+				}
+				for ri, r := range rs {
+					key := fmt.Sprintf("approvals.policies[%d].steps[%d].to[%d]", i, si, mi)
+					if m.Person != "" || m.Channels != nil {
+						key += fmt.Sprintf(".channels[%d]", ri)
+					}
+					spec, ok := envelope.Channel(r.Channel)
+					switch {
+					case !ok:
+					case spec.Class == envelope.ClassEmail && c.Email == nil:
+						v.errorf(key, "channel %s: the email section is not configured", r.Channel)
+					case spec.Address == envelope.AddressNumber && c.Twilio == nil:
+						v.errorf(key, "channel %s: the twilio section is not configured", r.Channel)
+					}
+				}
+			}
+		}
+	}
 }
 
 // ParsePolicies compiles approvals.policies (checked by validate) for the
