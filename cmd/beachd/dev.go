@@ -21,6 +21,7 @@ import (
 	"github.com/cool-ai/beachd/channels/email"
 	"github.com/cool-ai/beachd/channels/webhook"
 	"github.com/cool-ai/beachd/config"
+	"github.com/cool-ai/beachd/envelope"
 )
 
 // DevCmd runs beachd on an embedded default: a data dir under the working
@@ -89,6 +90,12 @@ func devConfig(addr, dataDir, apiKey, sinkSecret string) *config.Config {
 		Webhooks: config.WebhooksConfig{Endpoints: map[string]config.EndpointConfig{
 			devSinkEndpoint: config.DevSink(addr, sinkSecret),
 		}},
+		// A booking of at most £200 by the dev agent is granted at once,
+		// nobody asked (the README's tour sends one); others are asked.
+		Approvals: config.ApprovalsConfig{Policies: []config.PolicyConfig{{Name: "small-bookings",
+			Match: config.PolicyMatch{Agent: devAgentName, Tool: "book_flight",
+				When: "double(args.totalPrice.amount) <= 200.0 && args.totalPrice.currency == 'GBP'"},
+			Decide: envelope.DecisionGranted}}},
 	}
 	cfg.FillDefaults()
 	return cfg
