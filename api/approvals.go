@@ -24,6 +24,7 @@ type ApprovalService interface {
 	Get(ctx context.Context, id string) (*approvals.View, error)
 	Decide(ctx context.Context, id, decision, reason, keyID string) (*approvals.View, error)
 	RetryInjection(ctx context.Context, id string) (*store.Injection, error)
+	Trail(ctx context.Context, id string) (*approvals.Trail, error)
 }
 
 var _ ApprovalService = (*approvals.Service)(nil)
@@ -33,7 +34,9 @@ var _ ApprovalService = (*approvals.Service)(nil)
 // injection, dead being the dead letters),
 // GET /v1/approvals/{approvalId}, POST /v1/approvals/{approvalId}/decision
 // {"decision":"granted|denied|void","reason"} and POST
-// /v1/approvals/{approvalId}/retry-injection. All need the API key; an
+// /v1/approvals/{approvalId}/retry-injection, and GET
+// /v1/approvals/{approvalId}/events (the hash-chained event trail, verified
+// by the server: EventsView). All need the API key; an
 // operator decision's decidedBy is "operator:<key id>", the key id being
 // the first 8 hex digits of the key's SHA-256.
 func ApprovalRoutes(svc ApprovalService, log *slog.Logger) []Route {
@@ -43,6 +46,7 @@ func ApprovalRoutes(svc ApprovalService, log *slog.Logger) []Route {
 		{Method: "GET", Pattern: "/v1/approvals/{approvalId}", Handler: http.HandlerFunc(h.get), Auth: true},
 		{Method: "POST", Pattern: "/v1/approvals/{approvalId}/decision", Handler: http.HandlerFunc(h.decide), Auth: true},
 		{Method: "POST", Pattern: "/v1/approvals/{approvalId}/retry-injection", Handler: http.HandlerFunc(h.retry), Auth: true},
+		{Method: "GET", Pattern: "/v1/approvals/{approvalId}/events", Handler: http.HandlerFunc(h.events), Auth: true},
 	}
 }
 
@@ -100,6 +104,15 @@ func (h approvalHandlers) get(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	WriteJSON(w, http.StatusOK, approvalView(v))
+}
+
+func (h approvalHandlers) events(w http.ResponseWriter, r *http.Request) {
+	t, err := h.svc.Trail(r.Context(), r.PathValue("approvalId"))
+	if err != nil {
+		WriteError(w, h.log, approvalError(err))
+		return
+	}
+	WriteJSON(w, http.StatusOK, eventsView(t))
 }
 
 // DecisionRequest is the body of POST /v1/approvals/{approvalId}/decision.

@@ -2,6 +2,8 @@ package api_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -106,6 +108,35 @@ func TestApprovalRoutes(t *testing.T) {
 	}
 	if strings.Contains(mustMarshal(m), "nonce") {
 		t.Fatal("view leaks a nonce")
+	}
+	// The event trail: asked, then the operator's decision, verified.
+	if st, _ := do("GET", "/v1/approvals/a1/events", "", ""); st != 401 {
+		t.Fatalf("events without a key: %d", st)
+	}
+	if st, _ := do("GET", "/v1/approvals/zzz/events", "k1", ""); st != 404 {
+		t.Fatalf("events of an unknown approval: %d", st)
+	}
+	st, m = do("GET", "/v1/approvals/a1/events", "k1", "")
+	evs, _ := m["events"].([]any)
+	if st != 200 || m["verified"] != true || m["approvalId"] != "a1" || len(evs) != 2 || m["problem"] != nil {
+		t.Fatalf("events: %d %v", st, m)
+	}
+	first, second := evs[0].(map[string]any), evs[1].(map[string]any)
+	if first["kind"] != "asked" || first["actor"] != "alice@example.org" || first["prevHash"] != "" ||
+		second["kind"] != "decided" || second["actor"] != "operator:"+keyID("k1") || second["prevHash"] != first["hash"] {
+		t.Fatalf("events %v", evs)
+	}
+	head := m["head"].(map[string]any)
+	if head["seq"] != 2.0 || head["hash"] != second["hash"] {
+		t.Fatalf("head %v", head)
+	}
+	// Anyone can check a hash from the answer alone: drop "hash", take the
+	// RFC 8785 form (here: Go's sorted keys; the values need no escaping),
+	// SHA-256 it.
+	delete(first, "hash")
+	raw, _ := json.Marshal(first)
+	if sum := sha256.Sum256(raw); hex.EncodeToString(sum[:]) != second["prevHash"] {
+		t.Fatalf("hash of %s is not the next event's prevHash", raw)
 	}
 }
 

@@ -240,6 +240,37 @@ func approvalView(v *approvals.View) ApprovalView {
 	return out
 }
 
+// EventsView is the answer of GET /v1/approvals/{approvalId}/events: the
+// approval's event trail, oldest first, each event exactly as stored and
+// hashed ({seq, at, kind, actor, channel, evidence, prevHash, hash}: hash is
+// the hex SHA-256 of the event without hash as RFC 8785 canonical JSON), the
+// head the store recorded beside it, and whether the server found the
+// chain intact; when not, Problem names the first bad position.
+type EventsView struct {
+	ApprovalID string                  `json:"approvalId"`
+	Events     []store.ApprovalEvent   `json:"events"`
+	Head       store.ApprovalEventHead `json:"head"`
+	Verified   bool                    `json:"verified"`
+	Problem    *ChainProblem           `json:"problem,omitempty"`
+}
+
+// ChainProblem is where a trail stops verifying, and why.
+type ChainProblem struct {
+	Position int    `json:"position"`
+	Reason   string `json:"reason"`
+}
+
+func eventsView(t *approvals.Trail) EventsView {
+	out := EventsView{ApprovalID: t.ApprovalID, Events: t.Events, Head: t.Head, Verified: t.Problem == nil}
+	if out.Events == nil {
+		out.Events = []store.ApprovalEvent{}
+	}
+	if t.Problem != nil {
+		out.Problem = &ChainProblem{Position: t.Problem.Position, Reason: t.Problem.Reason}
+	}
+	return out
+}
+
 // approvalViews views vs; nil stays nil.
 func approvalViews(vs []*approvals.View) []ApprovalView {
 	if vs == nil {

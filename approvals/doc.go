@@ -26,6 +26,11 @@
 //   - Nothing an inbound message says is obeyed unless its sender is the
 //     recipient the token was issued to. A message that fails this has no
 //     effect and its sender learns nothing that helps an attacker.
+//   - Every step of an approval is in its event trail (trail.go), appended in
+//     the transaction of the change it records: who was asked, every vote
+//     with its channel, evidence and disposition, the decision, expiry or
+//     withdrawal, and the injection the agent took. Each event carries the
+//     hash of the one before; Verify names the first changed or missing one.
 //   - ParseDecision is pure: the first non-empty line decides, opt-out words
 //     never do, ambiguity means no decision.
 //

@@ -442,9 +442,14 @@ const (
 // channel checked of the sender (in.Evidence). Decide adds its
 // disposition.
 func (s *Service) voteEvent(in envelope.Inbound, bd *bound, decision, reason string, now time.Time) store.ApprovalEvent {
-	ev := make(map[string]string, len(in.Evidence)+4)
+	ev := make(map[string]string, len(in.Evidence)+5)
 	for k, v := range in.Evidence {
-		ev[k] = v
+		// A channel's evidence is a few entries; more, or a key the store
+		// would refuse, would make it refuse the event, and with it the
+		// decision.
+		if k != "" && len(k) <= store.MaxEventField && len(ev) < store.MaxEventKeys-5 {
+			ev[k] = v
+		}
 	}
 	if decision != "" {
 		ev["decision"] = decision

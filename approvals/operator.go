@@ -15,6 +15,8 @@ type View struct {
 	Summary   string             `json:"summary"`
 	Audit     []store.AuditEntry `json:"audit,omitempty"`
 	Injection *store.Injection   `json:"injection,omitempty"`
+	// Trail is the hash-chained event trail, verified (Get only).
+	Trail *Trail `json:"-"`
 }
 
 func view(a *store.Approval) *View {
@@ -53,7 +55,8 @@ func (s *Service) List(ctx context.Context, state, after string, limit int) ([]*
 	return out, nil
 }
 
-// Get returns an approval with its audit trail and injection job.
+// Get returns an approval with its audit trail, its event trail (verified)
+// and injection job.
 func (s *Service) Get(ctx context.Context, id string) (*View, error) {
 	a, err := s.db.Approval(ctx, id)
 	if err != nil {
@@ -61,6 +64,9 @@ func (s *Service) Get(ctx context.Context, id string) (*View, error) {
 	}
 	v := view(a)
 	if v.Audit, err = s.db.ApprovalAudit(ctx, id); err != nil {
+		return nil, err
+	}
+	if v.Trail, err = s.Trail(ctx, id); err != nil {
 		return nil, err
 	}
 	if a.InjectionID != "" {

@@ -1,6 +1,9 @@
 package approvals
 
 import (
+	"context"
+	"errors"
+
 	"github.com/cool-ai/beachd/store"
 )
 
@@ -37,3 +40,36 @@ func Verify(events []Event) error { return store.VerifyApprovalEvents(events) }
 // the store recorded, so that removing the last events is reported as
 // well (at the first missing position).
 func VerifyHead(events []Event, head Head) error { return store.VerifyApprovalTrail(events, head) }
+
+// Trail is an approval's event trail as read from the store, oldest
+// first, with its head and the result of verifying it: Problem is nil when
+// the trail verifies.
+type Trail struct {
+	ApprovalID string
+	Events     []Event
+	Head       Head
+	Problem    *ChainError
+}
+
+// Trail reads approval id's trail and verifies it. store.ErrNotFound when
+// there is no such approval. A trail holding an event the store cannot
+// decode is reported as a Problem at that event's position, not as an
+// error.
+func (s *Service) Trail(ctx context.Context, id string) (*Trail, error) {
+	evs, head, err := s.db.ApprovalEvents(ctx, id)
+	if ce := (*ChainError)(nil); errors.As(err, &ce) {
+		return &Trail{ApprovalID: id, Head: head, Problem: ce}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	t := &Trail{ApprovalID: id, Events: evs, Head: head}
+	if err := VerifyHead(evs, head); err != nil {
+		var ce *ChainError
+		if !errors.As(err, &ce) {
+			ce = &ChainError{Reason: err.Error()}
+		}
+		t.Problem = ce
+	}
+	return t, nil
+}

@@ -1,6 +1,7 @@
 package approvals
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -197,5 +198,25 @@ func TestTrailOfAWithdrawal(t *testing.T) {
 	}
 	if evs[1].Actor != "operator:ops" || evs[1].Evidence["reason"] != "booked by phone" {
 		t.Fatalf("withdrawn %+v", evs[1])
+	}
+}
+
+// A channel that passes more evidence than an event holds, or a key the
+// store would refuse, cannot make the decision fail: the vote keeps what
+// fits.
+func TestTooMuchEvidenceStillDecides(t *testing.T) {
+	h := newHarness(t, harnessOpt{})
+	env := h.suspend("appr-ev")
+	hs := h.handle(h.ingest(env, sms(aliceNum))[0])
+	ev := map[string]string{"": "x", strings.Repeat("k", 300): "y"}
+	for i := range 20 {
+		ev[fmt.Sprint("e", i)] = "v"
+	}
+	if res := h.inbound(envelope.Inbound{Channel: "sms", From: aliceNum, MessageID: "SM1", Text: "yes " + hs.Code, Evidence: ev}); res.Outcome != OutcomeDecided {
+		t.Fatalf("%+v", res)
+	}
+	evs := h.trail("appr-ev")
+	if got := trailKinds(evs); len(got) < 3 || got[1] != "voted:decided" || len(evs[1].Evidence) > store.MaxEventKeys {
+		t.Fatalf("trail %v, vote evidence %v", got, evs[1].Evidence)
 	}
 }

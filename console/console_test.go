@@ -94,6 +94,30 @@ func (f *fakeApprovals) RetryInjection(ctx context.Context, id string) (*store.I
 	return &store.Injection{ApprovalID: id, State: "pending"}, nil
 }
 
+// fixtureTrail seals events into a trail as the store appends them, then
+// lets tamper change them as someone with the database could, and verifies
+// the result as approvals.Service.Trail does.
+func fixtureTrail(id string, tamper func([]store.ApprovalEvent), events ...store.ApprovalEvent) *approvals.Trail {
+	var head store.ApprovalEventHead
+	var out []store.ApprovalEvent
+	for _, e := range events {
+		e, err := store.SealApprovalEvent(e, head, e.At)
+		if err != nil {
+			panic(err)
+		}
+		head = store.ApprovalEventHead{Seq: e.Seq, Hash: e.Hash}
+		out = append(out, e)
+	}
+	if tamper != nil {
+		tamper(out)
+	}
+	tr := &approvals.Trail{ApprovalID: id, Events: out, Head: head}
+	if err := approvals.VerifyHead(out, head); err != nil {
+		tr.Problem = err.(*approvals.ChainError)
+	}
+	return tr
+}
+
 type fakeSchedules struct {
 	runs    []string
 	paused  map[string]string // name → by whom
@@ -269,7 +293,25 @@ func newFixture(t *testing.T, publicURL string) *fixture {
 			ExpiresAt: now.Add(time.Hour), DecidedAt: now.Add(-time.Hour), DecidedBy: "ann@example.org", Channel: "email"},
 			Summary: "Book BA2044", Injection: &store.Injection{ApprovalID: "appr_dead", State: "dead", Attempts: 9, LastError: "agent answered 404: task gone"},
 			Audit: []store.AuditEntry{{At: now.Add(-time.Hour), Event: "decided", Channel: "email", Actor: "ann@example.org", Decision: "granted"},
-				{At: now, Event: "injection-dead", Detail: "task gone"}}},
+				{At: now, Event: "injection-dead", Detail: "task gone"}},
+			Trail: fixtureTrail("appr_dead", nil,
+				store.ApprovalEvent{At: now.Add(-2 * time.Hour), Kind: store.EventAsked, Actor: "ann@example.org", Channel: "email"},
+				store.ApprovalEvent{At: now.Add(-2 * time.Hour), Kind: store.EventAsked, Actor: "+447700900123", Channel: "sms"},
+				store.ApprovalEvent{At: now.Add(-90 * time.Minute), Kind: store.EventVoted, Actor: "mallory@example.org", Channel: "email",
+					Evidence: map[string]string{"decision": "granted", "disposition": "ignored", "why": "wrong-person", "senderAuth": "dmarc=pass"}},
+				store.ApprovalEvent{At: now.Add(-time.Hour), Kind: store.EventVoted, Actor: "ann@example.org", Channel: "link",
+					Evidence: map[string]string{"decision": "granted", "disposition": "decided", "userAgent": "<script>alert(1)</script> Mozilla/5.0 (iPhone)"}},
+				store.ApprovalEvent{At: now.Add(-time.Hour), Kind: store.EventDecided, Actor: "ann@example.org", Channel: "link",
+					Evidence: map[string]string{"decision": "granted"}},
+				store.ApprovalEvent{At: now.Add(-50 * time.Minute), Kind: store.EventVoted, Actor: "+447700900123", Channel: "sms",
+					Evidence: map[string]string{"decision": "denied", "disposition": "ignored", "why": "already-decided", "twilioSignature": "valid"}})},
+		"appr_tampered": {Approval: store.Approval{ID: "appr_tampered", Agent: "travel", Request: req, State: store.ApprovalDenied, CreatedAt: now.Add(-3 * time.Hour),
+			ExpiresAt: now.Add(time.Hour), DecidedAt: now.Add(-2 * time.Hour), DecidedBy: "operator:1a2b3c4d", Channel: "operator"},
+			Summary: "Book BA2045",
+			Trail: fixtureTrail("appr_tampered", func(evs []store.ApprovalEvent) { evs[1].Actor = "operator:ffffffff" },
+				store.ApprovalEvent{At: now.Add(-3 * time.Hour), Kind: store.EventAsked, Actor: "ann@example.org", Channel: "email"},
+				store.ApprovalEvent{At: now.Add(-2 * time.Hour), Kind: store.EventDecided, Actor: "operator:1a2b3c4d", Channel: "operator",
+					Evidence: map[string]string{"decision": "denied"}})},
 	}}
 	c, err := New(Config{Keys: []Key{{Secret: fullKey}, {Secret: readKey, ReadOnly: true}}, Secret: []byte("0123456789abcdef0123"),
 		PublicURL: publicURL, Channels: []string{"email", "sms", "webhook"}},
@@ -347,7 +389,8 @@ func (f *fixture) screens() map[string]string {
 		"/ui/approvals?tab=decided":                   "ann@example.org",
 		"/ui/approvals?tab=injection-dead":            "Book BA2044",
 		"/ui/approvals/appr_1":                        "GBP 1,122.00",
-		"/ui/approvals/appr_dead":                     "task gone",
+		"/ui/approvals/appr_dead":                     "the chain is intact",
+		"/ui/approvals/appr_tampered":                 "does not verify</strong> at event 2",
 		"/ui/schedules":                               "morning-brief",
 		"/ui/webhooks":                                "partner-crm",
 		"/ui/dev":                                     "YES 123456",
@@ -628,5 +671,31 @@ func TestSchedulePauseResumeScreen(t *testing.T) {
 	}
 	if _, body, _ = f.get(fullKey, "/ui/schedules"); strings.Contains(body, ">paused</span>") {
 		t.Error("still paused after Resume")
+	}
+}
+
+// The approval page shows the event trail as a timeline, every value from
+// outside escaped, and says loudly when the chain does not verify.
+func TestApprovalTrailTimeline(t *testing.T) {
+	f := newFixture(t, "http://beachd.test")
+	code, body, _ := f.get(readKey, "/ui/approvals/appr_dead")
+	if code != 200 {
+		t.Fatalf("status %d", code)
+	}
+	for _, want := range []string{"Event trail", "6 events", "the chain is intact", "task gone",
+		`<span class="badge bad">ignored</span> <span class="small">(wrong-person)</span>`, "mallory@example.org",
+		`<span class="muted">senderAuth</span> dmarc=pass`, `<span class="muted">twilioSignature</span> valid`,
+		"&lt;script&gt;alert(1)&lt;/script&gt; Mozilla/5.0 (iPhone)", "#6"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if strings.Contains(body, "<script>alert(1)") {
+		t.Fatal("the user agent is not escaped")
+	}
+	_, body, _ = f.get(readKey, "/ui/approvals/appr_tampered")
+	if !regexp.MustCompile(`<p class="alert" role="alert"><strong>The trail does not verify</strong> at event 2: changed`).MatchString(body) ||
+		!strings.Contains(body, "operator:ffffffff") || strings.Contains(body, "the chain is intact") {
+		t.Fatalf("tampered trail page:\n%s", body)
 	}
 }

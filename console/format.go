@@ -45,7 +45,21 @@ func funcs(now func() time.Time) template.FuncMap {
 		"stateClass": stateClass,
 		"dispClass":  dispositionClass,
 		"contains":   strings.Contains,
-		"summary":    func(v *approvals.View) string { return v.Summary },
+		// short is the start of a hash, enough to compare by eye.
+		"short": func(h string) string {
+			if len(h) > 12 {
+				return h[:12] + "…"
+			}
+			return h
+		},
+		// voteClass colours a vote by its disposition.
+		"voteClass": func(d string) string {
+			if d == store.DispositionIgnored {
+				return "bad"
+			}
+			return "good"
+		},
+		"summary": func(v *approvals.View) string { return v.Summary },
 		"q": func(kv ...string) template.URL {
 			v := url.Values{}
 			for i := 0; i+1 < len(kv); i += 2 {

@@ -159,6 +159,7 @@ func cut(s string, n int) string {
 
 // ChainError is a broken approval trail: the first position (1-based, in
 // the order the trail was read) where it is wrong, and what is wrong there.
+// ApprovalEvents returns one (wrapped) for an event it cannot decode.
 type ChainError struct {
 	Position int
 	Seq      int64 // the Seq stored at Position (0 past the end)

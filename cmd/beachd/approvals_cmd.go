@@ -14,8 +14,10 @@ import (
 // ApprovalsCmd groups approval commands; they talk to a running beachd.
 type ApprovalsCmd struct {
 	List   ApprovalsListCmd   `cmd:"" help:"List approvals, optionally by state."`
-	Show   ApprovalsShowCmd   `cmd:"" help:"Show an approval with its audit trail and injection."`
+	Show   ApprovalsShowCmd   `cmd:"" help:"Show an approval and the timeline of its event trail (--json: the approval as JSON)."`
 	Decide ApprovalsDecideCmd `cmd:"" help:"Decide an approval as an operator (granted, denied, or void to withdraw it)."`
+	Export ApprovalsExportCmd `cmd:"" help:"Print the event trails of every approval, or of one, as JSON lines."`
+	Verify ApprovalsVerifyCmd `cmd:"" help:"Check an approval's event trail: every hash and link of the chain (exit 1 when broken)."`
 }
 
 // ApprovalsListCmd lists approvals.
@@ -72,21 +74,6 @@ func (c *ApprovalsListCmd) Run(g *globals) error {
 			"  see why: beachd approvals show <id>; send again: POST /v1/approvals/<id>/retry-injection\n", len(dead), strings.Join(dead, ", "))
 	}
 	return nil
-}
-
-// ApprovalsShowCmd shows one approval.
-type ApprovalsShowCmd struct {
-	apiFlags
-	ID string `arg:"" help:"Approval id."`
-}
-
-// Run shows the approval as JSON.
-func (c *ApprovalsShowCmd) Run(g *globals) error {
-	var raw json.RawMessage
-	if err := c.call("GET", "/v1/approvals/"+url.PathEscape(c.ID), nil, &raw); err != nil {
-		return err
-	}
-	return printJSON(g.stdout, raw)
 }
 
 // ApprovalsDecideCmd decides an approval.

@@ -75,7 +75,7 @@ func TestApprovalsCommands(t *testing.T) {
 	if code, _, errs := cli("approvals", "decide", "appr-cli", "denied"); code != 1 || !strings.Contains(errs, "409") {
 		t.Fatalf("second decide: %d %q", code, errs)
 	}
-	if code, out, _ := cli("approvals", "show", "appr-cli"); code != 0 || !strings.Contains(out, `"audit"`) || !strings.Contains(out, `"injection"`) {
+	if code, out, _ := cli("approvals", "show", "appr-cli", "--json"); code != 0 || !strings.Contains(out, `"audit"`) || !strings.Contains(out, `"injection"`) {
 		t.Fatalf("show: %d %q", code, out)
 	}
 	if code, out, _ := cli("approvals", "list", "--injection", "pending", "--json"); code != 0 || !strings.Contains(out, "appr-cli") {

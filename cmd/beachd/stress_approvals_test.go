@@ -19,6 +19,8 @@ import (
 	"github.com/cool-ai/beachd/agent"
 	"github.com/cool-ai/beachd/agent/a2ajstest"
 	"github.com/cool-ai/beachd/agent/agenttest"
+	"github.com/cool-ai/beachd/api"
+	"github.com/cool-ai/beachd/approvals"
 	"github.com/cool-ai/beachd/channels/webhook"
 	"github.com/cool-ai/beachd/store/postgres/pgtest"
 )
@@ -211,6 +213,9 @@ webhooks:
 		if a.State != "granted" || strings.Count(buf.String(), `"event": "decided"`) > 1 {
 			t.Fatalf("approval crash_%d: %s", i, buf.String())
 		}
+		req, _ = http.NewRequest("GET", fmt.Sprintf("%s/v1/approvals/crash_%d/events", d.base, i), nil)
+		req.Header.Set("Authorization", "Bearer "+e2eKey)
+		checkTrailAnswer(t, fmt.Sprint("crash_", i), req)
 	}
 	d.stop()
 	if dsn != "" {
@@ -229,5 +234,36 @@ webhooks:
 		return nil
 	}); err != nil {
 		t.Fatalf("bbolt check: %v", err)
+	}
+}
+
+// checkTrailAnswer asks for an approval's events with req and checks,
+// here, that the chain verifies and holds exactly one decision: the crashes
+// neither broke the chain nor recorded the decision twice.
+func checkTrailAnswer(t *testing.T, id string, req *http.Request) {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var tr api.EventsView
+	if err := json.NewDecoder(resp.Body).Decode(&tr); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("events of %s: %d %v", id, resp.StatusCode, err)
+	}
+	if err := approvals.VerifyHead(tr.Events, tr.Head); err != nil || !tr.Verified {
+		t.Fatalf("trail of %s does not verify (server: %v): %v", id, tr.Verified, err)
+	}
+	decided, injected := 0, 0
+	for _, e := range tr.Events {
+		switch e.Kind {
+		case "decided":
+			decided++
+		case "injected":
+			injected++
+		}
+	}
+	if decided != 1 || injected > 1 {
+		t.Fatalf("trail of %s: %d decided and %d injected events, want 1 and at most 1", id, decided, injected)
 	}
 }

@@ -317,6 +317,9 @@ twilio:
 		if a.State != "granted" || strings.Count(buf.String(), `"event": "decided"`) > 1 {
 			t.Fatalf("approval rep_%d: %s", i, buf.String())
 		}
+		req, _ := http.NewRequest("GET", fmt.Sprintf("%s/v1/approvals/rep_%d/events", reps[(i+1)%3].base, i), nil)
+		req.Header.Set("Authorization", "Bearer "+e2eKey)
+		checkTrailAnswer(t, fmt.Sprint("rep_", i), req)
 	}
 
 	// The schedule: no slot started more than one turn for one attempt.

@@ -98,7 +98,7 @@ func (s *DB) ApprovalEvents(ctx context.Context, id string) ([]store.ApprovalEve
 		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 			var e store.ApprovalEvent
 			if err := json.Unmarshal(v, &e); err != nil {
-				return fmt.Errorf("decode event %d of %s: %w: %v", len(out)+1, id, store.ErrCorrupt, err)
+				return fmt.Errorf("trail of %s: %w", id, &store.ChainError{Position: len(out) + 1, Reason: "unreadable: " + err.Error()})
 			}
 			out = append(out, e)
 		}

@@ -141,3 +141,25 @@ func TestTamperedTrailIsReported(t *testing.T) {
 		})
 	}
 }
+
+// An event overwritten with bytes that are not an event is reported at
+// its position, as a ChainError, not as a failure of the store.
+func TestUnreadableEventIsReportedByPosition(t *testing.T) {
+	clock := newClock()
+	db, err := Open(filepath.Join(t.TempDir(), "b.db"), Options{Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ingestTrail(t, db, clock.Now())
+	if err := db.bolt.Update(func(tx *bbolt.Tx) error {
+		return tx.Bucket(bApprovalEvents).Put(eventKey("a1", 2), []byte(`{"seq": "two"`))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = db.ApprovalEvents(ctx, "a1")
+	var ce *store.ChainError
+	if !errors.As(err, &ce) || ce.Position != 2 || !strings.Contains(ce.Reason, "unreadable") {
+		t.Fatalf("ApprovalEvents: %v; want a ChainError at 2", err)
+	}
+}

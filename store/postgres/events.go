@@ -136,7 +136,7 @@ func (s *DB) ApprovalEvents(ctx context.Context, id string) ([]store.ApprovalEve
 		for i, doc := range docs {
 			var e store.ApprovalEvent
 			if err := json.Unmarshal(doc, &e); err != nil {
-				return fmt.Errorf("decode event %d of %s: %w: %v", i+1, id, store.ErrCorrupt, err)
+				return fmt.Errorf("trail of %s: %w", id, &store.ChainError{Position: i + 1, Reason: "unreadable: " + err.Error()})
 			}
 			out = append(out, e)
 		}
