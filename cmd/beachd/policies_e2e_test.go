@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"mime"
+	"net/http"
 	"net/mail"
 	"strings"
 	"testing"
@@ -14,6 +15,8 @@ import (
 	"github.com/cool-ai/beachd/agent"
 	"github.com/cool-ai/beachd/agent/a2ajstest"
 	"github.com/cool-ai/beachd/approvals/policy"
+	"github.com/cool-ai/beachd/channels/email/smtptest"
+	"github.com/cool-ai/beachd/channels/twilio/twiliotest"
 	"github.com/cool-ai/beachd/config"
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/internal/testkit/poll"
@@ -248,5 +251,109 @@ func TestPolicyQuorumUnreachableRefused(t *testing.T) {
 	}
 	if c := p.d.do("GET", "/v1/approvals/pol_q3", nil, "", nil); c != 404 {
 		t.Fatalf("GET the refused approval: %d, want 404", c)
+	}
+}
+
+// TestPolicyQuorumThroughTwilio: the built daemon, its SMS going to Prism
+// serving Twilio's OpenAPI description, the people's texts coming back
+// through the signed webhook, the A2A JS SDK agent holding the turn. Two
+// of three must grant: the first grant is acknowledged with the tally (an
+// SMS the Twilio peer accepts), the second resolves the policy, and the
+// agent receives exactly one decision naming both.
+func TestPolicyQuorumThroughTwilio(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the daemon with its peers")
+	}
+	prism := twiliotest.StartPrism(t, "the policy test's Twilio peer", twiliotest.SpecMessages)
+	js := a2ajstest.Start(t, a2ajstest.Options{})
+	mp := startMailPeer(t)
+	smtpPort, _ := smtptest.Start(t, &smtptest.Server{}, smtptest.Plain)
+	tw := startTwilioRecorder(t, prism)
+	const ann, ben, cat, customer = "+447700900601", "+447700900602", "+447700900603", "+447700900609"
+	cd := startConvDaemon(t, js.JSONRPC, mp, smtpPort, tw.URL, `approvals:
+  policies:
+    - name: two-of-three
+      match: { agent: travel, tool: book_flight }
+      quorum: 2
+      steps:
+        - to: [ {channel: sms, address: "`+ann+`"}, {channel: sms, address: "`+ben+`"}, {channel: sms, address: "`+cat+`"} ]
+`)
+	cd.start()
+	defer cd.stop()
+	client, err := agent.New(map[string]agent.Target{"travel": {URL: js.JSONRPC}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	turn, err := client.StartTurn(ctx, "travel", "approve:pol_tw", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := client.WaitTurn(ctx, "travel", turn, 20*time.Millisecond)
+	if err != nil || env.Meta.FinalizedBy != "suspended" {
+		t.Fatalf("held turn: %+v, %v", env, err)
+	}
+	body, _ := json.Marshal(map[string]any{"envelope": env, "agent": "travel", "to": []map[string]string{{"channel": "sms", "address": customer}}})
+	if code, out, err := cd.post(string(body)); err != nil || code != 202 {
+		t.Fatalf("approval request: %d %s %v", code, out, err)
+	}
+	codeOf := func(number string) string {
+		var code string
+		poll.Eventually(t, 30*time.Second, "the approval SMS to "+number+" at the Twilio peer", func() bool {
+			for _, m := range tw.Sent("Reply YES") {
+				if mm := anyCodeRe.FindStringSubmatch(m.Body); mm != nil && m.To == number {
+					code = mm[1]
+					return true
+				}
+			}
+			return false
+		})
+		return code
+	}
+	annCode, benCode := codeOf(ann), codeOf(ben)
+	hc := &http.Client{Timeout: 10 * time.Second}
+	if status, out := cd.sms(hc, "SMpolicy00000000000000000000000001", ann, "YES "+annCode); status/100 != 2 {
+		t.Fatalf("webhook: %d %s", status, out)
+	}
+	poll.Eventually(t, 30*time.Second, "ann's acknowledgement at the Twilio peer", func() bool {
+		for _, m := range tw.Sent("Recorded: 1 of 2 approvals; waiting for the others.") {
+			if m.To == ann {
+				return true
+			}
+		}
+		return false
+	})
+	injected := func() []map[string]any {
+		r, err := js.Received(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []map[string]any
+		for _, a := range r.Approvals {
+			if a.Response["approvalId"] == "pol_tw" {
+				out = append(out, a.Response)
+			}
+		}
+		return out
+	}
+	if got := injected(); len(got) != 0 {
+		t.Fatalf("after one grant of two the agent got %v", got)
+	}
+	if status, out := cd.sms(hc, "SMpolicy00000000000000000000000002", ben, "yes "+benCode); status/100 != 2 {
+		t.Fatalf("webhook: %d %s", status, out)
+	}
+	poll.Eventually(t, 30*time.Second, "the decision at the agent", func() bool { return len(injected()) > 0 })
+	time.Sleep(300 * time.Millisecond) // a second injection would come now
+	if got := injected(); len(got) != 1 || got[0]["decision"] != "granted" || got[0]["decidedBy"] != "policy:two-of-three ("+ann+", "+ben+")" {
+		t.Fatalf("the agent received %v, want one grant by both", got)
+	}
+	for _, m := range tw.Sent("BA2043") {
+		if m.To == customer && strings.Contains(m.Body, "Reply YES") {
+			t.Fatalf("the customer, in no step, was asked: %q", m.Body)
+		}
+	}
+	if refused := tw.Refused(); len(refused) != 0 {
+		t.Fatalf("the Twilio peer refused %+v", refused)
 	}
 }
