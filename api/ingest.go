@@ -24,6 +24,14 @@ type ApprovalPreparer interface {
 	Prepare(ctx context.Context, env *envelope.Envelope, to []envelope.Recipient, agent string) (approvals []store.NewApproval, perRecipient [][]string, err error)
 }
 
+// ApprovalCommitter is a preparer's optional after-commit hook: it is
+// given the approvals of each ingest that committed (not a replay), so that
+// what must follow the commit (an injection decided at ingest, the timers
+// of a policy) starts at once. The approvals package implements it.
+type ApprovalCommitter interface {
+	Committed(ctx context.Context, approvals []store.NewApproval)
+}
+
 // IngestConfig is what ingest checks requests against.
 type IngestConfig struct {
 	Registry *envelope.Registry
@@ -320,6 +328,10 @@ func (in *Ingester) ingestExtra(ctx context.Context, env *envelope.Envelope, raw
 			ing.Deliveries = append(ing.Deliveries, nd.WindowTemplate())
 		}
 	}
+	for _, na := range ing.Approvals {
+		// The people a policy asks who are not recipients of the request.
+		ing.Deliveries = append(ing.Deliveries, na.Ask...)
+	}
 	held := in.reserve(&ing)
 	res, err := in.db.Ingest(ctx, ing)
 	if err != nil || res.Replayed {
@@ -332,6 +344,9 @@ func (in *Ingester) ingestExtra(ctx context.Context, env *envelope.Envelope, raw
 	}
 	if !res.Replayed && fromRequest && in.cfg.Remember != nil {
 		in.cfg.Remember(res.EnvelopeID, env, len(raw))
+	}
+	if c, ok := in.preparer.(ApprovalCommitter); ok && !res.Replayed && len(ing.Approvals) > 0 {
+		c.Committed(ctx, ing.Approvals)
 	}
 	if !res.Replayed {
 		if in.hand(held, res.Deliveries) < len(res.Deliveries) {

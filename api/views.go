@@ -184,12 +184,28 @@ type ApprovalView struct {
 	Summary     string                  `json:"summary"`
 	Audit       []AuditItem             `json:"audit,omitempty"`
 	Injection   *InjectionView          `json:"injection,omitempty"`
+	// Policy is the approval policy that governs the approval; Quorum and
+	// Votes where it counts votes.
+	Policy string     `json:"policy,omitempty"`
+	Quorum int        `json:"quorum,omitempty"`
+	Votes  []VoteItem `json:"votes,omitempty"`
 }
 
-// ApprovalRecipientItem is one (recipient, channel) an approval was sent to.
+// ApprovalRecipientItem is one (recipient, channel) an approval was sent to;
+// under a policy, the person it reaches and the step (from 0) that asked.
 type ApprovalRecipientItem struct {
 	Channel string `json:"channel"`
 	Address string `json:"address"`
+	Person  string `json:"person,omitempty"`
+	Step    int    `json:"step,omitempty"`
+}
+
+// VoteItem is one person's vote counted toward a policy's quorum.
+type VoteItem struct {
+	Person   string    `json:"person"`
+	Channel  string    `json:"channel"`
+	Decision string    `json:"decision"`
+	At       time.Time `json:"at"`
 }
 
 // AuditItem is one event of an approval's audit trail.
@@ -211,7 +227,11 @@ func approvalView(v *approvals.View) ApprovalView {
 		DecidedBy: a.DecidedBy, Channel: a.Channel, MessageID: a.MessageID, Reason: a.Reason,
 		InjectionID: a.InjectionID, Summary: v.Summary, Injection: injectionView(v.Injection)}
 	for _, r := range a.Recipients {
-		out.Recipients = append(out.Recipients, ApprovalRecipientItem{Channel: r.Channel, Address: r.Address})
+		out.Recipients = append(out.Recipients, ApprovalRecipientItem{Channel: r.Channel, Address: r.Address, Person: r.Person, Step: r.Step})
+	}
+	out.Policy, out.Quorum = a.Policy, a.Quorum
+	for _, v := range a.Votes {
+		out.Votes = append(out.Votes, VoteItem{Person: v.Person, Channel: v.Channel, Decision: v.Decision, At: v.At})
 	}
 	for _, e := range v.Audit {
 		out.Audit = append(out.Audit, AuditItem{At: e.At, ApprovalID: e.ApprovalID, Event: e.Event, Channel: e.Channel,

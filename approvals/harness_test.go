@@ -178,6 +178,9 @@ func (h *harness) ingest(env *envelope.Envelope, to ...envelope.Recipient) []*st
 	for i, r := range to {
 		in.Deliveries = append(in.Deliveries, store.NewDelivery{Channel: r.Channel, To: r.Target(), ApprovalIDs: per[i]})
 	}
+	for _, na := range as {
+		in.Deliveries = append(in.Deliveries, na.Ask...) // as the API's ingester does
+	}
 	res, err := h.db.Ingest(h.ctx, in)
 	if err != nil {
 		h.t.Fatal(err)

@@ -27,6 +27,11 @@ const (
 	OutcomeOptOut         = "opt-out"
 	OutcomeOptIn          = "opt-in"
 	OutcomeRateLimited    = "rate-limited"
+	// OutcomeCounted: a vote counted toward a policy's quorum, which it
+	// did not complete; OutcomeSecondVote: a person's second vote on an
+	// approval under a quorum (no effect).
+	OutcomeCounted    = "counted"
+	OutcomeSecondVote = "second-vote"
 	// OutcomeWrongCode: an SMS or WhatsApp text that reads as an answer
 	// ("YES 111111") from a number with requests waiting for its answer,
 	// whose code matches none of them. The number is told so, and shown
@@ -399,11 +404,19 @@ func (s *Service) apply(ctx context.Context, bd *bound, in envelope.Inbound, dec
 		decidedBy = in.From
 	}
 	got, outcome, stop, err := s.decideWatched(ctx, store.Decision{ApprovalID: a.ID, State: state, Reason: reason, DecidedBy: decidedBy,
-		Channel: in.Channel, MessageID: in.MessageID, At: now, Vote: &vote}, told)
+		Channel: in.Channel, MessageID: in.MessageID, At: now, Vote: &vote, Person: personOf(a, bd.b)}, told)
 	defer stop()
 	switch {
 	case errors.Is(err, store.ErrDuplicateInbound):
 		return envelope.InboundResult{Outcome: OutcomeDuplicate, ApprovalID: a.ID}, nil
+	case errors.Is(err, store.ErrSecondVote):
+		s.log.Info("approval inbound", "channel", in.Channel, "outcome", OutcomeSecondVote, "approval_id", a.ID)
+		s.confirm(ctx, in, bd.b.Recipient, "Your vote was already recorded; this one changes nothing. "+tallyText(got)+" Request: "+Summary(got))
+		return envelope.InboundResult{Outcome: OutcomeSecondVote, ApprovalID: a.ID}, nil
+	case err == nil && got.State == store.ApprovalPending:
+		s.log.Info("approval vote counted", "channel", in.Channel, "approval_id", a.ID, "policy", got.Policy)
+		s.confirm(ctx, in, bd.b.Recipient, "Recorded: "+tallyText(got)+" Request: "+Summary(got))
+		return envelope.InboundResult{Outcome: OutcomeCounted, ApprovalID: a.ID, Decision: decision, Reason: reason}, nil
 	case errors.Is(err, store.ErrAlreadyDecided):
 		outcome := OutcomeAlreadyDecided
 		if got.State == store.ApprovalExpired {

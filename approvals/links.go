@@ -102,6 +102,8 @@ func pageDecision(a *store.Approval, viewer string) string {
 	switch {
 	case a.DecidedBy == viewer:
 		who = "you"
+	case a.Policy != "" && strings.HasPrefix(a.DecidedBy, "policy:"+a.Policy):
+		who = "the people asked under policy " + a.Policy
 	case a.Channel == ChannelOperator:
 		who = "an operator"
 	}
@@ -173,6 +175,9 @@ func (s *Service) showPage(w http.ResponseWriter, r *http.Request, message strin
 	// sweeper ran; GET never changes state.
 	d.Pending = a.State == store.ApprovalPending && now.Before(a.ExpiresAt)
 	switch {
+	case d.Pending && a.Quorum > 0 && a.Voted(viewerPerson(a, viewer)):
+		d.Pending = false
+		d.Decision = "Your vote is recorded: " + tallyText(a)
 	case d.Pending:
 		d.Nonce = s.m.pageNonce(tok, now.Unix())
 	case a.State == store.ApprovalPending:

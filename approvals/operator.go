@@ -30,7 +30,7 @@ func view(a *store.Approval) *View {
 	v := &View{Approval: *a, Summary: Summary(a)}
 	v.Recipients = nil
 	for _, r := range a.Recipients {
-		v.Recipients = append(v.Recipients, store.ApprovalRecipient{Channel: r.Channel, Address: r.Address})
+		v.Recipients = append(v.Recipients, store.ApprovalRecipient{Channel: r.Channel, Address: r.Address, Person: r.Person, Step: r.Step})
 	}
 	return v
 }

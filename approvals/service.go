@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cool-ai/beachd/approvals/policy"
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/render"
 	"github.com/cool-ai/beachd/store"
@@ -63,6 +64,10 @@ type Config struct {
 	Rand        io.Reader
 	// Metrics, when set, count inbound outcomes.
 	Metrics *Metrics
+	// Policies are the operator's approval policies (approvals/policy);
+	// nil: every approval is asked of the delivery's recipients, the first
+	// answer wins.
+	Policies *policy.Set
 	// Notify, when set, is told when the Service stored a message for
 	// delivery itself (an answer to a mistyped code, which carries the
 	// approvals it is about so that the codes are rendered at send time):
@@ -287,6 +292,15 @@ func (s *Service) Prepare(ctx context.Context, env *envelope.Envelope, to []enve
 				State: store.ApprovalPending, CreatedAt: now, ExpiresAt: exp.UTC()},
 			Tokens: map[string]store.TokenBinding{},
 		}
+		// The delivery's agent, never the part's handler, chooses the
+		// policy: the envelope cannot name, skip or weaken one.
+		if pol := s.cfg.Policies.Match(agent, req.ToolName, req.Args, now); pol != nil {
+			if err := s.preparePolicy(ctx, pol, &na, to, per, now); err != nil {
+				return nil, nil, err
+			}
+			out = append(out, na)
+			continue
+		}
 		for i, r := range to {
 			addr := foldAddress(r.Channel, r.Target())
 			rc, err := s.mintRecipient(ctx, req.ApprovalID, r.Channel, addr, na.Tokens)
@@ -393,10 +407,16 @@ func (s *Service) Handles(ctx context.Context, d *store.Delivery, env *envelope.
 				rc = &a.Recipients[i]
 			}
 		}
+		h := render.ApprovalHandle{ApprovalID: id, Request: req, ExpiresAt: a.ExpiresAt}
+		if rc == nil && a.Policy != "" {
+			// Told, not asked: no token, code, link or button.
+			h.Decided, h.Note = policyNote(a)
+			out = append(out, h)
+			continue
+		}
 		if rc == nil {
 			return nil, fmt.Errorf("approval %s was not issued to this delivery's recipient", id)
 		}
-		h := render.ApprovalHandle{ApprovalID: id, Request: req, ExpiresAt: a.ExpiresAt}
 		spec, err := envelope.LookupChannel(d.Channel)
 		if err != nil {
 			return nil, fmt.Errorf("handles for %s: %w", d.ID, err)

@@ -20,6 +20,7 @@ import (
 //	  words:                     # decision words beside the English ones
 //	    granted: [ja, oui, sí]
 //	    denied: [nein, non]
+//	  policies: [ … ]            # rules, quorum, reminders and escalation (policies.go)
 type ApprovalsConfig struct {
 	DefaultExpiry     time.Duration `yaml:"default_expiry"`
 	Secret            string        `yaml:"secret"`
@@ -29,6 +30,10 @@ type ApprovalsConfig struct {
 	// EmailLinks: nil (unset) means true.
 	EmailLinks *bool         `yaml:"email_links"`
 	Words      DecisionWords `yaml:"words"`
+	// Policies, in order: the first whose match fits an approval request
+	// governs it (docs/policies.md); none: everyone on the delivery is
+	// asked, the first answer wins.
+	Policies []PolicyConfig `yaml:"policies"`
 }
 
 // DecisionWords is `approvals.words:`.

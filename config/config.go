@@ -51,6 +51,10 @@ type Config struct {
 	// DevAgentA2A is the A2A generation `beachd dev`'s agent speaks ("0.3",
 	// or 1.0 otherwise); not configurable from a file.
 	DevAgentA2A string `yaml:"-"`
+	// Warnings are what Check found worth saying that refuses nothing
+	// ("line 12, column 25: approvals.policies[0].steps[0].remind_after:
+	// 10s is under a minute …"): config check prints them, serve logs them.
+	Warnings []string `yaml:"-"`
 }
 
 // LogConfig selects the log format and level.
@@ -128,6 +132,9 @@ func (c *Config) registry(v *validator) *envelope.Registry {
 func (c *Config) Validate() (*envelope.Registry, error) {
 	v := &validator{}
 	reg := c.check(v)
+	if len(c.Warnings) == 0 {
+		c.Warnings = placeWarnings(nil, v.warnings)
+	}
 	return reg, v.err()
 }
 
@@ -211,6 +218,7 @@ func (c *Config) check(v *validator) *envelope.Registry {
 		c.Slack.validate(v)
 	}
 	c.Approvals.validate(v)
+	c.validatePolicies(v)
 	if c.Approvals.EmailLinks != nil && !*c.Approvals.EmailLinks && c.Email != nil && c.Email.IMAP == nil {
 		v.errorf("approvals.email_links", "false leaves replies the only way to answer by mail, and email.imap is not set: nobody could decide an approval sent by email")
 	}
@@ -240,6 +248,7 @@ func (c *Config) checkServe(v *validator, dev bool) {
 		v.errorf("twilio.account_sid", "required, with twilio.auth_token, to send SMS and WhatsApp (only `beachd dev` records messages without them)")
 	}
 	c.checkInboundChannels(v, dev)
+	c.checkPolicyChannels(v, dev)
 	if dir := c.Render.TemplatesDir; dir != "" {
 		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 			return // Render.validate reports it

@@ -49,6 +49,7 @@ func CheckBytes(raw []byte, name string, getenv func(string) string, dev bool) (
 	if err := newConfigError(name, root, refused, append(probs, v.items...)); err != nil {
 		return nil, nil, err
 	}
+	cfg.Warnings = placeWarnings(root, v.warnings)
 	return cfg, reg, nil
 }
 

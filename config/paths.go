@@ -238,6 +238,9 @@ var durationType = reflect.TypeFor[time.Duration]()
 // wantedValue names, for a person, what a value of type t is written as;
 // "" for a type it has no words for.
 func wantedValue(t reflect.Type) string {
+	if t.Implements(yamlUnmarshalerType) || reflect.PointerTo(t).Implements(yamlUnmarshalerType) {
+		return "" // its own words
+	}
 	switch t {
 	case durationType:
 		return "a duration such as 30s, 5m or 24h"

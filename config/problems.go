@@ -74,6 +74,45 @@ type validator struct {
 	// problems are "key: reason" strings, as reported.
 	problems []string
 	items    []problem
+	// warnings are things worth saying that refuse nothing (a duration
+	// under a minute).
+	warnings []problem
+}
+
+// warnf records a warning: `config check` prints it, serve logs it, and
+// neither refuses the file for it.
+func (v *validator) warnf(key, format string, args ...any) {
+	v.warnings = append(v.warnings, problem{key: key, reason: fmt.Sprintf(format, args...)})
+}
+
+// placeWarnings places warnings in the file (root may be nil) and returns
+// them as lines, in the file's order.
+func placeWarnings(root *yaml.Node, ws []problem) []string {
+	if len(ws) == 0 {
+		return nil
+	}
+	var idx map[string]*yaml.Node
+	if root != nil {
+		idx = indexKeys(root)
+	}
+	out := make([]problem, len(ws))
+	copy(out, ws)
+	for i := range out {
+		if n := locateKey(idx, out[i].key); n != nil && idx != nil {
+			out[i].line, out[i].col = n.Line, n.Column
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if (out[i].line == 0) != (out[j].line == 0) {
+			return out[j].line == 0 // the keys not in the file last
+		}
+		return out[i].line < out[j].line
+	})
+	lines := make([]string, len(out))
+	for i, p := range out {
+		lines[i] = p.String()
+	}
+	return lines
 }
 
 func (v *validator) errorf(key, format string, args ...any) {

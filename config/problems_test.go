@@ -62,6 +62,7 @@ func FuzzCheckConfig(f *testing.F) {
 	}
 	f.Add([]byte("listen: 127.0.0.1:80250\napi_keys: [\"${X}\", 5]\ndispatch: {workers: eight}\nschedules: [{cron: x, time_zone: Y}]\n"))
 	f.Add([]byte("d: &d {timeout: soon}\nagents: {a: *d, b: {<<: *d, timeout: 1s, z: 1}}\n"))
+	f.Add([]byte("approvals:\n  policies:\n    - name: p\n      match: {when: \"args.x <\"}\n      quorum: 3\n      steps: [{to: [{person: c, channels: [{channel: sms, address: x}]}, {channel: email, addres: y}]}, {to: envelope}]\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if len(b) > 4096 {
 			return

@@ -347,6 +347,13 @@ func (r *Renderer) approvalView(ar envelope.ApprovalRequest, p envelope.Part, h 
 			v.Expired = true
 		}
 	}
+	if ok && (h.Decided || h.Note != "") {
+		v.Decided, v.Note = h.Decided, oneLine(h.Note)
+		if v.Decided {
+			v.Expires, v.ExpiresIn, v.Expired = "", "", false
+		}
+		return v
+	}
 	// An expired approval can no longer be answered: its rendition shows
 	// no code, link, token or button that would invite an answer.
 	if ok && !v.Expired {

@@ -33,6 +33,12 @@ type ApprovalHandle struct {
 	Buttons []Button
 	// ExpiresAt is when the approval is denied by policy.
 	ExpiresAt time.Time
+	// Decided: the approval was decided without this recipient (by a
+	// policy at ingest); Note says how. A recipient who is told of an
+	// approval but not asked has Note alone ("awaits approval"); either way
+	// the handle carries no token, code, link or button.
+	Decided bool
+	Note    string
 }
 
 // Button is a WhatsApp quick-reply button.

@@ -86,6 +86,11 @@ type ApprovalView struct {
 	Buttons    []Button
 	// Answerable: a handle exists for this recipient on this channel.
 	Answerable bool
+	// Decided: decided without this recipient (a policy at ingest); Note
+	// says how, or, when not Decided, that others are asked and this
+	// recipient is only told.
+	Decided bool
+	Note    string
 	// ByReply: this approval can be answered by replying to the message
 	// (email carries one token per message: the first approval's).
 	ByReply bool

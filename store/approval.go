@@ -40,6 +40,15 @@ type Approval struct {
 	Recipients []ApprovalRecipient `json:"recipients,omitempty"`
 	// InjectionID is the injection job queued by the decision.
 	InjectionID string `json:"injectionId,omitempty"`
+	// Policy names the approval policy that governs it (approvals/policy);
+	// "" for an approval asked as beachd always asked: everyone at once,
+	// the first answer wins.
+	Policy string `json:"policy,omitempty"`
+	// Quorum, when positive, is how many distinct people must grant: a
+	// decision that names its Person is a vote (CountVote), and Votes are
+	// those counted so far. 0: the first decision decides.
+	Quorum int    `json:"quorum,omitempty"`
+	Votes  []Vote `json:"votes,omitempty"`
 }
 
 // ApprovalRecipient is one (recipient, channel) an approval was sent to.
@@ -47,6 +56,11 @@ type ApprovalRecipient struct {
 	Channel string `json:"channel"`
 	Address string `json:"address"`
 	Nonce   string `json:"nonce,omitempty"`
+	// Person is who this recipient is under a policy with a quorum (a
+	// person asked on several channels has one recipient per channel, one
+	// Person); Step is the policy step (0-based) that asked them.
+	Person string `json:"person,omitempty"`
+	Step   int    `json:"step,omitempty"`
 }
 
 // Decision returns the approval-response decision of a decided approval
@@ -76,9 +90,18 @@ type TokenBinding struct {
 type NewApproval struct {
 	Approval Approval
 	Tokens   map[string]TokenBinding // token hash (see approvals) → binding
+	// Decision, when set, decides the approval in the ingest's own
+	// transaction (a policy that decides at ingest), as Decide would: its
+	// injection job is queued with the envelope. ApprovalID is filled in.
+	Decision *Decision
 	// Events start the approval's trail (who was asked, on which
 	// channel), appended in the ingest's transaction.
 	Events []ApprovalEvent
+	// Ask are deliveries that ask this approval of people who are not
+	// recipients of the request (a policy's steps). The store ignores
+	// them: whoever builds the Ingest (the API's ingester) adds them to
+	// its Deliveries.
+	Ask []NewDelivery
 }
 
 // AuditEntry is one event in an approval's life.
@@ -134,6 +157,10 @@ type Decision struct {
 	// Whether or not there is a Vote, a decision that takes effect appends
 	// its own event (decided, expired or withdrawn) after it.
 	Vote *ApprovalEvent
+	// Person, on an approval with a Quorum, makes this decision a vote of
+	// that person (CountVote): it decides only when it is a denial or
+	// completes the quorum, and a person's second vote has no effect.
+	Person string
 }
 
 // Dispositions of a vote (the evidence "disposition" of a voted event) and

@@ -219,6 +219,10 @@ func noteFor(res envelope.InboundResult) string {
 		return "This request is not yours to decide; nothing was recorded."
 	case "unknown-token", "no-token":
 		return "This button no longer answers anything; nothing was recorded."
+	case "counted":
+		return "Recorded: your answer counts toward the approvals this request needs; it waits for the others."
+	case "second-vote":
+		return "Your answer to this request was already recorded; this one changed nothing."
 	}
 	// An outcome this channel does not know (a vote an approval policy
 	// counts, say) is named as it is, neither claimed nor denied.

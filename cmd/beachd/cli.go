@@ -181,6 +181,9 @@ func (ConfigCheckCmd) Run(g *globals) error {
 	if err != nil {
 		return err
 	}
+	for _, w := range cfg.Warnings {
+		fmt.Fprintf(g.stdout, "%s: warning: %s\n", g.configPath, w)
+	}
 	info, err := cfg.Store.Probe(g.ctx)
 	if err != nil {
 		return config.KeyError(g.configPath, "store.dsn", err)

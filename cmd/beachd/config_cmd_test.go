@@ -262,3 +262,26 @@ func TestConfigCheckConnectsToPostgres(t *testing.T) {
 		t.Fatalf("unreachable database: exit %d\n%s%s", code, out, errs)
 	}
 }
+
+// config check accepts a policy, and refuses a CEL error with its place
+// in the file and in the expression.
+func TestConfigCheckPolicyWarningsAndErrors(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	base := "listen: 127.0.0.1:1\napi_keys: [\"0123456789abcdef\"]\nagents: {travel: {a2a_url: http://127.0.0.1:9000/}}\n" +
+		"approvals:\n  policies:\n    - name: quick\n      match: {agent: travel, when: %q}\n      decide: granted\n"
+	os.WriteFile(path, []byte(fmt.Sprintf(base, "double(args.amount) < 10.0")), 0o600)
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"config", "check", "--config", path}, func(string) string { return "" }, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	if want := "c.yaml: ok"; !strings.Contains(out.String(), want) || strings.Contains(out.String(), "warning") {
+		t.Errorf("output %q, want %q alone", out.String(), want)
+	}
+	os.WriteFile(path, []byte(fmt.Sprintf(base, "args.amount < 10 && args.nosuch.")), 0o600)
+	out.Reset()
+	errb.Reset()
+	code := run(context.Background(), []string{"config", "check", "--config", path}, func(string) string { return "" }, &out, &errb)
+	if want := "line 7, column 36: approvals.policies[0].match.when: expression line 1, column 33: Syntax error"; code == 0 || !strings.Contains(errb.String(), want) {
+		t.Errorf("exit %d, %q; want a failure with %q", code, errb.String(), want)
+	}
+}

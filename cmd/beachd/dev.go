@@ -24,6 +24,7 @@ import (
 	"github.com/cool-ai/beachd/channels/email"
 	"github.com/cool-ai/beachd/channels/webhook"
 	"github.com/cool-ai/beachd/config"
+	"github.com/cool-ai/beachd/envelope"
 )
 
 // DevCmd runs beachd on an embedded default: a data dir under the working
@@ -93,6 +94,12 @@ func devConfig(addr, dataDir, apiKey, sinkSecret string) *config.Config {
 			devSinkEndpoint: config.DevSink(addr, sinkSecret),
 		}},
 		Schedules: []config.ScheduleConfig{config.DevSchedule(devAgentName, devSinkEndpoint, "you@"+email.DevDomain)},
+		// A booking of at most £200 by the dev agent is granted at once,
+		// nobody asked (the README's tour sends one); others are asked.
+		Approvals: config.ApprovalsConfig{Policies: []config.PolicyConfig{{Name: "small-bookings",
+			Match: config.PolicyMatch{Agent: devAgentName, Tool: "book_flight",
+				When: "double(args.totalPrice.amount) <= 200.0 && args.totalPrice.currency == 'GBP'"},
+			Decide: envelope.DecisionGranted}}},
 	}
 	cfg.FillDefaults()
 	return cfg

@@ -182,3 +182,42 @@ func TestDevBannerNamesWhatExists(t *testing.T) {
 		t.Errorf("the banner's sample code %v, want 6 digits as real codes have:\n%s", m, banner)
 	}
 }
+
+// TestDevPolicyGrantsTheTourBooking: beachd dev's small-bookings policy
+// grants the README tour's £120 booking and leaves testdata/dev-approval.json
+// (£1,122) to be asked.
+func TestDevPolicyGrantsTheTourBooking(t *testing.T) {
+	cfg := devConfig("127.0.0.1:8025", t.TempDir(), "dev-test-key-0123456789", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+	if _, err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	set, err := cfg.Approvals.ParsePolicies(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile("../../testdata/dev-approval.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var req struct {
+		Envelope struct {
+			Parts []struct {
+				Data struct {
+					ToolName string         `json:"toolName"`
+					Args     map[string]any `json:"args"`
+				} `json:"data"`
+			} `json:"parts"`
+		} `json:"envelope"`
+	}
+	if err := json.Unmarshal(raw, &req); err != nil {
+		t.Fatal(err)
+	}
+	ar := req.Envelope.Parts[1].Data
+	if p := set.Match(devAgentName, ar.ToolName, ar.Args, time.Now()); p != nil {
+		t.Fatalf("the £1,122 sample matched %s: the tour's approval step would not be asked", p.Name)
+	}
+	ar.Args["totalPrice"].(map[string]any)["amount"] = 120.0
+	if p := set.Match(devAgentName, ar.ToolName, ar.Args, time.Now()); p == nil || p.Name != "small-bookings" || p.Decide != "granted" {
+		t.Fatalf("the £120 booking matched %+v, want small-bookings granting", p)
+	}
+}

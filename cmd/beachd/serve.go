@@ -33,6 +33,9 @@ func serve(g *globals, cfg *config.Config, dev bool, ln net.Listener) error {
 		return err
 	}
 	log := newLogger(cfg.Log, g.stderr)
+	for _, w := range cfg.Warnings {
+		log.Warn("configuration", "warning", w)
+	}
 	if addr := g.getenv("BEACHD_PPROF"); addr != "" {
 		// Profiling on a separate listener, off unless asked for, and only
 		// on loopback (profiles show memory): BEACHD_PPROF=127.0.0.1:6060.

@@ -141,7 +141,12 @@ func (a *app) wireApprovals() error {
 	if err != nil {
 		return err
 	}
+	policies, err := cfg.ParsePolicies(log)
+	if err != nil {
+		return err
+	}
 	svc, err := approvals.New(approvals.Config{
+		Policies:      policies,
 		NoEmailLinks:  cfg.EmailLinks != nil && !*cfg.EmailLinks,
 		Words:         words,
 		Secret:        []byte(secret),

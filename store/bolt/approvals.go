@@ -90,6 +90,12 @@ func (s *DB) putApprovalsTx(tx *bbolt.Tx, envID string, as []store.NewApproval, 
 		if err := appendEventsTx(tx, a.ID, na.Events, now); err != nil {
 			return err
 		}
+		if d := na.Decision; d != nil {
+			d.ApprovalID = a.ID
+			if _, _, _, err := decideTx(tx, *d); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -260,72 +266,11 @@ func (s *DB) Decide(ctx context.Context, d store.Decision) (*store.Approval, *st
 	}
 	var out *store.Approval
 	var job *store.Injection
-	var already bool
+	var stop int
 	err := s.bolt.Batch(func(tx *bbolt.Tx) error {
-		out, job, already = nil, nil, false
-		if err := markInboundTx(tx, d.Channel, d.MessageID, d.At); err != nil {
-			return err
-		}
-		var a store.Approval
-		if err := getJSON(tx.Bucket(bApprovals), []byte(d.ApprovalID), &a); err != nil {
-			return fmt.Errorf("approval %q: %w", d.ApprovalID, err)
-		}
-		if a.State != store.ApprovalPending {
-			out, already = &a, true
-			if d.Vote != nil {
-				if _, err := appendEventTx(tx, a.ID, store.VoteIgnored(*d.Vote, &a), d.At); err != nil {
-					return err
-				}
-			}
-			return putAuditTx(tx, store.AuditEntry{At: d.At, ApprovalID: a.ID, Event: "already-decided", Channel: d.Channel,
-				Actor: d.DecidedBy, MessageID: d.MessageID, Decision: d.State,
-				Detail: "approval is " + a.State + " since " + a.DecidedAt.UTC().Format(time.RFC3339)})
-		}
-		if err := tx.Bucket(bApprovalExpiry).Delete(timeKey(a.ExpiresAt, a.ID)); err != nil {
-			return err
-		}
-		if err := deleteCodeGuardsTx(tx, &a); err != nil {
-			return err
-		}
-		a.State, a.Reason, a.DecidedBy, a.Channel, a.MessageID, a.DecidedAt = d.State, d.Reason, d.DecidedBy, d.Channel, d.MessageID, d.At
-		event := "decided"
-		switch d.State {
-		case store.ApprovalExpired:
-			event = "expired"
-		case store.ApprovalVoid:
-			event = "voided"
-		}
-		if d.State != store.ApprovalVoid {
-			a.InjectionID = d.InjectionID
-			inj := store.Injection{ID: d.InjectionID, ApprovalID: a.ID, Agent: a.Agent, Session: a.Session, Turn: a.Turn,
-				Response: envelope.ApprovalResponse{ApprovalID: a.ID, Decision: a.Decision(), Reason: d.Reason,
-					DecidedBy: d.DecidedBy, DecidedAt: d.At},
-				State: store.InjectionPending, CreatedAt: d.At, UpdatedAt: d.At, NextAt: d.At}
-			if d.ClaimFor > 0 {
-				inj.Attempts, inj.Claims, inj.NextAt, inj.LeasedUntil = 1, 1, d.At.Add(d.ClaimFor), d.At.Add(d.ClaimFor)
-			}
-			job = &inj
-			if err := putJSON(tx.Bucket(bInjections), []byte(inj.ID), inj); err != nil {
-				return err
-			}
-			if err := tx.Bucket(bInjectionDue).Put(timeKey(inj.NextAt, inj.ID), nil); err != nil {
-				return err
-			}
-		}
-		if err := putJSON(tx.Bucket(bApprovals), []byte(a.ID), a); err != nil {
-			return err
-		}
-		out = &a
-		if d.Vote != nil {
-			if _, err := appendEventTx(tx, a.ID, store.VoteDecided(*d.Vote), d.At); err != nil {
-				return err
-			}
-		}
-		if _, err := appendEventTx(tx, a.ID, store.DecisionEvent(d), d.At); err != nil {
-			return err
-		}
-		return putAuditTx(tx, store.AuditEntry{At: d.At, ApprovalID: a.ID, Event: event, Channel: d.Channel,
-			Actor: d.DecidedBy, MessageID: d.MessageID, Decision: d.State, Detail: d.Reason})
+		var err error
+		out, job, stop, err = decideTx(tx, d)
+		return err
 	})
 	if err != nil {
 		if errors.Is(err, store.ErrDuplicateInbound) || errors.Is(err, store.ErrNotFound) {
@@ -333,10 +278,108 @@ func (s *DB) Decide(ctx context.Context, d store.Decision) (*store.Approval, *st
 		}
 		return nil, nil, fmt.Errorf("decide approval: %w", err)
 	}
-	if already {
-		return out, nil, store.ErrAlreadyDecided
+	return decided(out, job, stop)
+}
+
+// stopAlready is decideTx's stop for an approval no longer pending.
+const stopAlready = -1
+
+// decided is Decide's answer for decideTx's stop: the approval was
+// decided (0), was no longer pending, counted a vote without deciding
+// (store.VoteCounted) or refused a person's second vote.
+func decided(a *store.Approval, job *store.Injection, stop int) (*store.Approval, *store.Injection, error) {
+	switch stop {
+	case stopAlready:
+		return a, nil, store.ErrAlreadyDecided
+	case store.VoteSecond:
+		return a, nil, store.ErrSecondVote
 	}
-	return out, job, nil
+	return a, job, nil
+}
+
+// decideTx is Decide's transaction. stop is stopAlready for an approval
+// that was no longer pending: it is returned as it is and nothing else
+// changes but the trail, the audit entry and the message id; for a vote
+// on an approval with a quorum, it is store.VoteCounted when the vote was
+// counted and decided nothing, store.VoteSecond when the person had voted.
+func decideTx(tx *bbolt.Tx, d store.Decision) (out *store.Approval, job *store.Injection, stop int, err error) {
+	if err := markInboundTx(tx, d.Channel, d.MessageID, d.At); err != nil {
+		return nil, nil, 0, err
+	}
+	var a store.Approval
+	if err := getJSON(tx.Bucket(bApprovals), []byte(d.ApprovalID), &a); err != nil {
+		return nil, nil, 0, fmt.Errorf("approval %q: %w", d.ApprovalID, err)
+	}
+	if a.State != store.ApprovalPending {
+		if d.Vote != nil {
+			if _, err := appendEventTx(tx, a.ID, store.VoteIgnored(*d.Vote, &a), d.At); err != nil {
+				return nil, nil, 0, err
+			}
+		}
+		return &a, nil, stopAlready, putAuditTx(tx, store.AuditEntry{At: d.At, ApprovalID: a.ID, Event: "already-decided", Channel: d.Channel,
+			Actor: d.DecidedBy, MessageID: d.MessageID, Decision: d.State,
+			Detail: "approval is " + a.State + " since " + a.DecidedAt.UTC().Format(time.RFC3339)})
+	}
+	if a.Quorum > 0 && d.Person != "" && (d.State == store.ApprovalGranted || d.State == store.ApprovalDenied) {
+		switch v := store.CountVote(&a, &d); v {
+		case store.VoteSecond, store.VoteCounted:
+			ev, event := store.VoteCountedEvent(store.VoteEventOf(d), &a), "counted"
+			if v == store.VoteSecond {
+				ev, event = store.VoteSecondEvent(store.VoteEventOf(d)), store.WhySecondVote
+			} else if err := putJSON(tx.Bucket(bApprovals), []byte(a.ID), a); err != nil {
+				return nil, nil, 0, err
+			}
+			if _, err := appendEventTx(tx, a.ID, ev, d.At); err != nil {
+				return nil, nil, 0, err
+			}
+			return &a, nil, v, putAuditTx(tx, store.AuditEntry{At: d.At, ApprovalID: a.ID, Event: event, Channel: d.Channel,
+				Actor: d.Person, MessageID: d.MessageID, Decision: d.State})
+		}
+	}
+	if err := tx.Bucket(bApprovalExpiry).Delete(timeKey(a.ExpiresAt, a.ID)); err != nil {
+		return nil, nil, 0, err
+	}
+	if err := deleteCodeGuardsTx(tx, &a); err != nil {
+		return nil, nil, 0, err
+	}
+	a.State, a.Reason, a.DecidedBy, a.Channel, a.MessageID, a.DecidedAt = d.State, d.Reason, d.DecidedBy, d.Channel, d.MessageID, d.At
+	event := "decided"
+	switch d.State {
+	case store.ApprovalExpired:
+		event = "expired"
+	case store.ApprovalVoid:
+		event = "voided"
+	}
+	if d.State != store.ApprovalVoid {
+		a.InjectionID = d.InjectionID
+		inj := store.Injection{ID: d.InjectionID, ApprovalID: a.ID, Agent: a.Agent, Session: a.Session, Turn: a.Turn,
+			Response: envelope.ApprovalResponse{ApprovalID: a.ID, Decision: a.Decision(), Reason: d.Reason,
+				DecidedBy: d.DecidedBy, DecidedAt: d.At},
+			State: store.InjectionPending, CreatedAt: d.At, UpdatedAt: d.At, NextAt: d.At}
+		if d.ClaimFor > 0 {
+			inj.Attempts, inj.Claims, inj.NextAt, inj.LeasedUntil = 1, 1, d.At.Add(d.ClaimFor), d.At.Add(d.ClaimFor)
+		}
+		job = &inj
+		if err := putJSON(tx.Bucket(bInjections), []byte(inj.ID), inj); err != nil {
+			return nil, nil, 0, err
+		}
+		if err := tx.Bucket(bInjectionDue).Put(timeKey(inj.NextAt, inj.ID), nil); err != nil {
+			return nil, nil, 0, err
+		}
+	}
+	if err := putJSON(tx.Bucket(bApprovals), []byte(a.ID), a); err != nil {
+		return nil, nil, 0, err
+	}
+	if d.Vote != nil {
+		if _, err := appendEventTx(tx, a.ID, store.VoteDecided(*d.Vote), d.At); err != nil {
+			return nil, nil, 0, err
+		}
+	}
+	if _, err := appendEventTx(tx, a.ID, store.DecisionEvent(d), d.At); err != nil {
+		return nil, nil, 0, err
+	}
+	return &a, job, 0, putAuditTx(tx, store.AuditEntry{At: d.At, ApprovalID: a.ID, Event: event, Channel: d.Channel,
+		Actor: d.DecidedBy, MessageID: d.MessageID, Decision: d.State, Detail: d.Reason})
 }
 
 // DueExpiries returns the ids of pending approvals whose expiry is at or

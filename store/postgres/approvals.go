@@ -175,10 +175,10 @@ func (s *DB) Decide(ctx context.Context, d store.Decision) (*store.Approval, *st
 	}
 	var out *store.Approval
 	var job *store.Injection
-	var already bool
+	var stop int
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		var err error
-		out, job, already, err = s.decideTx(ctx, tx, d)
+		out, job, stop, err = s.decideTx(ctx, tx, d)
 		return err
 	})
 	if err != nil {
@@ -187,64 +187,88 @@ func (s *DB) Decide(ctx context.Context, d store.Decision) (*store.Approval, *st
 		}
 		return nil, nil, fmt.Errorf("decide approval: %w", err)
 	}
-	if already {
+	switch stop {
+	case stopAlready:
 		return out, nil, store.ErrAlreadyDecided
+	case store.VoteSecond:
+		return out, nil, store.ErrSecondVote
 	}
 	return out, job, nil
 }
 
-// decideTx is Decide's transaction. already reports an approval that was
-// no longer pending: it is returned as it is and nothing else changes but
-// the audit entry and the message id.
-func (s *DB) decideTx(ctx context.Context, tx pgx.Tx, d store.Decision) (a *store.Approval, job *store.Injection, already bool, err error) {
+// stopAlready is decideTx's stop for an approval no longer pending.
+const stopAlready = -1
+
+// decideTx is Decide's transaction. stop is stopAlready for an approval
+// that was no longer pending: it is returned as it is and nothing else
+// changes but the trail, the audit entry and the message id; for a vote
+// on an approval with a quorum, it is store.VoteCounted when the vote was
+// counted and decided nothing, store.VoteSecond when the person had voted.
+func (s *DB) decideTx(ctx context.Context, tx pgx.Tx, d store.Decision) (a *store.Approval, job *store.Injection, stop int, err error) {
 	if err := markInboundTx(ctx, tx, d.Channel, d.MessageID, d.At); err != nil {
-		return nil, nil, false, err
+		return nil, nil, 0, err
 	}
 	a, err = lockApprovalTx(ctx, tx, d.ApprovalID)
 	if err != nil {
-		return nil, nil, false, err
+		return nil, nil, 0, err
 	}
 	if a.State != store.ApprovalPending {
 		if d.Vote != nil {
 			if _, err := appendEventsTx(ctx, tx, a.ID, []store.ApprovalEvent{store.VoteIgnored(*d.Vote, a)}, d.At); err != nil {
-				return nil, nil, false, err
+				return nil, nil, 0, err
 			}
 		}
 		err := putAuditTx(ctx, tx, store.AuditEntry{At: d.At, ApprovalID: a.ID, Event: "already-decided", Channel: d.Channel,
 			Actor: d.DecidedBy, MessageID: d.MessageID, Decision: d.State,
 			Detail: "approval is " + a.State + " since " + a.DecidedAt.UTC().Format(time.RFC3339)})
-		return a, nil, true, err
+		return a, nil, stopAlready, err
+	}
+	if a.Quorum > 0 && d.Person != "" && (d.State == store.ApprovalGranted || d.State == store.ApprovalDenied) {
+		switch v := store.CountVote(a, &d); v {
+		case store.VoteSecond, store.VoteCounted:
+			ev, event := store.VoteCountedEvent(store.VoteEventOf(d), a), "counted"
+			if v == store.VoteSecond {
+				ev, event = store.VoteSecondEvent(store.VoteEventOf(d)), store.WhySecondVote
+			} else if err := updateApprovalTx(ctx, tx, a); err != nil {
+				return nil, nil, 0, err
+			}
+			if _, err := appendEventsTx(ctx, tx, a.ID, []store.ApprovalEvent{ev}, d.At); err != nil {
+				return nil, nil, 0, err
+			}
+			return a, nil, v, putAuditTx(ctx, tx, store.AuditEntry{At: d.At, ApprovalID: a.ID, Event: event, Channel: d.Channel,
+				Actor: d.Person, MessageID: d.MessageID, Decision: d.State})
+		}
 	}
 	if err := deleteCodeGuardsTx(ctx, tx, a); err != nil {
-		return nil, nil, false, err
+		return nil, nil, 0, err
 	}
 	a.State, a.Reason, a.DecidedBy, a.Channel, a.MessageID, a.DecidedAt = d.State, d.Reason, d.DecidedBy, d.Channel, d.MessageID, d.At
 	if d.State != store.ApprovalVoid {
 		if d.InjectionID == "" {
-			return nil, nil, false, errors.New("no injection id")
+			return nil, nil, 0, errors.New("no injection id")
 		}
 		a.InjectionID = d.InjectionID
 		job = newInjection(a, d)
 		if err := insertInjectionTx(ctx, tx, job, s.holder); err != nil {
-			return nil, nil, false, err
+			return nil, nil, 0, err
 		}
 		if err := s.notify(ctx, tx, store.WakeInjections); err != nil {
-			return nil, nil, false, err
+			return nil, nil, 0, err
 		}
 	}
 	if err := updateApprovalTx(ctx, tx, a); err != nil {
-		return nil, nil, false, err
+		return nil, nil, 0, err
 	}
 	events := []store.ApprovalEvent{store.DecisionEvent(d)}
 	if d.Vote != nil {
 		events = []store.ApprovalEvent{store.VoteDecided(*d.Vote), events[0]}
 	}
 	if _, err := appendEventsTx(ctx, tx, a.ID, events, d.At); err != nil {
-		return nil, nil, false, err
+		return nil, nil, 0, err
 	}
 	err = putAuditTx(ctx, tx, store.AuditEntry{At: d.At, ApprovalID: a.ID, Event: decisionEvent(d.State), Channel: d.Channel,
 		Actor: d.DecidedBy, MessageID: d.MessageID, Decision: d.State, Detail: d.Reason})
-	return a, job, false, err
+	return a, job, 0, err
 }
 
 // decisionEvent is the audit event of a decision to state.
@@ -480,6 +504,14 @@ func (s *DB) putApprovalsTx(ctx context.Context, tx pgx.Tx, envID string, as []s
 	}
 	if err != nil {
 		return fmt.Errorf("store approvals: %w", err)
+	}
+	for _, na := range as {
+		if d := na.Decision; d != nil {
+			d.ApprovalID = na.Approval.ID
+			if _, _, _, err := s.decideTx(ctx, tx, *d); err != nil {
+				return fmt.Errorf("decide approval %s at ingest: %w", na.Approval.ID, err)
+			}
+		}
 	}
 	return nil
 }

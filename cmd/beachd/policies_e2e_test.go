@@ -1,0 +1,359 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"mime"
+	"net/http"
+	"net/mail"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cool-ai/beachd/agent"
+	"github.com/cool-ai/beachd/agent/a2ajstest"
+	"github.com/cool-ai/beachd/approvals/policy"
+	"github.com/cool-ai/beachd/channels/email/smtptest"
+	"github.com/cool-ai/beachd/channels/twilio/twiliotest"
+	"github.com/cool-ai/beachd/config"
+	"github.com/cool-ai/beachd/envelope"
+	"github.com/cool-ai/beachd/internal/testkit/poll"
+)
+
+// policyPeer is beachd dev (its real SMTP and IMAP mail server, recorded
+// SMS) with the A2A JS SDK 1.x agent as the travel agent and the given
+// approval policies.
+type policyPeer struct {
+	d      *devDaemon
+	js     *a2ajstest.Server
+	client *agent.Client
+}
+
+func startPolicyPeer(t *testing.T, policies ...config.PolicyConfig) *policyPeer {
+	t.Helper()
+	js := a2ajstest.Start(t, a2ajstest.Options{})
+	d := startDev(t, func(c *config.Config) {
+		c.Agents["travel"] = config.AgentConfig{A2AURL: js.JSONRPC, Timeout: 10 * time.Second}
+		c.Approvals.Policies = policies
+	})
+	client, err := agent.New(map[string]agent.Target{"travel": {URL: js.JSONRPC}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &policyPeer{d: d, js: js, client: client}
+}
+
+// ask holds a turn of the JS agent on approval id and posts its envelope
+// to `to` (JSON), returning the HTTP status and body.
+func (p *policyPeer) ask(t *testing.T, id, to string) (int, map[string]any) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	turn, err := p.client.StartTurn(ctx, "travel", "approve:"+id, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := p.client.WaitTurn(ctx, "travel", turn, 20*time.Millisecond)
+	if err != nil || env.Meta.FinalizedBy != "suspended" {
+		t.Fatalf("held turn: %+v, %v", env, err)
+	}
+	body, _ := json.Marshal(map[string]any{"envelope": env, "agent": "travel", "to": json.RawMessage(to)})
+	var out map[string]any
+	code := p.d.do("POST", "/v1/deliveries", bytes.NewReader(body), "application/json", &out)
+	return code, out
+}
+
+// injected is what the JS agent received for approval id, in order.
+func (p *policyPeer) injected(t *testing.T, id string) []map[string]any {
+	t.Helper()
+	r, err := p.js.Received(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []map[string]any
+	for _, a := range r.Approvals {
+		if a.Response["approvalId"] == id {
+			out = append(out, a.Response)
+		}
+	}
+	return out
+}
+
+// exactlyOne waits for the agent to receive approval id's decision, gives
+// a wrong second injection the chance to happen, and checks there is one,
+// with decision and decidedBy. It returns when the first one was seen.
+func (p *policyPeer) exactlyOne(t *testing.T, id, decision, decidedBy string) time.Time {
+	t.Helper()
+	poll.Eventually(t, 20*time.Second, "the decision at the agent", func() bool { return len(p.injected(t, id)) > 0 })
+	seen := time.Now()
+	time.Sleep(300 * time.Millisecond) // a second injection would come now
+	got := p.injected(t, id)
+	if len(got) != 1 || got[0]["decision"] != decision || got[0]["decidedBy"] != decidedBy {
+		t.Fatalf("the agent received %v for %s, want one %s by %q", got, id, decision, decidedBy)
+	}
+	return seen
+}
+
+// smsTo is the recorded SMS texts to number containing s.
+func (p *policyPeer) smsTo(number, s string) []string {
+	var out []string
+	for _, m := range p.d.messages().Messages {
+		if m.Channel == "sms" && m.To == number && strings.Contains(m.Body, s) {
+			out = append(out, m.Body)
+		}
+	}
+	return out
+}
+
+// TestPolicyAutoGrantEndToEnd: a request a policy decides at ingest is
+// injected into the JS SDK agent at once, exactly once, with decidedBy
+// "policy:<name>"; the mail and the SMS still carry the agent's text and
+// say it was decided by the policy, with no token, code or link.
+func TestPolicyAutoGrantEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the daemon with its mail server and the JS SDK agent")
+	}
+	p := startPolicyPeer(t, config.PolicyConfig{Name: "small-groups",
+		Match: config.PolicyMatch{Agent: "travel", Tool: "book_flight", When: "int(args.seats) <= 6"}, Decide: policy.DecideGranted})
+	code, out := p.ask(t, "pol_auto", `[{"channel":"email","address":"you@beachd.localhost"},{"channel":"sms","address":"+15555550131"}]`)
+	start := time.Now()
+	if code != 202 {
+		t.Fatalf("ingest: %d %v", code, out)
+	}
+	seen := p.exactlyOne(t, "pol_auto", "granted", "policy:small-groups")
+	t.Logf("auto-granted: at the agent %s after the request was accepted", seen.Sub(start).Round(time.Millisecond))
+	if st := p.d.approvalState("pol_auto"); st != "granted" {
+		t.Fatalf("state %q", st)
+	}
+	var msg *mail.Message
+	poll.Eventually(t, 20*time.Second, "the mail", func() bool {
+		if ms := p.d.inbox("BA2043"); len(ms) > 0 {
+			msg = ms[0]
+		}
+		return msg != nil
+	})
+	subject, _ := new(mime.WordDecoder).DecodeHeader(msg.Header.Get("Subject"))
+	var body bytes.Buffer
+	body.ReadFrom(msg.Body)
+	if strings.Contains(subject, "[approval:") || strings.Contains(body.String(), "/a/") || !strings.Contains(body.String(), "Approved automatically by policy small-groups") ||
+		!strings.Contains(body.String(), "I need your approval to book BA2043") {
+		t.Fatalf("mail %q:\n%s\nwant the agent's text, the policy's decision and no way to answer", subject, body.String())
+	}
+	var sms []string
+	poll.Eventually(t, 20*time.Second, "the SMS", func() bool {
+		sms = p.smsTo("+15555550131", "BA2043")
+		return len(sms) > 0
+	})
+	if strings.Contains(sms[0], "Reply YES") || !strings.Contains(sms[0], "Approved automatically by policy small-groups") {
+		t.Fatalf("SMS %q: want the policy's decision and no code", sms[0])
+	}
+}
+
+// TestPolicyQuorumEndToEnd: two of three people, asked by SMS and email,
+// must grant. One grant by SMS is acknowledged with the tally and injects
+// nothing; the second, by a mail reply through real SMTP and IMAP,
+// resolves the policy and the JS SDK agent gets exactly one decision
+// naming the policy and both deciders. Then a denial vetoes a second
+// request after a grant.
+func TestPolicyQuorumEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the daemon with its mail server and the JS SDK agent")
+	}
+	const bob, carol = "+15555550141", "+15555550142"
+	p := startPolicyPeer(t, config.PolicyConfig{Name: "two-of-three", Match: config.PolicyMatch{Agent: "travel"}, Quorum: 2,
+		Steps: []config.PolicyStep{{To: config.StepTo{Members: []config.StepMember{
+			{Recipient: envelope.Recipient{Channel: "email", Address: "you@beachd.localhost"}},
+			{Recipient: envelope.Recipient{Channel: "sms", Address: bob}},
+			{Recipient: envelope.Recipient{Channel: "sms", Address: carol}},
+		}}}}})
+	const customer = "+15555550149"
+	if code, out := p.ask(t, "pol_q1", `[{"channel":"sms","address":"`+customer+`"}]`); code != 202 {
+		t.Fatalf("ingest: %d %v", code, out)
+	}
+	// The customer is told, not asked.
+	poll.Eventually(t, 20*time.Second, "the customer's SMS", func() bool { return len(p.smsTo(customer, "BA2043")) > 0 })
+	if got := p.smsTo(customer, "BA2043")[0]; strings.Contains(got, "Reply YES") || !strings.Contains(got, "awaits approval") {
+		t.Fatalf("the customer was sent %q: want the request told, not asked", got)
+	}
+	if res := p.d.devReply("sms", bob, "YES "+smsCode(t, p.d, bob)); res.Outcome != "counted" {
+		t.Fatalf("bob's grant: %+v", res)
+	}
+	poll.Eventually(t, 20*time.Second, "bob's acknowledgement", func() bool {
+		return len(p.smsTo(bob, "Recorded: 1 of 2 approvals; waiting for the others.")) == 1
+	})
+	if got := p.injected(t, "pol_q1"); len(got) != 0 || p.d.approvalState("pol_q1") != "pending" {
+		t.Fatalf("after one grant of two the agent got %v", got)
+	}
+	var msg *mail.Message
+	poll.Eventually(t, 20*time.Second, "the approval mail", func() bool {
+		if ms := p.d.inbox("BA2043"); len(ms) > 0 {
+			msg = ms[0]
+		}
+		return msg != nil
+	})
+	subject, _ := new(mime.WordDecoder).DecodeHeader(msg.Header.Get("Subject"))
+	rt, err := mail.ParseAddress(msg.Header.Get("Reply-To"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := msg.Header.Get("Message-Id")
+	p.d.sendMail("you@beachd.localhost", rt.Address, fmt.Sprintf("From: You <you@beachd.localhost>\nTo: %s\nSubject: Re: %s\nMessage-ID: <pol-q1@beachd.localhost>\nIn-Reply-To: %s\nReferences: %s\nContent-Type: text/plain; charset=utf-8\n\nApprove\n", rt.Address, subject, id, id))
+	p.exactlyOne(t, "pol_q1", "granted", "policy:two-of-three ("+bob+", you@beachd.localhost)")
+	// Carol comes after the decision: no effect.
+	if res := p.d.devReply("sms", carol, "NO "+smsCode(t, p.d, carol)); res.Outcome != "already-decided" {
+		t.Fatalf("carol after the decision: %+v", res)
+	}
+
+	// One denial denies, whatever the grants before it.
+	if code, out := p.ask(t, "pol_q2", `[{"channel":"sms","address":"`+customer+`"}]`); code != 202 {
+		t.Fatalf("ingest: %d %v", code, out)
+	}
+	var bobCode string
+	poll.Eventually(t, 20*time.Second, "bob's second request", func() bool {
+		ms := p.smsTo(bob, "Reply YES")
+		if len(ms) < 2 {
+			return false
+		}
+		bobCode = codeRe.FindStringSubmatch(ms[len(ms)-1])[1]
+		return true
+	})
+	if res := p.d.devReply("sms", bob, "YES "+bobCode); res.Outcome != "counted" {
+		t.Fatalf("bob's grant: %+v", res)
+	}
+	var carolCode string
+	poll.Eventually(t, 20*time.Second, "carol's second request", func() bool {
+		ms := p.smsTo(carol, "Reply YES")
+		if len(ms) < 2 {
+			return false
+		}
+		carolCode = codeRe.FindStringSubmatch(ms[len(ms)-1])[1]
+		return true
+	})
+	if res := p.d.devReply("sms", carol, "NO "+carolCode+" over budget"); res.Outcome != "decided" {
+		t.Fatalf("carol's denial: %+v", res)
+	}
+	p.exactlyOne(t, "pol_q2", "denied", "policy:two-of-three ("+carol+")")
+}
+
+// TestPolicyQuorumUnreachableRefused: a policy whose quorum counts the
+// request's own recipients refuses, with 400 naming the policy, a request
+// with too few of them; nothing is stored.
+func TestPolicyQuorumUnreachableRefused(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the daemon with the JS SDK agent")
+	}
+	p := startPolicyPeer(t, config.PolicyConfig{Name: "two-of-envelope", Match: config.PolicyMatch{Agent: "travel"}, Quorum: 2})
+	code, out := p.ask(t, "pol_q3", `[{"channel":"email","address":"you@beachd.localhost"}]`)
+	if code != 400 || !strings.Contains(fmt.Sprint(out), "approval policy two-of-envelope needs 2 people") {
+		t.Fatalf("ingest: %d %v; want 400 naming the policy", code, out)
+	}
+	if c := p.d.do("GET", "/v1/approvals/pol_q3", nil, "", nil); c != 404 {
+		t.Fatalf("GET the refused approval: %d, want 404", c)
+	}
+}
+
+// TestPolicyQuorumThroughTwilio: the built daemon, its SMS going to Prism
+// serving Twilio's OpenAPI description, the people's texts coming back
+// through the signed webhook, the A2A JS SDK agent holding the turn. Two
+// of three must grant: the first grant is acknowledged with the tally (an
+// SMS the Twilio peer accepts), the second resolves the policy, and the
+// agent receives exactly one decision naming both.
+func TestPolicyQuorumThroughTwilio(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the daemon with its peers")
+	}
+	prism := twiliotest.StartPrism(t, "the policy test's Twilio peer", twiliotest.SpecMessages)
+	js := a2ajstest.Start(t, a2ajstest.Options{})
+	mp := startMailPeer(t)
+	smtpPort, _ := smtptest.Start(t, &smtptest.Server{}, smtptest.Plain)
+	tw := startTwilioRecorder(t, prism)
+	const ann, ben, cat, customer = "+447700900601", "+447700900602", "+447700900603", "+447700900609"
+	cd := startConvDaemon(t, js.JSONRPC, mp, smtpPort, tw.URL, `approvals:
+  policies:
+    - name: two-of-three
+      match: { agent: travel, tool: book_flight }
+      quorum: 2
+      steps:
+        - to: [ {channel: sms, address: "`+ann+`"}, {channel: sms, address: "`+ben+`"}, {channel: sms, address: "`+cat+`"} ]
+`)
+	cd.start()
+	defer cd.stop()
+	client, err := agent.New(map[string]agent.Target{"travel": {URL: js.JSONRPC}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	turn, err := client.StartTurn(ctx, "travel", "approve:pol_tw", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := client.WaitTurn(ctx, "travel", turn, 20*time.Millisecond)
+	if err != nil || env.Meta.FinalizedBy != "suspended" {
+		t.Fatalf("held turn: %+v, %v", env, err)
+	}
+	body, _ := json.Marshal(map[string]any{"envelope": env, "agent": "travel", "to": []map[string]string{{"channel": "sms", "address": customer}}})
+	if code, out, err := cd.post(string(body)); err != nil || code != 202 {
+		t.Fatalf("approval request: %d %s %v", code, out, err)
+	}
+	codeOf := func(number string) string {
+		var code string
+		poll.Eventually(t, 30*time.Second, "the approval SMS to "+number+" at the Twilio peer", func() bool {
+			for _, m := range tw.Sent("Reply YES") {
+				if mm := anyCodeRe.FindStringSubmatch(m.Body); mm != nil && m.To == number {
+					code = mm[1]
+					return true
+				}
+			}
+			return false
+		})
+		return code
+	}
+	annCode, benCode := codeOf(ann), codeOf(ben)
+	hc := &http.Client{Timeout: 10 * time.Second}
+	if status, out := cd.sms(hc, "SMpolicy00000000000000000000000001", ann, "YES "+annCode); status/100 != 2 {
+		t.Fatalf("webhook: %d %s", status, out)
+	}
+	poll.Eventually(t, 30*time.Second, "ann's acknowledgement at the Twilio peer", func() bool {
+		for _, m := range tw.Sent("Recorded: 1 of 2 approvals; waiting for the others.") {
+			if m.To == ann {
+				return true
+			}
+		}
+		return false
+	})
+	injected := func() []map[string]any {
+		r, err := js.Received(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []map[string]any
+		for _, a := range r.Approvals {
+			if a.Response["approvalId"] == "pol_tw" {
+				out = append(out, a.Response)
+			}
+		}
+		return out
+	}
+	if got := injected(); len(got) != 0 {
+		t.Fatalf("after one grant of two the agent got %v", got)
+	}
+	if status, out := cd.sms(hc, "SMpolicy00000000000000000000000002", ben, "yes "+benCode); status/100 != 2 {
+		t.Fatalf("webhook: %d %s", status, out)
+	}
+	poll.Eventually(t, 30*time.Second, "the decision at the agent", func() bool { return len(injected()) > 0 })
+	time.Sleep(300 * time.Millisecond) // a second injection would come now
+	if got := injected(); len(got) != 1 || got[0]["decision"] != "granted" || got[0]["decidedBy"] != "policy:two-of-three ("+ann+", "+ben+")" {
+		t.Fatalf("the agent received %v, want one grant by both", got)
+	}
+	for _, m := range tw.Sent("BA2043") {
+		if m.To == customer && strings.Contains(m.Body, "Reply YES") {
+			t.Fatalf("the customer, in no step, was asked: %q", m.Body)
+		}
+	}
+	if refused := tw.Refused(); len(refused) != 0 {
+		t.Fatalf("the Twilio peer refused %+v", refused)
+	}
+}
