@@ -4,18 +4,17 @@
 package slacktest
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cool-ai/beachd/internal/testkit/peerproc"
 )
 
 // SpecFile is Slack's OpenAPI 2.0 description of the Web API, as published
@@ -32,7 +31,7 @@ const SpecFile = "channels/slack/testdata/slack-api/slack_web_openapi_v2.json"
 // is skipped, loudly, and fails under CI.
 func StartPrism(t testing.TB) string {
 	t.Helper()
-	root, err := moduleRoot()
+	root, err := peerproc.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +43,7 @@ func StartPrism(t testing.TB) string {
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	var out lockedLog
+	var out peerproc.Log
 	cmd := exec.Command(prism, "mock", "-h", "127.0.0.1", "-p", fmt.Sprint(port), spec)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -178,42 +177,4 @@ func prismBin(t testing.TB, root string) string {
 		missing("prism is not installed in " + filepath.Dir(prism))
 	}
 	return prism
-}
-
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the test directory")
-		}
-		dir = parent
-	}
-}
-
-// lockedLog keeps Prism's output (at most 1 MiB) for a failure message.
-type lockedLog struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.b.Len() > 1<<20 {
-		return len(p), nil
-	}
-	return l.b.Write(p)
-}
-
-func (l *lockedLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

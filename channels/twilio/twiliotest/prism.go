@@ -1,8 +1,6 @@
 package twiliotest
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
 	"io/fs"
 	"net"
@@ -10,10 +8,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cool-ai/beachd/internal/testkit/peerproc"
 )
 
 // Twilio's own OpenAPI descriptions (npm @twilio-alpha/mcp,
@@ -39,7 +38,7 @@ func StartPrism(t testing.TB, what, spec string) string {
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	var out lockedLog
+	var out peerproc.Log
 	// Without --errors: Prism still answers 422 to a request that breaks
 	// the description (and 401 without credentials), but does not turn
 	// Twilio's own example responses, whose relative URIs break their
@@ -96,7 +95,7 @@ func prismPeer(t testing.TB, what, name string) (prism, spec string) {
 	}
 	dir := os.Getenv("BEACHD_PEERS")
 	if dir == "" {
-		root, err := moduleRoot()
+		root, err := peerproc.ModuleRoot()
 		if err != nil {
 			missing(err.Error())
 		}
@@ -118,43 +117,4 @@ func prismPeer(t testing.TB, what, name string) (prism, spec string) {
 		missing("@twilio-alpha/mcp's " + name + " is not installed in " + peers)
 	}
 	return prism, spec
-}
-
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the test directory")
-		}
-		dir = parent
-	}
-}
-
-// lockedLog keeps Prism's output (at most 1 MiB) for a failure message;
-// the process writes it while the test may read it.
-type lockedLog struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.b.Len() > 1<<20 {
-		return len(p), nil
-	}
-	return l.b.Write(p)
-}
-
-func (l *lockedLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
