@@ -61,6 +61,9 @@ type Options struct {
 	Port int
 	// Bindings the card offers: "jsonrpc" (default), "rest" or "both".
 	Bindings string
+	// Push makes the card say capabilities.pushNotifications: the agent
+	// posts every task update to the push URL SendMessage gives.
+	Push bool
 }
 
 // Received is what the agent recorded.
@@ -72,6 +75,34 @@ type Received struct {
 	} `json:"requests"`
 	Messages  []Seen     `json:"messages"`
 	Approvals []Approval `json:"approvals"`
+	// Events are, in order, the SendMessage and GetTask calls the agent
+	// served (Kind "call", Method) and the pushes it sent (Kind "push",
+	// Update: task, statusUpdate, artifactUpdate or message; State).
+	Events []Event `json:"events"`
+}
+
+// Event is one call the agent served or one push it sent.
+type Event struct {
+	Seq    int     `json:"seq"`
+	Kind   string  `json:"kind"`
+	Method string  `json:"method,omitempty"`
+	Update string  `json:"update,omitempty"`
+	State  *string `json:"state"`
+}
+
+// AfterLastPush returns the calls of method served after the last push
+// (all of them when there was no push) and the number of pushes.
+func (r *Received) AfterLastPush(method string) (calls, pushes int) {
+	for _, e := range r.Events {
+		switch {
+		case e.Kind == "push":
+			pushes++
+			calls = 0
+		case e.Kind == "call" && e.Method == method:
+			calls++
+		}
+	}
+	return calls, pushes
 }
 
 // Seen is one message the agent received, without the bytes of its
@@ -174,7 +205,11 @@ func start(opt Options) (*Server, error) {
 	if opt.Bindings == "" {
 		opt.Bindings = "jsonrpc"
 	}
-	cmd := exec.Command("node", filepath.Join(dir, "agent.mjs"), "--port", strconv.Itoa(opt.Port), "--bindings", opt.Bindings)
+	args := []string{filepath.Join(dir, "agent.mjs"), "--port", strconv.Itoa(opt.Port), "--bindings", opt.Bindings}
+	if opt.Push {
+		args = append(args, "--push")
+	}
+	cmd := exec.Command("node", args...)
 	s := &Server{cmd: cmd, done: make(chan struct{})}
 	// The SDK logs every refused request; keep it for a failing test.
 	cmd.Stderr = &s.stderr
