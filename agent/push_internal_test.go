@@ -83,9 +83,9 @@ func TestDecodeUpdateShapes(t *testing.T) {
 		`{"task":{"id":"t","status":{"state":"TASK_STATE_COMPLETED"}},"statusUpdate":{"taskId":"t","status":{"state":"TASK_STATE_COMPLETED"}}}`: "exactly one",
 		`{}`: "need one of",
 		`{"statusUpdate":{"taskId":"t","status":{"state":"TASK_STATE_DONE"}}}`: "not a known task state",
-		`{"statusUpdate":{"status":{"state":"TASK_STATE_COMPLETED"}}}`:          "taskId: missing",
-		`{"artifactUpdate":{"taskId":"t"}}`:                                     "artifact: missing",
-		`{"kind":"status-update","taskId":"t","status":{"state":"done"}}`:       "not a known task state",
+		`{"statusUpdate":{"status":{"state":"TASK_STATE_COMPLETED"}}}`:         "taskId: missing",
+		`{"artifactUpdate":{"taskId":"t"}}`:                                    "artifact: missing",
+		`{"kind":"status-update","taskId":"t","status":{"state":"done"}}`:      "not a known task state",
 		`{"kind":"push"}`: `kind: "push"`,
 	} {
 		if _, err := DecodeUpdate([]byte(body)); err == nil || !strings.Contains(err.Error(), want) {

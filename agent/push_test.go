@@ -50,7 +50,9 @@ func TestPushJS(t *testing.T) {
 				if (turn.PushID != "") != push {
 					t.Fatalf("push id %q with pushes %v in the card", turn.PushID, push)
 				}
-				env, err := c.WaitTurn(ctx, "travel", turn, 50*time.Millisecond)
+				// Polling every 200ms, or every 2s with pushes on: the
+				// task's 400ms end with no poll in flight.
+				env, err := c.WaitTurn(ctx, "travel", turn, 200*time.Millisecond)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -67,10 +69,10 @@ func TestPushJS(t *testing.T) {
 				if env.Meta.FinalizedBy != "complete" {
 					t.Errorf("finalized by %q", env.Meta.FinalizedBy)
 				}
-				// The SDK records a push once it is sent; give the last one
-				// its moment.
-				time.Sleep(200 * time.Millisecond)
 				rec, err := js.Received(ctx)
+				if push {
+					rec, err = js.WaitSettledPush(ctx, 1)
+				}
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -90,6 +90,34 @@ type Event struct {
 	State  *string `json:"state"`
 }
 
+// WaitSettledPush waits until the agent has sent n pushes whose state is
+// settled (completed, failed, canceled, rejected, input or auth required):
+// the SDK notes a push once it is sent, a moment after beachd has it.
+func (s *Server) WaitSettledPush(ctx context.Context, n int) (*Received, error) {
+	for {
+		r, err := s.Received(ctx)
+		if err == nil {
+			seen := 0
+			for _, e := range r.Events {
+				if e.Kind == "push" && e.State != nil && settledStates[*e.State] {
+					seen++
+				}
+			}
+			if seen >= n {
+				return r, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return r, fmt.Errorf("no push of a settled task: %w", ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+var settledStates = map[string]bool{"TASK_STATE_COMPLETED": true, "TASK_STATE_FAILED": true, "TASK_STATE_CANCELED": true,
+	"TASK_STATE_REJECTED": true, "TASK_STATE_INPUT_REQUIRED": true, "TASK_STATE_AUTH_REQUIRED": true}
+
 // AfterLastPush returns the calls of method served after the last push
 // (all of them when there was no push) and the number of pushes.
 func (r *Received) AfterLastPush(method string) (calls, pushes int) {

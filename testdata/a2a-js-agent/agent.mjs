@@ -178,6 +178,8 @@ const server = app.listen(port, '127.0.0.1', () => {
   sender.send = async (streamResponse, context, task) => {
     await send(streamResponse, context, task);
     const p = streamResponse.payload;
+    const taskId = p?.$case === 'task' ? p.value.id : p?.value?.taskId;
+    if (!taskId || (await pushStore.load(taskId, context)).length === 0) return; // no push URL: nothing sent
     const state = p?.$case === 'task' || p?.$case === 'statusUpdate' ? p.value.status?.state : undefined;
     event({ kind: 'push', update: p?.$case, state: state === undefined ? null : TaskState[state] ?? state });
   };
