@@ -64,6 +64,8 @@ type Options struct {
 	// Push makes the card say capabilities.pushNotifications: the agent
 	// posts every task update to the push URL SendMessage gives.
 	Push bool
+	// SlowJitter is added at random to a "slow:" task's 400ms.
+	SlowJitter time.Duration
 }
 
 // Received is what the agent recorded.
@@ -79,6 +81,12 @@ type Received struct {
 	// served (Kind "call", Method) and the pushes it sent (Kind "push",
 	// Update: task, statusUpdate, artifactUpdate or message; State).
 	Events []Event `json:"events"`
+	// Finals say when the agent published each completed task's final
+	// status: the task's brief (the text after "slow:") and Unix ms.
+	Finals []struct {
+		Brief string `json:"brief"`
+		At    int64  `json:"at"`
+	} `json:"finals"`
 }
 
 // Event is one call the agent served or one push it sent.
@@ -236,6 +244,9 @@ func start(opt Options) (*Server, error) {
 	args := []string{filepath.Join(dir, "agent.mjs"), "--port", strconv.Itoa(opt.Port), "--bindings", opt.Bindings}
 	if opt.Push {
 		args = append(args, "--push")
+	}
+	if opt.SlowJitter > 0 {
+		args = append(args, "--slow-jitter", strconv.FormatInt(opt.SlowJitter.Milliseconds(), 10))
 	}
 	cmd := exec.Command("node", args...)
 	s := &Server{cmd: cmd, done: make(chan struct{})}

@@ -3,7 +3,7 @@
 // the HTTP+JSON binding) WITHOUT the v0.3 compatibility layer, so a client
 // that speaks 0.3 gets VERSION_NOT_SUPPORTED.
 //
-//   node agent.mjs [--port N] [--bindings jsonrpc|rest|both] [--push]
+//   node agent.mjs [--port N] [--bindings jsonrpc|rest|both] [--push] [--slow-jitter MS]
 //
 // --push says capabilities.pushNotifications in the card: the SDK then
 // posts every task update to the push URL a client gives in SendMessage.
@@ -15,7 +15,8 @@
 //   a message into a held task carrying an approval-response data part is
 //                      recorded and completes the task;
 //   "reply:<text>"  -> answers at once with a Message;
-//   "slow:<text>"   -> a task that completes after 400ms (callers poll it);
+//   "slow:<text>"   -> a task that completes after 400ms (callers poll it),
+//                      plus up to --slow-jitter ms at random;
 //   "echo:<text>"   -> answers at once with a Message in the same context: a
 //                      text part and a data part (partType "echo") that
 //                      describes what arrived: contextId, messageId, the
@@ -26,7 +27,8 @@
 // GET /received lists what it received: every request's A2A-Version header
 // and method, every message, and every approval-response; and, in order,
 // the SendMessage and GetTask calls it served and the pushes it sent
-// ("events": {seq, kind: call|push, method | update, state}).
+// ("events": {seq, kind: call|push, method | update, state}), and when it
+// published each task's final status ("finals": {brief, at: Unix ms}).
 import express from 'express';
 import { randomUUID } from 'node:crypto';
 import { AGENT_CARD_PATH, Role, TaskState } from '@a2a-js/sdk';
@@ -42,8 +44,9 @@ const opt = (name, def) => {
 const port = Number(opt('--port', '0'));
 const bindings = opt('--bindings', 'jsonrpc');
 const push = args.includes('--push');
+const slowJitter = Number(opt('--slow-jitter', '0')); // ms added at random to a slow task's 400ms
 
-const received = { requests: [], messages: [], approvals: [], events: [] };
+const received = { requests: [], messages: [], approvals: [], events: [], finals: [] };
 let seq = 0;
 const event = (e) => received.events.push({ seq: ++seq, ...e });
 
@@ -132,11 +135,12 @@ class BeachLikeExecutor {
     if (said.startsWith('slow:')) {
       brief = said.slice(5);
       bus.publish(statusUpdate(taskId, contextId, TaskState.TASK_STATE_WORKING, undefined));
-      await new Promise((resolve) => setTimeout(resolve, 400));
+      await new Promise((resolve) => setTimeout(resolve, 400 + slowJitter * Math.random()));
     }
     bus.publish(AgentEvent.artifactUpdate({ taskId, contextId, append: false, lastChunk: true, metadata: undefined,
       artifact: { artifactId: randomUUID(), name: 'brief', description: '', metadata: undefined, extensions: [],
         parts: [text("Today's brief: " + brief, 'response'), data({ tasks: 3 }, 'domain-data')] } }));
+    received.finals.push({ brief, at: Date.now() });
     bus.publish(statusUpdate(taskId, contextId, TaskState.TASK_STATE_COMPLETED, undefined));
   }
 }
