@@ -22,6 +22,8 @@ type Interface struct {
 	Binding string // JSONRPC, HTTP+JSON, GRPC, …
 	Version string // "1.0", "0.3", or what the card said when it is neither
 	Tenant  string
+	// Push is the card's capabilities.pushNotifications.
+	Push bool
 }
 
 // maxInterfaces bounds the interfaces read from one card.
@@ -65,6 +67,10 @@ type cardWire struct {
 	AdditionalInterfaces cardInterfaces `json:"additionalInterfaces"`
 	// Beach's card extension: transports[] with protocol "a2a".
 	Transports beachTransports `json:"transports"`
+	// Both generations.
+	Capabilities struct {
+		PushNotifications bool `json:"pushNotifications"`
+	} `json:"capabilities"`
 }
 
 // DecodeCard reads the interfaces an agent card offers, in the card's
@@ -86,7 +92,8 @@ func DecodeCard(b []byte, base *url.URL) ([]Interface, error) {
 		if !ok || bind == "" || ver == "" {
 			return
 		}
-		out = append(out, Interface{URL: abs, Binding: strings.ToUpper(bind), Version: generation(ver), Tenant: tenant})
+		out = append(out, Interface{URL: abs, Binding: strings.ToUpper(bind), Version: generation(ver), Tenant: tenant,
+			Push: c.Capabilities.PushNotifications})
 	}
 	for _, i := range c.SupportedInterfaces {
 		add(i.URL, i.ProtocolBinding, i.ProtocolVersion, i.Tenant)

@@ -81,7 +81,13 @@ func ParseBinding(s string) (string, error) {
 type Client struct {
 	targets map[string]*conn
 	now     func() time.Time
+	push    *Pushes
 }
+
+// UsePush makes the turns this client starts ask for push notifications
+// (received by p) wherever the agent's card says it sends them. Call it
+// before the first turn.
+func (c *Client) UsePush(p *Pushes) { c.push = p }
 
 // New builds a client for targets. Every target gets its own HTTP client
 // (fetch.EndpointClient): it never follows a redirect — a 3xx answer is a
@@ -187,7 +193,7 @@ func (c *Client) Inject(ctx context.Context, agentName, session, turn string, re
 		Parts:     Parts{{Data: raw, Metadata: map[string]any{"partType": envelope.PartApprovalResponse}}},
 	}
 	err = t.call(ctx, func(ctx context.Context, b binding) error {
-		_, _, err := b.send(ctx, msg, true)
+		_, _, err := b.send(ctx, msg, true, nil)
 		return err
 	})
 	if err != nil {
@@ -267,6 +273,14 @@ type Turn struct {
 	TaskID    string
 	Message   *Message // set when the agent replied with a message
 	Task      *Task    // the latest task snapshot, when there is a task
+	// PushID is beachd's id of the turn in its push URL, when the turn
+	// asked for push notifications.
+	PushID string
+	// AnsweredBy says how WaitTurn learned the answer: AnsweredByMessage,
+	// AnsweredByPush or AnsweredByPoll.
+	AnsweredBy string
+
+	push *pushTurn
 }
 
 // StartTurn sends text as a new user message (in contextID, when given) and
@@ -298,9 +312,15 @@ func (c *Client) SendMessage(ctx context.Context, agentName string, msg *Message
 	if m.Role == "" {
 		m.Role = RoleUser
 	}
+	var pt *pushTurn
+	var pc *pushConfig
+	if c.push != nil && t.current(ctx).Push {
+		pt = c.push.register(agentName)
+		pc = &pushConfig{URL: c.push.URL(pt.id), Token: c.push.Token(pt.id)}
+	}
 	var turn *Turn
 	err = t.call(ctx, func(ctx context.Context, b binding) error {
-		am, task, err := b.send(ctx, &m, true)
+		am, task, err := b.send(ctx, &m, true, pc)
 		switch {
 		case err != nil:
 			return err
@@ -312,7 +332,18 @@ func (c *Client) SendMessage(ctx context.Context, agentName string, msg *Message
 		return nil
 	})
 	if err != nil {
+		if pt != nil {
+			c.push.release(pt)
+		}
 		return nil, fmt.Errorf("send message %s to %s: %w", clip(m.MessageID), agentName, err)
+	}
+	if pt != nil {
+		if turn.Task == nil {
+			c.push.release(pt)
+		} else {
+			c.push.setTask(pt, turn.TaskID)
+			turn.push, turn.PushID = pt, pt.id
+		}
 	}
 	return turn, nil
 }
@@ -352,8 +383,17 @@ func randomID() string {
 // WaitTurn waits until turn settles — its task reaches a terminal state, or
 // input-required / auth-required (the turn is suspended, typically on an
 // approval) — polling the task every poll (default 500ms) until ctx ends,
-// and returns the reply as a settled envelope.
+// and returns the reply as a settled envelope. A turn that asked for push
+// notifications returns as soon as the pushes say it settled (when they
+// missed nothing of the task, else after one more read of it), and is
+// polled every poll × PushPollFactor meanwhile, in case pushes stop;
+// either way WaitTurn returns the answer once. turn.AnsweredBy says which
+// way it came.
 func (c *Client) WaitTurn(ctx context.Context, agentName string, turn *Turn, poll time.Duration) (*envelope.Envelope, error) {
+	if turn.push != nil {
+		defer c.push.release(turn.push)
+	}
+	turn.AnsweredBy = AnsweredBySend
 	if turn.Message != nil && turn.Task == nil {
 		return MessageEnvelope(turn.Message, "complete", c.now()), nil
 	}
@@ -364,6 +404,11 @@ func (c *Client) WaitTurn(ctx context.Context, agentName string, turn *Turn, pol
 	if poll <= 0 {
 		poll = 500 * time.Millisecond
 	}
+	var wake <-chan struct{}
+	if turn.push != nil {
+		poll *= PushPollFactor
+		wake = turn.push.wake
+	}
 	task := turn.Task
 	for {
 		if task != nil && task.Status.State.Settled() {
@@ -371,10 +416,16 @@ func (c *Client) WaitTurn(ctx context.Context, agentName string, turn *Turn, pol
 			return TaskEnvelope(task, c.now()), nil
 		}
 		if task != nil {
-			if err := sleep(ctx, poll); err != nil {
+			pushed, err := c.waitPush(ctx, turn, poll, wake)
+			if err != nil {
 				return nil, fmt.Errorf("wait for turn %s on %s: %w", turn.TaskID, agentName, err)
 			}
+			if pushed != nil {
+				turn.Task, turn.AnsweredBy = pushed, AnsweredByPush
+				return TaskEnvelope(pushed, c.now()), nil
+			}
 		}
+		turn.AnsweredBy = AnsweredByPoll
 		err = t.call(ctx, func(ctx context.Context, b binding) error {
 			var err error
 			task, err = b.getTask(ctx, turn.TaskID)
@@ -387,6 +438,32 @@ func (c *Client) WaitTurn(ctx context.Context, agentName string, turn *Turn, pol
 			task = nil
 			if serr := sleep(ctx, poll); serr != nil {
 				return nil, fmt.Errorf("wait for turn %s on %s: %w (last error: %v)", turn.TaskID, agentName, serr, err)
+			}
+		}
+	}
+}
+
+// waitPush waits poll, or until a push says the turn settled: it returns
+// the pushed task then, nil when it is time to poll (the poll is due, or
+// the pushes said the turn settled but missed part of its task).
+func (c *Client) waitPush(ctx context.Context, turn *Turn, poll time.Duration, wake <-chan struct{}) (*Task, error) {
+	if wake == nil {
+		return nil, sleep(ctx, poll)
+	}
+	timer := time.NewTimer(poll)
+	defer timer.Stop()
+	for {
+		if task, ok := c.push.settled(turn.push); ok {
+			return task, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-timer.C:
+			return nil, nil
+		case <-wake:
+			if c.push.needsPoll(turn.push) {
+				return nil, nil
 			}
 		}
 	}

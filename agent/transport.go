@@ -31,8 +31,15 @@ const (
 // binding is one way of talking to an agent: a generation over a protocol
 // binding at a URL.
 type binding interface {
-	send(ctx context.Context, m *Message, immediate bool) (*Message, *Task, error)
+	send(ctx context.Context, m *Message, immediate bool, push *pushConfig) (*Message, *Task, error)
 	getTask(ctx context.Context, id string) (*Task, error)
+}
+
+// pushConfig is the push notification configuration a request carries:
+// where to post the task's updates, and the token to post with them.
+type pushConfig struct {
+	URL   string `json:"url"`
+	Token string `json:"token"`
 }
 
 // caller does the HTTP of every binding of one target.
@@ -167,10 +174,10 @@ type rpc10 struct {
 	tenant string
 }
 
-func (r rpc10) send(ctx context.Context, m *Message, immediate bool) (*Message, *Task, error) {
+func (r rpc10) send(ctx context.Context, m *Message, immediate bool, push *pushConfig) (*Message, *Task, error) {
 	params := map[string]any{"message": m}
-	if immediate {
-		params["configuration"] = map[string]any{"returnImmediately": true}
+	if cfg := configuration10(immediate, push); cfg != nil {
+		params["configuration"] = cfg
 	}
 	if r.tenant != "" {
 		params["tenant"] = r.tenant
@@ -180,6 +187,22 @@ func (r rpc10) send(ctx context.Context, m *Message, immediate bool) (*Message, 
 		return nil, nil, err
 	}
 	return DecodeSendResult(res)
+}
+
+// configuration10 is A2A 1.0's SendMessageConfiguration: returnImmediately,
+// and taskPushNotificationConfig {url, token}.
+func configuration10(immediate bool, push *pushConfig) map[string]any {
+	cfg := map[string]any{}
+	if immediate {
+		cfg["returnImmediately"] = true
+	}
+	if push != nil {
+		cfg["taskPushNotificationConfig"] = push
+	}
+	if len(cfg) == 0 {
+		return nil
+	}
+	return cfg
 }
 
 func (r rpc10) getTask(ctx context.Context, id string) (*Task, error) {
@@ -200,10 +223,18 @@ type rpc03 struct {
 	url string
 }
 
-func (r rpc03) send(ctx context.Context, m *Message, immediate bool) (*Message, *Task, error) {
+func (r rpc03) send(ctx context.Context, m *Message, immediate bool, push *pushConfig) (*Message, *Task, error) {
 	params := map[string]any{"message": toMessage03(m)}
+	cfg := map[string]any{}
 	if immediate {
-		params["configuration"] = map[string]any{"blocking": false}
+		cfg["blocking"] = false
+	}
+	if push != nil {
+		// 0.3 MessageSendConfiguration.pushNotificationConfig.
+		cfg["pushNotificationConfig"] = push
+	}
+	if len(cfg) > 0 {
+		params["configuration"] = cfg
 	}
 	res, err := r.c.rpc(ctx, r.url, V03, "message/send", params)
 	if err != nil {
@@ -250,10 +281,10 @@ func (r rest10) call(ctx context.Context, what, method, u string, body []byte) (
 	return b, nil
 }
 
-func (r rest10) send(ctx context.Context, m *Message, immediate bool) (*Message, *Task, error) {
+func (r rest10) send(ctx context.Context, m *Message, immediate bool, push *pushConfig) (*Message, *Task, error) {
 	req := map[string]any{"message": m}
-	if immediate {
-		req["configuration"] = map[string]any{"returnImmediately": true}
+	if cfg := configuration10(immediate, push); cfg != nil {
+		req["configuration"] = cfg
 	}
 	body, err := json.Marshal(req)
 	if err != nil {

@@ -382,6 +382,9 @@ type RunView struct {
 	ContextID  string    `json:"contextId,omitempty"`
 	TaskID     string    `json:"taskId,omitempty"`
 	EnvelopeID string    `json:"envelopeId,omitempty"`
+	// AnsweredBy says how the agent's answer arrived: send (the answer to
+	// the message itself), push (an A2A push notification) or poll.
+	AnsweredBy string `json:"answeredBy,omitempty"`
 	// ErrorNoticeID is the envelope id of the error notice sent for a
 	// failed run.
 	ErrorNoticeID string `json:"errorNoticeId,omitempty"`
@@ -392,5 +395,5 @@ func runView(id string, run store.ScheduleRun) RunView {
 	return RunView{ID: id, Schedule: run.Schedule, Slot: run.Slot, Trigger: run.Trigger, State: run.State,
 		Reason: run.Reason, Attempts: run.Attempts, ClaimedAt: run.ClaimedAt, StartedAt: run.StartedAt,
 		FinishedAt: run.FinishedAt, ContextID: run.ContextID, TaskID: run.TaskID, EnvelopeID: run.EnvelopeID,
-		ErrorNoticeID: run.ErrorNoticeID}
+		AnsweredBy: run.AnsweredBy, ErrorNoticeID: run.ErrorNoticeID}
 }

@@ -208,6 +208,10 @@ func (r *Router) run(ctx context.Context, t *store.Turn) (envID, channel string,
 		return "", channel, err
 	}
 	envID, err = r.answer(ctx, c, t, env)
+	if err == nil {
+		r.log.Info("conversation turn's answer arrived", "turn_id", t.ID, "task_id", turn.TaskID,
+			"answered_by", turn.AnsweredBy, "push_id", turn.PushID)
+	}
 	return envID, channel, err
 }
 

@@ -40,11 +40,12 @@ func (s *Scheduler) perform(ctx context.Context, def Definition, run store.Sched
 		if attempt > 1 {
 			s.record(run)
 		}
-		envID, contextID, taskID, err := s.attempt(ctx, def, run)
-		run.ContextID, run.TaskID = contextID, taskID
+		res := s.attempt(ctx, def, run)
+		envID, err := res.envID, res.err
+		run.ContextID, run.TaskID, run.AnsweredBy = res.contextID, res.taskID, res.answeredBy
 		if err == nil {
 			run.State, run.EnvelopeID, run.Reason = store.RunSucceeded, envID, ""
-			log.Info("schedule run succeeded", "attempt", attempt, "envelope_id", envID)
+			log.Info("schedule run succeeded", "attempt", attempt, "envelope_id", envID, "answered_by", res.answeredBy)
 			break
 		}
 		run.Reason = truncate(err.Error())
@@ -82,6 +83,7 @@ func (s *Scheduler) perform(ctx context.Context, def Definition, run store.Sched
 
 type attemptResult struct {
 	envID, contextID, taskID string
+	answeredBy               string // agent.AnsweredBy*
 	err                      error
 }
 
@@ -89,8 +91,8 @@ type attemptResult struct {
 // enqueues its result. An agent call that ignores its context is abandoned
 // AbandonAfter past the timeout, so that one stuck agent cannot hold its
 // schedule for ever.
-func (s *Scheduler) attempt(ctx context.Context, def Definition, run store.ScheduleRun) (envID, contextID, taskID string, err error) {
-	contextID = def.Session
+func (s *Scheduler) attempt(ctx context.Context, def Definition, run store.ScheduleRun) attemptResult {
+	contextID := def.Session
 	if contextID == "" {
 		contextID = fmt.Sprintf("beachd-%s-%d-%d", def.Name, run.Slot.UnixNano(), run.Attempts)
 		if run.Trigger == store.TriggerManual {
@@ -117,7 +119,8 @@ func (s *Scheduler) attempt(ctx context.Context, def Definition, run store.Sched
 	select {
 	case r = <-ch:
 	case <-t.C:
-		return "", contextID, "", fmt.Errorf("%w after %s (the agent call did not return; abandoned)", ErrTimeout, def.Timeout)
+		return attemptResult{contextID: contextID,
+			err: fmt.Errorf("%w after %s (the agent call did not return; abandoned)", ErrTimeout, def.Timeout)}
 	}
 	if r.contextID == "" {
 		r.contextID = contextID
@@ -125,7 +128,7 @@ func (s *Scheduler) attempt(ctx context.Context, def Definition, run store.Sched
 	if r.err != nil && errors.Is(r.err, context.DeadlineExceeded) && ctx.Err() == nil {
 		r.err = fmt.Errorf("%w after %s: %v", ErrTimeout, def.Timeout, r.err)
 	}
-	return r.envID, r.contextID, r.taskID, r.err
+	return r
 }
 
 func (s *Scheduler) turn(ctx context.Context, def Definition, run store.ScheduleRun, contextID string) attemptResult {
@@ -141,6 +144,7 @@ func (s *Scheduler) turn(ctx context.Context, def Definition, run store.Schedule
 	}
 	r.contextID, r.taskID = t.ContextID, t.TaskID
 	env, err := s.agents.WaitTurn(ctx, def.Agent, t, s.cfg.Poll)
+	r.answeredBy = t.AnsweredBy
 	if err != nil {
 		r.err = fmt.Errorf("wait for turn: %w", err)
 		return r

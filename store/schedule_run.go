@@ -65,6 +65,9 @@ type ScheduleRun struct {
 	ContextID  string    `json:"contextId,omitempty"`
 	TaskID     string    `json:"taskId,omitempty"`
 	EnvelopeID string    `json:"envelopeId,omitempty"`
+	// AnsweredBy says how the agent's answer arrived: send (the answer to
+	// the message itself), push (an A2A push notification) or poll.
+	AnsweredBy string `json:"answeredBy,omitempty"`
 	// ErrorNoticeID is the envelope id of the error notice sent for a failed run.
 	ErrorNoticeID string `json:"errorNoticeId,omitempty"`
 }

@@ -61,6 +61,11 @@ type Options struct {
 	Port int
 	// Bindings the card offers: "jsonrpc" (default), "rest" or "both".
 	Bindings string
+	// Push makes the card say capabilities.pushNotifications: the agent
+	// posts every task update to the push URL SendMessage gives.
+	Push bool
+	// SlowJitter is added at random to a "slow:" task's 400ms.
+	SlowJitter time.Duration
 }
 
 // Received is what the agent recorded.
@@ -72,6 +77,68 @@ type Received struct {
 	} `json:"requests"`
 	Messages  []Seen     `json:"messages"`
 	Approvals []Approval `json:"approvals"`
+	// Events are, in order, the SendMessage and GetTask calls the agent
+	// served (Kind "call", Method) and the pushes it sent (Kind "push",
+	// Update: task, statusUpdate, artifactUpdate or message; State).
+	Events []Event `json:"events"`
+	// Finals say when the agent published each completed task's final
+	// status: the task's brief (the text after "slow:") and Unix ms.
+	Finals []struct {
+		Brief string `json:"brief"`
+		At    int64  `json:"at"`
+	} `json:"finals"`
+}
+
+// Event is one call the agent served or one push it sent.
+type Event struct {
+	Seq    int     `json:"seq"`
+	Kind   string  `json:"kind"`
+	Method string  `json:"method,omitempty"`
+	Update string  `json:"update,omitempty"`
+	State  *string `json:"state"`
+}
+
+// WaitSettledPush waits until the agent has sent n pushes whose state is
+// settled (completed, failed, canceled, rejected, input or auth required):
+// the SDK notes a push once it is sent, a moment after beachd has it.
+func (s *Server) WaitSettledPush(ctx context.Context, n int) (*Received, error) {
+	for {
+		r, err := s.Received(ctx)
+		if err == nil {
+			seen := 0
+			for _, e := range r.Events {
+				if e.Kind == "push" && e.State != nil && settledStates[*e.State] {
+					seen++
+				}
+			}
+			if seen >= n {
+				return r, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return r, fmt.Errorf("no push of a settled task: %w", ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+var settledStates = map[string]bool{"TASK_STATE_COMPLETED": true, "TASK_STATE_FAILED": true, "TASK_STATE_CANCELED": true,
+	"TASK_STATE_REJECTED": true, "TASK_STATE_INPUT_REQUIRED": true, "TASK_STATE_AUTH_REQUIRED": true}
+
+// AfterLastPush returns the calls of method served after the last push
+// (all of them when there was no push) and the number of pushes.
+func (r *Received) AfterLastPush(method string) (calls, pushes int) {
+	for _, e := range r.Events {
+		switch {
+		case e.Kind == "push":
+			pushes++
+			calls = 0
+		case e.Kind == "call" && e.Method == method:
+			calls++
+		}
+	}
+	return calls, pushes
 }
 
 // Seen is one message the agent received, without the bytes of its
@@ -174,7 +241,14 @@ func start(opt Options) (*Server, error) {
 	if opt.Bindings == "" {
 		opt.Bindings = "jsonrpc"
 	}
-	cmd := exec.Command("node", filepath.Join(dir, "agent.mjs"), "--port", strconv.Itoa(opt.Port), "--bindings", opt.Bindings)
+	args := []string{filepath.Join(dir, "agent.mjs"), "--port", strconv.Itoa(opt.Port), "--bindings", opt.Bindings}
+	if opt.Push {
+		args = append(args, "--push")
+	}
+	if opt.SlowJitter > 0 {
+		args = append(args, "--slow-jitter", strconv.FormatInt(opt.SlowJitter.Milliseconds(), 10))
+	}
+	cmd := exec.Command("node", args...)
 	s := &Server{cmd: cmd, done: make(chan struct{})}
 	// The SDK logs every refused request; keep it for a failing test.
 	cmd.Stderr = &s.stderr

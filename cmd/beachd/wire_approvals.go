@@ -118,6 +118,13 @@ func (a *app) wireApprovals() error {
 	if a.agents, err = agent.New(targets, nil); err != nil {
 		return err
 	}
+	// A2A push notifications: turns beachd starts ask agents whose card
+	// offers them to post updates to public_url/v1/a2a/push/{turn}; the
+	// tokens derive from the approvals secret, so every replica checks
+	// them and they survive restarts.
+	pushes := agent.NewPushes(a.linkSecret, a.cfg.PublicURL, a.log.With("component", "a2a-push"))
+	a.agents.UsePush(pushes)
+	a.routes = append(a.routes, api.Route{Pattern: agent.PushPath, Handler: pushes})
 	for n := range targets {
 		if _, ok := senders[n]; !ok {
 			senders[n] = a.agents

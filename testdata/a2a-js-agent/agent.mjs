@@ -3,7 +3,10 @@
 // the HTTP+JSON binding) WITHOUT the v0.3 compatibility layer, so a client
 // that speaks 0.3 gets VERSION_NOT_SUPPORTED.
 //
-//   node agent.mjs [--port N] [--bindings jsonrpc|rest|both]
+//   node agent.mjs [--port N] [--bindings jsonrpc|rest|both] [--push] [--slow-jitter MS]
+//
+// --push says capabilities.pushNotifications in the card: the SDK then
+// posts every task update to the push URL a client gives in SendMessage.
 //
 // It prints one line {"port":N} on stdout once it listens. Behaviour (like
 // beachd's a2a-go test agent):
@@ -12,7 +15,8 @@
 //   a message into a held task carrying an approval-response data part is
 //                      recorded and completes the task;
 //   "reply:<text>"  -> answers at once with a Message;
-//   "slow:<text>"   -> a task that completes after 400ms (callers poll it);
+//   "slow:<text>"   -> a task that completes after 400ms (callers poll it),
+//                      plus up to --slow-jitter ms at random;
 //   "echo:<text>"   -> answers at once with a Message in the same context: a
 //                      text part and a data part (partType "echo") that
 //                      describes what arrived: contextId, messageId, the
@@ -21,11 +25,15 @@
 //                      url and text;
 //   anything else   -> a completed task with a text and a data part.
 // GET /received lists what it received: every request's A2A-Version header
-// and method, every message, and every approval-response.
+// and method, every message, and every approval-response; and, in order,
+// the SendMessage and GetTask calls it served and the pushes it sent
+// ("events": {seq, kind: call|push, method | update, state}), and when it
+// published each task's final status ("finals": {brief, at: Unix ms}).
 import express from 'express';
 import { randomUUID } from 'node:crypto';
 import { AGENT_CARD_PATH, Role, TaskState } from '@a2a-js/sdk';
-import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sdk/server';
+import { AgentEvent, DefaultPushNotificationSender, DefaultRequestHandler, InMemoryPushNotificationStore,
+  InMemoryTaskStore } from '@a2a-js/sdk/server';
 import { agentCardHandler, jsonRpcHandler, restHandler, UserBuilder } from '@a2a-js/sdk/server/express';
 
 const args = process.argv.slice(2);
@@ -35,8 +43,12 @@ const opt = (name, def) => {
 };
 const port = Number(opt('--port', '0'));
 const bindings = opt('--bindings', 'jsonrpc');
+const push = args.includes('--push');
+const slowJitter = Number(opt('--slow-jitter', '0')); // ms added at random to a slow task's 400ms
 
-const received = { requests: [], messages: [], approvals: [] };
+const received = { requests: [], messages: [], approvals: [], events: [], finals: [] };
+let seq = 0;
+const event = (e) => received.events.push({ seq: ++seq, ...e });
 
 const text = (value, partType) => ({
   content: { $case: 'text', value },
@@ -123,11 +135,12 @@ class BeachLikeExecutor {
     if (said.startsWith('slow:')) {
       brief = said.slice(5);
       bus.publish(statusUpdate(taskId, contextId, TaskState.TASK_STATE_WORKING, undefined));
-      await new Promise((resolve) => setTimeout(resolve, 400));
+      await new Promise((resolve) => setTimeout(resolve, 400 + slowJitter * Math.random()));
     }
     bus.publish(AgentEvent.artifactUpdate({ taskId, contextId, append: false, lastChunk: true, metadata: undefined,
       artifact: { artifactId: randomUUID(), name: 'brief', description: '', metadata: undefined, extensions: [],
         parts: [text("Today's brief: " + brief, 'response'), data({ tasks: 3 }, 'domain-data')] } }));
+    received.finals.push({ brief, at: Date.now() });
     bus.publish(statusUpdate(taskId, contextId, TaskState.TASK_STATE_COMPLETED, undefined));
   }
 }
@@ -153,7 +166,7 @@ const server = app.listen(port, '127.0.0.1', () => {
     description: 'Suspends a turn on an approval-request and resumes on an approval-response.',
     supportedInterfaces,
     version: '1.0.0',
-    capabilities: { streaming: false, pushNotifications: false, extensions: [], extendedAgentCard: false },
+    capabilities: { streaming: false, pushNotifications: push, extensions: [], extendedAgentCard: false },
     securitySchemes: {},
     securityRequirements: [],
     defaultInputModes: ['text', 'application/json'],
@@ -163,7 +176,26 @@ const server = app.listen(port, '127.0.0.1', () => {
     documentationUrl: '',
     signatures: [],
   };
-  const requestHandler = new DefaultRequestHandler(card, new InMemoryTaskStore(), new BeachLikeExecutor());
+  const pushStore = new InMemoryPushNotificationStore();
+  const sender = new DefaultPushNotificationSender(pushStore);
+  const send = sender.send.bind(sender);
+  sender.send = async (streamResponse, context, task) => {
+    await send(streamResponse, context, task);
+    const p = streamResponse.payload;
+    const taskId = p?.$case === 'task' ? p.value.id : p?.value?.taskId;
+    if (!taskId || (await pushStore.load(taskId, context)).length === 0) return; // no push URL: nothing sent
+    const state = p?.$case === 'task' || p?.$case === 'statusUpdate' ? p.value.status?.state : undefined;
+    event({ kind: 'push', update: p?.$case, state: state === undefined ? null : TaskState[state] ?? state });
+  };
+  const requestHandler = new DefaultRequestHandler(card, new InMemoryTaskStore(), new BeachLikeExecutor(),
+    undefined, pushStore, sender);
+  for (const [name, method] of [['sendMessage', 'SendMessage'], ['getTask', 'GetTask']]) {
+    const orig = requestHandler[name].bind(requestHandler);
+    requestHandler[name] = async (...a) => {
+      event({ kind: 'call', method });
+      return orig(...a);
+    };
+  }
   app.use(`/${AGENT_CARD_PATH}`, agentCardHandler({ agentCardProvider: requestHandler, cache: { maxAge: 0 } }));
   app.use('/a2a/jsonrpc', jsonRpcHandler({ requestHandler, userBuilder: UserBuilder.noAuthentication }));
   app.use('/a2a/rest', restHandler({ requestHandler, userBuilder: UserBuilder.noAuthentication }));

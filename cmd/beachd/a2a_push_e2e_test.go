@@ -1,0 +1,112 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cool-ai/beachd/agent"
+	"github.com/cool-ai/beachd/agent/a2ajstest"
+	"github.com/cool-ai/beachd/config"
+	"github.com/cool-ai/beachd/envelope"
+	"github.com/cool-ai/beachd/internal/testkit/poll"
+)
+
+// TestA2APushEndToEnd runs beachd against the JS SDK 1.x agent with
+// pushNotifications on in its card, then off. A scheduled turn and a
+// conversation turn (an SMS through the dev channel) each start a task the
+// agent works on; their answers reach the person. With pushes on, the
+// agent posts its updates to beachd's push URL and beachd asks nothing
+// after the last push (no GetTask); the schedule's run says it was
+// answered by push. With pushes off, the answers come by polling.
+func TestA2APushEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the daemon with its mail server")
+	}
+	for _, push := range []bool{true, false} {
+		name, want := "push-off", agent.AnsweredByPoll
+		if push {
+			name, want = "push-on", agent.AnsweredByPush
+		}
+		t.Run(name, func(t *testing.T) {
+			js := a2ajstest.Start(t, a2ajstest.Options{Push: push})
+			d := startDev(t, func(c *config.Config) {
+				ag := c.Agents[devAgentName]
+				ag.A2AURL = js.JSONRPC
+				c.Agents[devAgentName] = ag
+				c.Schedules = []config.ScheduleConfig{{Name: "brief", Cron: "0 8 * * *", Agent: devAgentName,
+					Message: "slow:Today's tasks", To: []envelope.Recipient{{Channel: envelope.ChannelWebhook, Endpoint: devSinkEndpoint}}}}
+			})
+			// The scheduled turn.
+			if code := d.do("POST", "/v1/schedules/brief/run", nil, "", nil); code != 202 {
+				t.Fatalf("run now: %d", code)
+			}
+			poll.Eventually(t, 30*time.Second, "the scheduled turn's result at the sink", func() bool {
+				var sink struct {
+					Received []struct{ Envelope json.RawMessage }
+				}
+				d.do("GET", "/dev/sink", nil, "", &sink)
+				for _, r := range sink.Received {
+					if bytes.Contains(r.Envelope, []byte("Today's brief: Today's tasks")) {
+						return true
+					}
+				}
+				return false
+			})
+			var list struct {
+				Schedules []struct {
+					Last struct{ State, AnsweredBy string }
+				}
+			}
+			poll.Eventually(t, 10*time.Second, "the run's record", func() bool {
+				d.do("GET", "/v1/schedules", nil, "", &list)
+				return len(list.Schedules) == 1 && list.Schedules[0].Last.State == "succeeded"
+			})
+			if got := list.Schedules[0].Last.AnsweredBy; got != want {
+				t.Errorf("the run was answered by %q, want %q", got, want)
+			}
+			checkPushes(t, js, push, 1)
+
+			// A conversation turn.
+			const person = "+447700900778"
+			res := d.devSay(`{"channel":"sms","from":"` + person + `","text":"slow:Flights to Lisbon"}`)
+			if res.Outcome != envelope.DispositionTurn {
+				t.Fatalf("message: %+v", res)
+			}
+			poll.Eventually(t, 30*time.Second, "the conversation turn's answer by SMS", func() bool {
+				for _, m := range d.messages().Messages {
+					if m.To == person && strings.Contains(m.Body, "Today's brief: Flights to Lisbon") {
+						return true
+					}
+				}
+				return false
+			})
+			checkPushes(t, js, push, 2)
+		})
+	}
+}
+
+// checkPushes: with pushes on, the agent pushed and served no GetTask
+// after its last push (of turns settled ones); with pushes off, it pushed nothing and was polled.
+func checkPushes(t *testing.T, js *a2ajstest.Server, push bool, turns int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	rec, err := js.Received(ctx)
+	if push {
+		rec, err = js.WaitSettledPush(ctx, turns)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	gets, pushes := rec.AfterLastPush("GetTask")
+	if push && (pushes == 0 || gets != 0) {
+		t.Errorf("pushes on: %d pushes, %d GetTask after the last: %+v", pushes, gets, rec.Events)
+	}
+	if !push && (pushes != 0 || gets == 0) {
+		t.Errorf("pushes off: %d pushes, %d GetTask: %+v", pushes, gets, rec.Events)
+	}
+}
