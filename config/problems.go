@@ -217,6 +217,9 @@ const maxIndexedNodes = 1 << 16
 func indexKeys(root *yaml.Node) map[string]*yaml.Node {
 	idx := map[string]*yaml.Node{}
 	budget := maxIndexedNodes
+	// inAlias holds the anchored nodes being walked through an alias: an
+	// alias inside its own anchor (which yaml refuses) is not followed again.
+	inAlias := map[*yaml.Node]bool{}
 	var walk func(n *yaml.Node, path string)
 	walk = func(n *yaml.Node, path string) {
 		if n == nil || budget <= 0 {
@@ -229,7 +232,11 @@ func indexKeys(root *yaml.Node) map[string]*yaml.Node {
 				walk(c, path)
 			}
 		case yaml.AliasNode:
-			walk(n.Alias, path)
+			if !inAlias[n.Alias] {
+				inAlias[n.Alias] = true
+				walk(n.Alias, path)
+				delete(inAlias, n.Alias)
+			}
 		case yaml.MappingNode:
 			var merges []*yaml.Node
 			for i := 0; i+1 < len(n.Content); i += 2 {

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // Type errors are told in plain words: what the key wants, what it got.
@@ -123,5 +125,24 @@ func TestDKIMKeyIsParsedByConfigCheck(t *testing.T) {
 	if _, _, err := CheckBytes(conf(bad), "t.yaml", env(nil), false); err == nil || !strings.Contains(err.Error(), "line 2, column") ||
 		!strings.Contains(err.Error(), "email.smtp.dkim.private_key_file: "+bad+": not a PEM RSA or Ed25519 private key") {
 		t.Errorf("an unusable key: %v", err)
+	}
+}
+
+// An alias inside its own anchor (which yaml refuses) is followed once
+// when problems are placed, not to the index's budget of 65,536 nodes: each
+// level made a longer path, and a one-line file took seconds. The fuzzer
+// found it.
+func TestRecursiveAliasIsWalkedOnce(t *testing.T) {
+	for _, s := range []string{"d: &d {a: *d}\n", "d: &d [*d]\n", "agents: &d {a: *d}\n", "agents: {a: &d {inbound: *d}}\n"} {
+		var root yaml.Node
+		if err := yaml.Unmarshal([]byte(s), &root); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(indexKeys(&root)); n > 100 {
+			t.Errorf("%q: %d key paths indexed; the alias was followed into itself", s, n)
+		}
+		if _, _, err := CheckBytes([]byte(s), "fuzz.yaml", env(nil), false); err == nil {
+			t.Errorf("%q: accepted", s)
+		}
 	}
 }
