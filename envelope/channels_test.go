@@ -152,9 +152,10 @@ func TestEveryChannelNameUsedHasASpec(t *testing.T) {
 	}
 
 	// Names that are not buffered channels but appear where a channel
-	// does: the link page of approvals, and the streaming transports a
-	// consumer part type may list.
-	notChannels := map[string]bool{"link": true, "sse": true, "a2a": true, "mcp": true, "websocket": true, "": true}
+	// does: the link page of approvals, the decisions an operator or an
+	// approval policy takes (the channel a decision came through), and
+	// the streaming transports a consumer part type may list.
+	notChannels := map[string]bool{"link": true, "operator": true, "policy": true, "sse": true, "a2a": true, "mcp": true, "websocket": true, "": true}
 	lit := regexp.MustCompile(`(?:Channel:\s*|[Cc]hannel\s*[!=]=\s*|"channel":\s*)"([a-zA-Z0-9_-]*)"`)
 	root := filepath.Join("..")
 	found := 0
