@@ -6,13 +6,10 @@ package slacktest
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/cool-ai/beachd/internal/testkit/peerproc"
 )
@@ -37,47 +34,7 @@ func StartPrism(t testing.TB) string {
 	}
 	prism := prismBin(t, root)
 	spec := RelaxedSpec(t, filepath.Join(root, SpecFile))
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	var out peerproc.Log
-	cmd := exec.Command(prism, "mock", "-h", "127.0.0.1", "-p", fmt.Sprint(port), spec)
-	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start prism: %v", err)
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-done
-		}
-	})
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		select {
-		case <-done:
-			t.Fatalf("prism exited:\n%s", out.String())
-		default:
-		}
-		if c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond); err == nil {
-			c.Close()
-			return "http://" + addr + "/"
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("prism did not listen within 90s:\n%s", out.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return peerproc.Mock(t, prism, spec) + "/"
 }
 
 // PostedGets are the methods the description has as GET only that

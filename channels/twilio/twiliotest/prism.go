@@ -1,16 +1,12 @@
 package twiliotest
 
 import (
-	"fmt"
 	"io/fs"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/cool-ai/beachd/internal/testkit/peerproc"
 )
@@ -32,51 +28,7 @@ const (
 func StartPrism(t testing.TB, what, spec string) string {
 	t.Helper()
 	prism, path := prismPeer(t, what, spec)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	var out peerproc.Log
-	// Without --errors: Prism still answers 422 to a request that breaks
-	// the description (and 401 without credentials), but does not turn
-	// Twilio's own example responses, whose relative URIs break their
-	// format "uri", into 500s.
-	cmd := exec.Command(prism, "mock", "-h", "127.0.0.1", "-p", fmt.Sprint(port), path)
-	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start prism: %v", err)
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-done
-		}
-	})
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		select {
-		case <-done:
-			t.Fatalf("prism exited:\n%s", out.String())
-		default:
-		}
-		if c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond); err == nil {
-			c.Close()
-			return "http://" + addr
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("prism did not listen within 90s:\n%s", out.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return peerproc.Mock(t, prism, path)
 }
 
 // prismPeer finds Prism and the named description, or skips (fails under
