@@ -62,11 +62,18 @@ func scheduleEndToEnd(t *testing.T, dsn string) {
 		}
 		return false
 	})
-	var list json.RawMessage
-	d.do("GET", "/v1/schedules", nil, "", &list)
-	if !bytes.Contains(list, []byte("morning-brief")) || !bytes.Contains(list, []byte("succeeded")) {
-		t.Errorf("schedules list does not show a succeeded run:\n%s", list)
-	}
+	// The run is recorded succeeded just after its result is enqueued, so
+	// the deliveries above may finish first: the list is polled.
+	poll.Eventually(t, 30*time.Second, "a succeeded run of morning-brief in the schedules list", func() bool {
+		var list struct {
+			Schedules []struct {
+				Name string
+				Last struct{ State string }
+			}
+		}
+		d.do("GET", "/v1/schedules", nil, "", &list)
+		return len(list.Schedules) == 1 && list.Schedules[0].Name == "morning-brief" && list.Schedules[0].Last.State == "succeeded"
+	})
 }
 
 // `beachd dev` comes with a sample schedule: listed (daily, enabled, with
