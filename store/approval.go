@@ -97,6 +97,9 @@ type NewApproval struct {
 	// Events start the approval's trail (who was asked, on which
 	// channel), appended in the ingest's transaction.
 	Events []ApprovalEvent
+	// Timers are the approval's first timers (a policy's reminder and
+	// escalation of its first step), written with it.
+	Timers []ApprovalTimer
 	// Ask are deliveries that ask this approval of people who are not
 	// recipients of the request (a policy's steps). The store ignores
 	// them: whoever builds the Ingest (the API's ingester) adds them to

@@ -12,6 +12,7 @@ import (
 type Store interface {
 	Deliveries
 	Approvals
+	ApprovalTimers
 	Injections
 	Conversations
 	Turns

@@ -90,6 +90,11 @@ func (s *DB) putApprovalsTx(tx *bbolt.Tx, envID string, as []store.NewApproval, 
 		if err := appendEventsTx(tx, a.ID, na.Events, now); err != nil {
 			return err
 		}
+		if a.State == store.ApprovalPending && na.Decision == nil {
+			if err := putTimersTx(tx, na.Timers); err != nil {
+				return err
+			}
+		}
 		if d := na.Decision; d != nil {
 			d.ApprovalID = a.ID
 			if _, _, _, err := decideTx(tx, *d); err != nil {

@@ -22,7 +22,7 @@ import (
 
 // SchemaVersion is the layout this beachd writes. Bump it with a migration
 // in migrate().
-const SchemaVersion = 8
+const SchemaVersion = 9
 
 // Bucket names. Every bucket is created at Open.
 var (
@@ -54,7 +54,8 @@ var allBuckets = [][]byte{bMeta, bEnvelopes, bEnvelopeBodies, bDeliveries, bAtte
 	bConversations, bConvThreads, bConvMsgIDs, bConvMessages, bInboundRecords, bInboundByMsg, bInboundAttach,
 	bTurns, bTurnDue, bTurnActive, bConvByActivity, bTurnLimits,
 	bSingletons,
-	bApprovalEvents, bApprovalEventHeads}
+	bApprovalEvents, bApprovalEventHeads,
+	bApprovalTimers}
 
 var keySchema = []byte("schema_version")
 
@@ -216,10 +217,11 @@ func migrate(tx *bbolt.Tx, from uint64, now time.Time) error {
 			return err
 		}
 		fallthrough
-	case 5, 6, 7:
+	case 5, 6, 7, 8:
 		// Schema 6 only adds the conversation buckets, schema 7 the turn
 		// limits' counters (bTurnLimits), schema 8 the approvals' event
-		// trails (events.go): prepare created them. An approval from
+		// trails (events.go), schema 9 the approvals' timers (timers.go):
+		// prepare created them. An approval from
 		// before schema 8 has an empty trail; its audit entries remain.
 		return nil
 	}

@@ -497,6 +497,11 @@ func (s *DB) putApprovalsTx(ctx context.Context, tx pgx.Tx, envID string, as []s
 		if err := queueApproval(b, &a, na.Tokens, na.Events, now); err != nil {
 			return err
 		}
+		if a.State == store.ApprovalPending && na.Decision == nil {
+			if err := queueTimers(b, na.Timers); err != nil {
+				return err
+			}
+		}
 	}
 	err := tx.SendBatch(ctx, b).Close()
 	if uniqueViolation(err) {

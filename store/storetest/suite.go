@@ -27,7 +27,7 @@ type Backend func(t testing.TB, now func() time.Time) store.Store
 func Run(t *testing.T, open Backend) {
 	for _, c := range slices.Concat(deliveryCases, claimCases, providerCases, approvalCases, eventCases, injectionCases,
 		scheduleCases, conversationCases, limitCases, turnCases, queryCases, recordCases, leaseCases, concurrencyCases, handOffCases,
-		policyCases) {
+		policyCases, timerCases) {
 		t.Run(c.name, func(t *testing.T) {
 			clock := fakeclock.New(start)
 			s := open(t, clock.Now)
