@@ -108,6 +108,7 @@ func (s *Service) askStep(ctx context.Context, pol *policy.Policy, na *store.New
 			per[j] = append(per[j], a.ID)
 		}
 	}
+	na.Timers = stepTimers(pol, a.ID, i, now)
 	return nil
 }
 

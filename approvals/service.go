@@ -162,6 +162,7 @@ var _ Handoff = (*Injector)(nil)
 // Every store.Store is one.
 type Store interface {
 	store.Approvals
+	store.ApprovalTimers
 	Ingest(ctx context.Context, in store.Ingest) (*store.IngestResult, error)
 	Injection(ctx context.Context, id string) (*store.Injection, error)
 	ListInjections(ctx context.Context, st string, limit int) ([]*store.Injection, error)

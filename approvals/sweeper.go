@@ -9,7 +9,9 @@ import (
 )
 
 // Sweeper denies approvals whose expiry has passed, with decidedBy
-// "policy:expired", and queues their injection like any other decision.
+// "policy:expired", and queues their injection like any other decision;
+// and it fires the approval policies' due timers (reminders and
+// escalations), each within MaxWait of its time.
 type Sweeper struct {
 	svc *Service
 	// MaxWait bounds the sleep between sweeps (new approvals may expire
@@ -49,6 +51,12 @@ func (w *Sweeper) Run(ctx context.Context) error {
 				return nil
 			}
 			w.svc.log.Error("expiry sweep", "err", err)
+		}
+		if _, err := w.svc.FireTimers(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			w.svc.log.Error("approval timers", "err", err)
 		}
 		wait := w.MaxWait
 		if next, ok := w.svc.db.NextExpiry(); ok {

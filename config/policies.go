@@ -189,7 +189,6 @@ func (c *Config) validatePolicies(v *validator) {
 			v.errorf(key+".quorum", "must be 1-100 (0: the default, 1), got %d", p.Quorum)
 		}
 		c.validateSteps(v, key, p)
-		c.refuseLadder(v, key, p)
 		if q := p.QuietHours; q != nil {
 			if _, errs := policy.ParseQuietHours(q.Zone, q.From, q.To); errs != nil {
 				for _, err := range errs {
@@ -205,31 +204,6 @@ func (c *Config) validatePolicies(v *validator) {
 	}
 }
 
-// notYet ends the error of a ladder key this beachd reads and checks but
-// cannot run: its reminders and escalations need durable timers, which it
-// does not have yet. Refused rather than ignored: a reminder that never
-// goes out must not look configured.
-const notYet = "reminders, escalation to later steps and quiet hours are not available in this version of beachd (the policy would never send them): leave the key out"
-
-// refuseLadder refuses the keys of a policy's ladder (notYet).
-func (c *Config) refuseLadder(v *validator, key string, p *PolicyConfig) {
-	for si, s := range p.Steps {
-		sk := fmt.Sprintf("%s.steps[%d]", key, si)
-		if si > 0 {
-			v.errorf(sk, "a later step is asked only by escalation: %s", notYet)
-		}
-		if s.RemindAfter != 0 {
-			v.errorf(sk+".remind_after", "%s", notYet)
-		}
-		if s.EscalateAfter != 0 {
-			v.errorf(sk+".escalate_after", "%s", notYet)
-		}
-	}
-	if p.QuietHours != nil {
-		v.errorf(key+".quiet_hours", "%s", notYet)
-	}
-}
-
 // validateSteps checks a policy's steps: valid recipients, each person
 // once, durations in order, and a quorum the named people can reach.
 func (c *Config) validateSteps(v *validator, key string, p *PolicyConfig) {
@@ -239,6 +213,12 @@ func (c *Config) validateSteps(v *validator, key string, p *PolicyConfig) {
 	persons := map[string]bool{} // the people who count toward the quorum
 	for si, s := range p.Steps {
 		sk := fmt.Sprintf("%s.steps[%d]", key, si)
+		if s.To.Envelope && si > 0 {
+			v.errorf(sk+".to", "envelope (the request's own recipients) can only be the first step: they are asked when the request arrives")
+		}
+		if si+1 < len(p.Steps) && s.EscalateAfter == 0 {
+			v.errorf(sk+".escalate_after", "required: steps[%d] is asked only when this step escalates", si+1)
+		}
 		if s.To.Envelope {
 			envelopeStep = true
 		} else if len(s.To.Members) == 0 {

@@ -163,7 +163,7 @@ approvals:
 // The ladder's keys are read and checked, and refused: this beachd has no
 // durable timers to send reminders and escalations with, and a reminder
 // that never goes out must not look configured.
-func TestPolicyLadderRefusedUntilTimersExist(t *testing.T) {
+func TestPolicyLadderParses(t *testing.T) {
 	raw := policiesBase + `approvals:
   policies:
     - name: large-bookings
@@ -174,15 +174,48 @@ func TestPolicyLadderRefusedUntilTimersExist(t *testing.T) {
           remind_after: 30m
           escalate_after: 2h
         - to: [ { channel: sms, address: "+447700900456" } ]
+          remind_after: 1h
       quiet_hours: { zone: Europe/London, from: "21:00", to: "08:00" }
+`
+	cfg, _, err := CheckBytes([]byte(raw), "l.yaml", func(string) string { return "" }, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := cfg.Approvals.ParsePolicies(slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := set.Policy("large-bookings")
+	if p == nil || len(p.Steps) != 2 || !p.Steps[0].Envelope || p.Steps[0].RemindAfter != 30*time.Minute || p.Steps[0].EscalateAfter != 2*time.Hour ||
+		p.Steps[1].RemindAfter != time.Hour || len(p.Steps[1].People) != 1 || p.QuietHours == nil || p.QuietHours.From != 21*60 || p.QuietHours.To != 8*60 {
+		t.Fatalf("ladder parsed as %+v", p)
+	}
+}
+
+// A later step is asked only by the escalation of the step before it, and
+// the request's own recipients only at once.
+func TestPolicyLadderChecks(t *testing.T) {
+	raw := policiesBase + `approvals:
+  policies:
+    - name: ladder
+      steps:
+        - to: [ { channel: email, address: a@example.org } ]
+          remind_after: 2h
+          escalate_after: 1h
+        - to: envelope
+        - to: [ { channel: sms, address: "+447700900456" } ]
 `
 	_, _, err := CheckBytes([]byte(raw), "l.yaml", func(string) string { return "" }, false)
 	if err == nil {
-		t.Fatal("a ladder was accepted, and nothing would send its reminders and escalations")
+		t.Fatal("a ladder with unreachable steps was accepted")
 	}
-	for _, key := range []string{"steps[0].remind_after", "steps[0].escalate_after", "steps[1]: a later step", "quiet_hours"} {
-		if !strings.Contains(err.Error(), "approvals.policies[0]."+key) || !strings.Contains(err.Error(), "not available in this version") {
-			t.Errorf("no refusal at %s in:\n%v", key, err)
+	for _, want := range []string{
+		"approvals.policies[0].steps[0].remind_after: must be shorter than escalate_after",
+		"approvals.policies[0].steps[1].to: envelope (the request's own recipients) can only be the first step",
+		"approvals.policies[0].steps[1].escalate_after: required: steps[2] is asked only when this step escalates",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("no %q in:\n%v", want, err)
 		}
 	}
 }

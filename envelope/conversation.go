@@ -19,6 +19,15 @@ const (
 	// envelope: "window" is WhatsApp's window template (the answer itself
 	// is held until the person writes again).
 	ExtraTemplate = "template"
+	// ExtraApprovalNotice marks a message an approval policy's timer sent:
+	// "reminder" (rendered as a reminder) or "escalation".
+	ExtraApprovalNotice = "approvalNotice"
+)
+
+// Values of ExtraApprovalNotice.
+const (
+	NoticeReminder   = "reminder"
+	NoticeEscalation = "escalation"
 )
 
 // Inbound outcomes of conversations (InboundResult.Outcome), beside the

@@ -191,6 +191,9 @@ func (r *Renderer) build(in *Input, channel string) (*content, error) {
 	default:
 		c.view.Kind = KindResult
 	}
+	if in.Reminder && len(c.view.Approvals) > 0 {
+		texts = append([]string{ReminderLine}, texts...)
+	}
 	c.textSrc = strings.Join(texts, "\n\n")
 	switch {
 	case channel == envelope.ChannelWhatsApp, spec.Class == envelope.ClassChat:

@@ -19,6 +19,10 @@ type Input struct {
 	// Approvals are this recipient's handles for the envelope's
 	// approval-request parts, matched by ApprovalID.
 	Approvals []ApprovalHandle
+	// Reminder: the message reminds its recipient of an approval they
+	// have not answered (an approval policy's reminder); its text starts
+	// with ReminderLine, which an email's default subject then is.
+	Reminder bool
 	// Artifacts are fetched artifacts, matched by ArtifactID.
 	Artifacts []FetchedArtifact
 	Thread    *Thread
@@ -109,3 +113,6 @@ type WhatsApp struct {
 	ContentVariables map[string]string `json:"contentVariables,omitempty"`
 	Warnings         []string          `json:"warnings,omitempty"`
 }
+
+// ReminderLine opens a reminder's text (Input.Reminder).
+const ReminderLine = "Reminder: this request still awaits your answer."

@@ -37,6 +37,7 @@ func (s *Sender) render(ctx context.Context, job *channels.Job) (*render.Email, 
 		From: s.cfg.From, ReplyTo: s.cfg.ReplyTo, MessageIDDomain: s.cfg.MessageIDDomain,
 		Thread:       threadOf(d.Extra),
 		Conversation: d.Extra[envelope.ExtraConversation] != "",
+		Reminder:     d.Extra[envelope.ExtraApprovalNotice] == envelope.NoticeReminder,
 	}
 	if s.renderer == nil {
 		return fallbackEmail(in), nil

@@ -28,7 +28,8 @@ func Renderer(r *render.Renderer, reg *envelope.Registry, fullMessage func(deliv
 			return nil, errors.New("job has no envelope")
 		}
 		in := render.Input{Envelope: j.Envelope, Registry: reg, DeliveryID: j.Delivery.ID, Approvals: j.Approvals, Now: now,
-			Recipient: render.Recipient{Channel: envelope.ChannelSlack, Address: j.Delivery.To}}
+			Recipient: render.Recipient{Channel: envelope.ChannelSlack, Address: j.Delivery.To},
+			Reminder:  j.Delivery.Extra[envelope.ExtraApprovalNotice] == envelope.NoticeReminder}
 		if fullMessage != nil {
 			in.FullMessageURL = fullMessage(j.Delivery.ID)
 		}

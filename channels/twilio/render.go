@@ -63,6 +63,7 @@ func Renderer(r *render.Renderer, reg *envelope.Registry, fullMessage func(deliv
 			DeliveryID: j.Delivery.ID,
 			Approvals:  j.Approvals,
 			Now:        in.Now,
+			Reminder:   j.Delivery.Extra[envelope.ExtraApprovalNotice] == envelope.NoticeReminder,
 		}
 		if fullMessage != nil {
 			ri.FullMessageURL = fullMessage(j.Delivery.ID)

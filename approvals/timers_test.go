@@ -1,0 +1,179 @@
+package approvals
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cool-ai/beachd/approvals/policy"
+	"github.com/cool-ai/beachd/envelope"
+	"github.com/cool-ai/beachd/store"
+)
+
+// ladder is a policy whose first step (alice by email) is reminded after
+// 30m and escalated after 2h to bob (SMS) and carol (email and SMS),
+// under quiet hours q.
+func ladder(t testing.TB, q *policy.QuietHours) func(*Config) {
+	return withPolicies(t, policy.Definition{Name: "ladder", Agent: "travel", Tool: "book_flight", Quorum: 2, QuietHours: q,
+		Steps: []policy.Step{
+			{People: []policy.Person{{Channels: []envelope.Recipient{email("alice@example.org")}}}, RemindAfter: 30 * time.Minute, EscalateAfter: 2 * time.Hour},
+			{People: []policy.Person{{Channels: []envelope.Recipient{sms("+447700900123")}},
+				{Name: "carol", Channels: []envelope.Recipient{email("carol@example.org"), sms("+447700900789")}}}, RemindAfter: time.Hour},
+		}})
+}
+
+// quietAround is a quiet window in UTC that holds now+2h (the escalation)
+// and ends at about now+3h.
+func quietAround(t testing.TB, now time.Time) *policy.QuietHours {
+	hm := func(t time.Time) string { return fmt.Sprintf("%02d:%02d", t.UTC().Hour(), t.UTC().Minute()) }
+	q, errs := policy.ParseQuietHours("UTC", hm(now.Add(90*time.Minute)), hm(now.Add(3*time.Hour)))
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	return q
+}
+
+// deliveriesOf lists every delivery of the store, by id.
+func (h *harness) deliveriesOf() []*store.Delivery {
+	h.t.Helper()
+	ds, err := h.db.ListDeliveries(h.ctx, "", "", 100)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return ds
+}
+
+func (h *harness) fire(want int) {
+	h.t.Helper()
+	n, err := h.svc.FireTimers(h.ctx)
+	if err != nil || n != want {
+		h.t.Fatalf("FireTimers = %d, %v; want %d fired", n, err, want)
+	}
+}
+
+// A ladder: the first step's reminder goes once, to who has not answered;
+// after escalate_after the second step is asked (email at once, SMS after
+// the quiet hours), the first step's people can still answer, and the
+// quorum's completion is injected once.
+func TestPolicyLadderRemindsAndEscalates(t *testing.T) {
+	var q *policy.QuietHours
+	h := newHarness(t, harnessOpt{cfg: func(c *Config) {
+		q = quietAround(t, c.Now())
+		ladder(t, q)(c)
+	}})
+	start := h.clock.Now()
+	env := h.suspend("l1")
+	ds := h.ingest(env, email("customer@example.org"))
+	if len(ds) != 2 {
+		t.Fatalf("%d deliveries at ingest, want the customer's and alice's", len(ds))
+	}
+	h.fire(0)
+	h.clock.Advance(30*time.Minute + time.Second)
+	h.fire(1)
+	h.fire(0) // a reminder goes once
+	all := h.deliveriesOf()
+	var reminders []*store.Delivery
+	for _, d := range all {
+		if d.Extra[envelope.ExtraApprovalNotice] == envelope.NoticeReminder {
+			reminders = append(reminders, d)
+		}
+	}
+	if len(reminders) != 1 || reminders[0].To != "alice@example.org" || !slices.Equal(reminders[0].ApprovalIDs, []string{"l1"}) {
+		t.Fatalf("reminders %+v, want one to alice", reminders)
+	}
+	if hd := h.handle(reminders[0]); hd.Token == "" || hd.Token != h.handleFor(ds, "email", "alice@example.org").Token {
+		t.Fatalf("the reminder's handle %+v: want alice's token", hd)
+	}
+	aliceTok := h.handle(reminders[0]).Token
+	if res := h.inbound(envelope.Inbound{Channel: "email", From: "alice@example.org", MessageID: "<a1@mail>", Token: aliceTok, Text: "approve"}); res.Outcome != OutcomeCounted {
+		t.Fatalf("alice's grant: %+v", res)
+	}
+
+	h.clock.Advance(90 * time.Minute)
+	h.fire(1)
+	var asked []*store.Delivery
+	for _, d := range h.deliveriesOf() {
+		if d.Extra[envelope.ExtraApprovalNotice] == envelope.NoticeEscalation {
+			asked = append(asked, d)
+		}
+	}
+	if len(asked) != 3 {
+		t.Fatalf("%d messages for the second step, want bob's SMS and carol's email and SMS", len(asked))
+	}
+	quietEnd := q.Defer(start.Add(2*time.Hour + 30*time.Second))
+	for _, d := range asked {
+		due := d.NextAttemptAt
+		switch d.Channel {
+		case envelope.ChannelSMS:
+			if !due.Equal(quietEnd) || !due.After(h.clock.Now()) {
+				t.Errorf("SMS to %s due %s, want the end of the quiet hours %s", d.To, due, quietEnd)
+			}
+		default:
+			if due.After(h.clock.Now()) {
+				t.Errorf("email to %s due %s: email is not deferred", d.To, due)
+			}
+		}
+	}
+	a := h.approval("l1")
+	if len(a.Recipients) != 4 {
+		t.Fatalf("recipients %+v", a.Recipients)
+	}
+	// The second step's reminder is set; carol's grant completes the
+	// quorum before it, and it then sends nothing.
+	var carolMail *store.Delivery
+	for _, d := range asked {
+		if d.To == "carol@example.org" {
+			carolMail = d
+		}
+	}
+	if res := h.inbound(envelope.Inbound{Channel: "email", From: "carol@example.org", MessageID: "<c1@mail>", Token: h.handle(carolMail).Token, Text: "approve"}); res.Outcome != OutcomeDecided {
+		t.Fatalf("carol's grant: %+v", res)
+	}
+	h.waitReceived(1)
+	h.settle()
+	if got := h.agent.Received(); len(got) != 1 || got[0].Response.DecidedBy != "policy:ladder (alice@example.org, carol)" {
+		t.Fatalf("agent received %+v", got)
+	}
+	before := len(h.deliveriesOf())
+	h.clock.Advance(2 * time.Hour)
+	h.fire(0)
+	if n := len(h.deliveriesOf()); n != before {
+		t.Fatalf("%d deliveries after the decided approval's reminder came due, want %d", n, before)
+	}
+	if ts, _ := h.db.ApprovalTimersOf(h.ctx, "l1"); len(ts) != 0 {
+		t.Fatalf("timers left: %+v", ts)
+	}
+	evs, head, err := h.db.ApprovalEvents(h.ctx, "l1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := VerifyHead(evs, head); err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, e := range evs {
+		kinds = append(kinds, e.Kind)
+	}
+	want := "asked reminded voted asked asked asked escalated voted decided injected"
+	if strings.Join(kinds, " ") != want {
+		t.Errorf("trail %v\nwant %s", kinds, want)
+	}
+}
+
+// A withdrawn approval's timers send nothing.
+func TestPolicyLadderStopsWhenWithdrawn(t *testing.T) {
+	h := newHarness(t, harnessOpt{cfg: ladder(t, nil)})
+	env := h.suspend("l2")
+	h.ingest(env, email("customer@example.org"))
+	if _, _, err := h.db.Decide(h.ctx, store.Decision{ApprovalID: "l2", State: store.ApprovalVoid, DecidedBy: "operator", Channel: "operator", At: h.clock.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	n := len(h.deliveriesOf())
+	h.clock.Advance(3 * time.Hour)
+	h.fire(0)
+	if got := len(h.deliveriesOf()); got != n {
+		t.Fatalf("%d deliveries after the timers of a withdrawn approval, want %d", got, n)
+	}
+}
