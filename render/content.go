@@ -193,6 +193,7 @@ func (r *Renderer) build(in *Input, channel string) (*content, error) {
 	}
 	if in.Reminder && len(c.view.Approvals) > 0 {
 		texts = append([]string{ReminderLine}, texts...)
+		c.view.Reminder = true
 	}
 	c.textSrc = strings.Join(texts, "\n\n")
 	switch {

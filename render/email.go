@@ -116,6 +116,9 @@ func kindPhrase(kind string) string {
 }
 
 func defaultSubject(c *content) string {
+	if c.view.Reminder && c.view.Kind == KindApprovalRequest && len(c.view.Approvals) > 0 {
+		return "Reminder: approve: " + c.view.Approvals[0].Summary
+	}
 	if c.view.Kind == KindApprovalRequest && len(c.view.Approvals) > 0 {
 		return "Approve: " + c.view.Approvals[0].Summary
 	}

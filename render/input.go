@@ -21,7 +21,7 @@ type Input struct {
 	Approvals []ApprovalHandle
 	// Reminder: the message reminds its recipient of an approval they
 	// have not answered (an approval policy's reminder); its text starts
-	// with ReminderLine, which an email's default subject then is.
+	// with ReminderLine, and an email's default subject with "Reminder:".
 	Reminder bool
 	// Artifacts are fetched artifacts, matched by ArtifactID.
 	Artifacts []FetchedArtifact

@@ -449,3 +449,28 @@ func TestExpiredApprovalReadsWell(t *testing.T) {
 		t.Errorf("WhatsApp buttons on an expired approval: %+v", w.Buttons)
 	}
 }
+
+// A reminder opens with the reminder line on every channel, and an
+// email's default subject says it is one; without Reminder neither.
+func TestReminderSaysSo(t *testing.T) {
+	r := newTestRenderer(t, Config{})
+	env := textEnv(envelope.PartResponse, "I need your approval to book the hotel.", "suspended")
+	addData(env, envelope.PartApprovalRequest, envelope.ApprovalRequest{ApprovalID: "ap1", ToolName: "book", ToolCallID: "c", Args: map[string]any{},
+		Handler: "h", Turn: "t", Session: "s", Summary: "Book the hotel"})
+	for _, reminder := range []bool{false, true} {
+		e, err := r.Email(Input{Envelope: env, DeliveryID: "d1", From: "Agent <agent@example.org>", Reminder: reminder,
+			Approvals: []ApprovalHandle{{ApprovalID: "ap1", Token: testToken}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := r.SMS(Input{Envelope: env, Reminder: reminder, Approvals: []ApprovalHandle{{ApprovalID: "ap1", Code: "4821"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gotSubject := strings.HasPrefix(e.Subject, "Reminder: approve: Book the hotel")
+		gotText := strings.HasPrefix(e.Text, ReminderLine) && strings.HasPrefix(s.Body, ReminderLine)
+		if gotSubject != reminder || gotText != reminder || !strings.Contains(s.Body, "4821") {
+			t.Errorf("reminder %v: subject %q, email text %q, SMS %q", reminder, e.Subject, e.Text[:min(80, len(e.Text))], s.Body)
+		}
+	}
+}

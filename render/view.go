@@ -37,6 +37,9 @@ type View struct {
 	MoreURL string
 	// Cut is true when Text was shortened to fit the channel.
 	Cut bool
+	// Reminder: the message reminds its recipient of an approval they have
+	// not answered (Input.Reminder); Text opens with ReminderLine.
+	Reminder bool
 	// Notice is set for approval-confirmation, already-decided and
 	// not-understood messages.
 	Notice *NoticeView
