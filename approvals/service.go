@@ -418,6 +418,13 @@ func (s *Service) Handles(ctx context.Context, d *store.Delivery, env *envelope.
 		if rc == nil {
 			return nil, fmt.Errorf("approval %s was not issued to this delivery's recipient", id)
 		}
+		if a.State != store.ApprovalPending && d.Extra[envelope.ExtraApprovalNotice] != "" {
+			// A reminder or escalation held by quiet hours, sent after
+			// the decision: it says so instead of asking.
+			h.Decided, h.Note = true, decidedNote(a)
+			out = append(out, h)
+			continue
+		}
 		spec, err := envelope.LookupChannel(d.Channel)
 		if err != nil {
 			return nil, fmt.Errorf("handles for %s: %w", d.ID, err)

@@ -162,3 +162,16 @@ func (s *Service) planEscalation(ctx context.Context, pol *policy.Policy, a *sto
 	f.Timers = stepTimers(pol, a.ID, next, now)
 	return nil
 }
+
+// decidedNote is what a policy's reminder or escalation that goes out after
+// the decision says instead of asking.
+func decidedNote(a *store.Approval) string {
+	what := a.State
+	switch a.State {
+	case store.ApprovalVoid:
+		what = "withdrawn"
+	case store.ApprovalExpired:
+		what = "expired"
+	}
+	return "This request was already decided (" + what + "); nothing more is needed from you."
+}

@@ -136,6 +136,14 @@ func TestPolicyLadderRemindsAndEscalates(t *testing.T) {
 	if got := h.agent.Received(); len(got) != 1 || got[0].Response.DecidedBy != "policy:ladder (alice@example.org, carol)" {
 		t.Fatalf("agent received %+v", got)
 	}
+	// The SMS held by the quiet hours, sent after the decision, says so.
+	for _, d := range asked {
+		if d.Channel == envelope.ChannelSMS {
+			if hd := h.handle(d); !hd.Decided || hd.Code != "" || !strings.Contains(hd.Note, "already decided (granted)") {
+				t.Fatalf("the held SMS after the decision: %+v", hd)
+			}
+		}
+	}
 	before := len(h.deliveriesOf())
 	h.clock.Advance(2 * time.Hour)
 	h.fire(0)
