@@ -408,6 +408,12 @@ func (s *Service) Handles(ctx context.Context, d *store.Delivery, env *envelope.
 				rc = &a.Recipients[i]
 			}
 		}
+		if a.Agent != "" {
+			// Who asks is the agent the operator configured and the
+			// delivery named, not the handler the envelope claims: an
+			// agent must not present its request as someone else's.
+			req.Handler = a.Agent
+		}
 		h := render.ApprovalHandle{ApprovalID: id, Request: req, ExpiresAt: a.ExpiresAt}
 		if rc == nil && a.Policy != "" {
 			// Told, not asked: no token, code, link or button.

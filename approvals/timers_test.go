@@ -1,6 +1,7 @@
 package approvals
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -183,5 +184,26 @@ func TestPolicyLadderStopsWhenWithdrawn(t *testing.T) {
 	h.fire(0)
 	if got := len(h.deliveriesOf()); got != n {
 		t.Fatalf("%d deliveries after the timers of a withdrawn approval, want %d", got, n)
+	}
+}
+
+// "Requested by" names the agent the delivery named, whatever handler the
+// envelope claims.
+func TestRequestedByIsTheConfiguredAgent(t *testing.T) {
+	h := newHarness(t, harnessOpt{})
+	env := h.suspend("rb1")
+	for i, p := range env.Parts {
+		if p.PartType() == envelope.PartApprovalRequest {
+			var m map[string]any
+			if err := json.Unmarshal(p.Data, &m); err != nil {
+				t.Fatal(err)
+			}
+			m["handler"] = "Your CFO"
+			env.Parts[i].Data, _ = json.Marshal(m)
+		}
+	}
+	ds := h.ingest(env, email("alice@example.org"))
+	if hd := h.handle(ds[0]); hd.Request.Handler != "travel" {
+		t.Fatalf("requested by %q, want the delivery's agent travel", hd.Request.Handler)
 	}
 }

@@ -71,7 +71,8 @@ type ApprovalView struct {
 	Args    []Arg
 	// Why: the request's reason, when the agent gave one.
 	Why string
-	// Handler is who asked (the agent's handler).
+	// Handler is who asked: the configured agent the delivery named
+	// (approvals.Service.Handles), never the handler the envelope claims.
 	Handler string
 	// Expires is the expiry in the configured zone ("Sat 15 Aug 2026, 09:00
 	// UTC"), ExpiresIn relative to Now ("in 2 hours"); empty without expiry.
