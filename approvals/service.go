@@ -81,8 +81,10 @@ type Config struct {
 	Approvers map[string]map[string]bool
 	// OnDecided, when set, is called after an approval leaves pending, on
 	// whatever channel and by whoever (the Slack channel rewrites its
-	// messages). It must not block for long; it is not called again after
-	// a crash.
+	// messages). It must not block for long. It is called at least once:
+	// the decision's transaction writes a timer that the sweeper fires a
+	// few seconds later (calling it again) unless the deciding process
+	// removed it after the call, so a crash in between does not lose it.
 	OnDecided func(ctx context.Context, a *store.Approval)
 }
 
@@ -228,9 +230,12 @@ func (s *Service) decideWatched(ctx context.Context, d store.Decision, watch boo
 	if w, ok := s.inj.(injectionWatcher); ok && watch && d.State != store.ApprovalVoid {
 		outcome, stop = w.Watch(d.InjectionID)
 	}
+	if s.cfg.OnDecided != nil {
+		d.FollowUpAt = d.At.Add(followUpGrace)
+	}
 	a, job, err := s.db.Decide(ctx, d)
-	if err == nil && s.cfg.OnDecided != nil && a != nil {
-		s.cfg.OnDecided(ctx, a)
+	if err == nil && s.cfg.OnDecided != nil && a != nil && a.State != store.ApprovalPending {
+		s.followUp(ctx, a, d.FollowUpAt)
 	}
 	if err != nil || job == nil {
 		stop()

@@ -69,6 +69,14 @@ func (s *Service) fireTimer(ctx context.Context, t store.ApprovalTimer, now time
 	case errors.Is(err, store.ErrNotFound):
 	case err != nil:
 		return false, err
+	case t.Kind == store.TimerDecided:
+		if a.State == store.ApprovalPending {
+			break // cannot happen: the timer is written with the decision
+		}
+		s.log.Info("redoing the work after a decision its process did not finish", "approval_id", a.ID)
+		if s.cfg.OnDecided != nil {
+			s.cfg.OnDecided(ctx, a)
+		}
 	case a.State == store.ApprovalPending:
 		pol := s.cfg.Policies.Policy(a.Policy)
 		if pol == nil || t.Step >= len(pol.Steps) {
@@ -174,4 +182,19 @@ func decidedNote(a *store.Approval) string {
 		what = "expired"
 	}
 	return "This request was already decided (" + what + "); nothing more is needed from you."
+}
+
+// followUpGrace is how long after a decision its follow-up timer comes due:
+// longer than the deciding process takes to call OnDecided and remove it.
+const followUpGrace = 10 * time.Second
+
+// followUp does the work after a's decision (OnDecided), then removes the
+// timer written with it (due at due): a crash before the removal leaves
+// the work to the sweeper, done twice rather than never.
+func (s *Service) followUp(ctx context.Context, a *store.Approval, due time.Time) {
+	s.cfg.OnDecided(ctx, a)
+	t := store.ApprovalTimer{ApprovalID: a.ID, Kind: store.TimerDecided, Due: due}
+	if _, err := s.db.FireApprovalTimer(context.WithoutCancel(ctx), store.TimerFire{Timer: t}); err != nil {
+		s.log.Warn("remove the decision's follow-up timer (the sweeper will redo the follow-up)", "approval_id", a.ID, "err", err)
+	}
 }

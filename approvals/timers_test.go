@@ -1,10 +1,12 @@
 package approvals
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -205,5 +207,39 @@ func TestRequestedByIsTheConfiguredAgent(t *testing.T) {
 	ds := h.ingest(env, email("alice@example.org"))
 	if hd := h.handle(ds[0]); hd.Request.Handler != "travel" {
 		t.Fatalf("requested by %q, want the delivery's agent travel", hd.Request.Handler)
+	}
+}
+
+// The work after a decision (OnDecided: the Slack rewrite) is done once
+// by the deciding process, which then removes the decision's follow-up
+// timer; a process killed before that leaves the timer, and the sweeper
+// does the work a few seconds later.
+func TestFollowUpSurvivesACrash(t *testing.T) {
+	var calls []string
+	var mu sync.Mutex
+	h := newHarness(t, harnessOpt{cfg: func(c *Config) {
+		c.OnDecided = func(_ context.Context, a *store.Approval) { mu.Lock(); calls = append(calls, a.ID); mu.Unlock() }
+	}})
+	h.ingest(h.suspend("f1"), email("alice@example.org"))
+	if _, err := h.svc.Decide(h.ctx, "f1", "granted", "ok", "key1"); err != nil {
+		t.Fatal(err)
+	}
+	if ts, _ := h.db.ApprovalTimersOf(h.ctx, "f1"); len(ts) != 0 || len(calls) != 1 {
+		t.Fatalf("after a decision: follow-up done %d times, timers left %+v", len(calls), ts)
+	}
+	// A process that dies right after its decision committed.
+	h.ingest(h.suspend("f2"), email("alice@example.org"))
+	if _, _, err := h.db.Decide(h.ctx, store.Decision{ApprovalID: "f2", State: store.ApprovalGranted, DecidedBy: "operator", Channel: "operator",
+		At: h.clock.Now(), InjectionID: "inj-f2", FollowUpAt: h.clock.Now().Add(followUpGrace)}); err != nil {
+		t.Fatal(err)
+	}
+	h.fire(0)
+	h.clock.Advance(followUpGrace)
+	h.fire(1)
+	h.fire(0)
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(calls, []string{"f1", "f2"}) {
+		t.Fatalf("follow-ups done for %v, want f1 then f2", calls)
 	}
 }

@@ -160,6 +160,11 @@ type Decision struct {
 	// Whether or not there is a Vote, a decision that takes effect appends
 	// its own event (decided, expired or withdrawn) after it.
 	Vote *ApprovalEvent
+	// FollowUpAt, when set, makes a decision that takes effect also write
+	// a TimerDecided timer due then, in its transaction: the work that
+	// follows a decision (rewriting the messages that asked) is redone
+	// from it if the deciding process dies before removing it.
+	FollowUpAt time.Time
 	// Person, on an approval with a Quorum, makes this decision a vote of
 	// that person (CountVote): it decides only when it is a denial or
 	// completes the quorum, and a person's second vote has no effect.

@@ -13,6 +13,11 @@ const (
 	TimerRemind = "remind"
 	// TimerEscalate asks the step after its own.
 	TimerEscalate = "escalate"
+	// TimerDecided is the work after a decision (Decision.FollowUpAt): a
+	// process that dies before it is done and the timer removed leaves it
+	// to the sweep, which does it again. Firing it removes it once the
+	// approval is decided; it writes nothing else.
+	TimerDecided = "decided"
 )
 
 // ApprovalTimer is a durable timer of an approval under a policy with a

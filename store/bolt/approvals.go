@@ -383,6 +383,11 @@ func decideTx(tx *bbolt.Tx, d store.Decision) (out *store.Approval, job *store.I
 	if _, err := appendEventTx(tx, a.ID, store.DecisionEvent(d), d.At); err != nil {
 		return nil, nil, 0, err
 	}
+	if !d.FollowUpAt.IsZero() {
+		if err := putTimersTx(tx, []store.ApprovalTimer{{ApprovalID: a.ID, Kind: store.TimerDecided, Due: d.FollowUpAt}}); err != nil {
+			return nil, nil, 0, err
+		}
+	}
 	return &a, job, 0, putAuditTx(tx, store.AuditEntry{At: d.At, ApprovalID: a.ID, Event: event, Channel: d.Channel,
 		Actor: d.DecidedBy, MessageID: d.MessageID, Decision: d.State, Detail: d.Reason})
 }

@@ -266,6 +266,15 @@ func (s *DB) decideTx(ctx context.Context, tx pgx.Tx, d store.Decision) (a *stor
 	if _, err := appendEventsTx(ctx, tx, a.ID, events, d.At); err != nil {
 		return nil, nil, 0, err
 	}
+	if !d.FollowUpAt.IsZero() {
+		b := &pgx.Batch{}
+		if err := queueTimers(b, []store.ApprovalTimer{{ApprovalID: a.ID, Kind: store.TimerDecided, Due: d.FollowUpAt}}); err != nil {
+			return nil, nil, 0, err
+		}
+		if err := runBatch(ctx, tx, b); err != nil {
+			return nil, nil, 0, fmt.Errorf("store the follow-up of %s: %w", a.ID, err)
+		}
+	}
 	err = putAuditTx(ctx, tx, store.AuditEntry{At: d.At, ApprovalID: a.ID, Event: decisionEvent(d.State), Channel: d.Channel,
 		Actor: d.DecidedBy, MessageID: d.MessageID, Decision: d.State, Detail: d.Reason})
 	return a, job, 0, err

@@ -82,8 +82,8 @@ func (s *DB) FireApprovalTimer(ctx context.Context, f store.TimerFire) (*store.T
 		case err != nil:
 			return err
 		}
-		if a.State != store.ApprovalPending {
-			out.Why = a.State
+		if f.Timer.Kind == store.TimerDecided || a.State != store.ApprovalPending {
+			out.Fired, out.Why = f.Timer.Kind == store.TimerDecided && a.State != store.ApprovalPending, a.State
 			return nil
 		}
 		keep, skipped := store.KeepSends(&f, a)

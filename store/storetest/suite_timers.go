@@ -14,6 +14,7 @@ var timerCases = []testCase{
 	{"timers/firing sends to who has not voted, adds the escalation's people, and the next timers, once", timersFireOnce},
 	{"timers/a timer of an approval no longer pending is removed and does nothing", timersOfDecidedApproval},
 	{"timers/racing firings of one timer: exactly one fires", timersRace},
+	{"timers/a decision with a follow-up writes its timer in its transaction; a decision that changes nothing writes none", timersFollowUp},
 }
 
 // ingestLadder stores approval id (quorum 2, alice and bob asked by email)
@@ -186,4 +187,34 @@ func mustApproval(e *env, id string) *store.Approval {
 	a, err := e.s.Approval(e.ctx, id)
 	e.ok(err, "approval "+id)
 	return a
+}
+
+func timersFollowUp(e *env) {
+	e.ingestQuorum("t5")
+	due := e.now().Add(10 * time.Second)
+	_, _, err := e.s.Decide(e.ctx, store.Decision{ApprovalID: "t5", State: store.ApprovalGranted, DecidedBy: "operator", Channel: "operator",
+		At: e.now(), InjectionID: "inj-t5", FollowUpAt: due})
+	e.ok(err, "decide")
+	ts, err := e.s.ApprovalTimersOf(e.ctx, "t5")
+	e.ok(err, "timers")
+	if len(ts) != 1 || ts[0].Kind != store.TimerDecided || !ts[0].Due.Equal(due) {
+		e.t.Fatalf("follow-up timers %+v", ts)
+	}
+	_, _, err = e.s.Decide(e.ctx, store.Decision{ApprovalID: "t5", State: store.ApprovalDenied, DecidedBy: "operator", Channel: "operator",
+		MessageID: "late", At: e.now(), InjectionID: "inj-t5b", FollowUpAt: due.Add(time.Second)})
+	if ts, _ := e.s.ApprovalTimersOf(e.ctx, "t5"); len(ts) != 1 {
+		e.t.Fatalf("a decision that changed nothing wrote a follow-up (%v): %+v", err, ts)
+	}
+	e.advance(10 * time.Second)
+	if due, _ := e.s.DueApprovalTimers(e.ctx, e.now(), 10); len(due) != 1 {
+		e.t.Fatalf("due %+v", due)
+	}
+	fired, err := e.s.FireApprovalTimer(e.ctx, store.TimerFire{Timer: ts[0]})
+	e.ok(err, "fire the follow-up")
+	if !fired.Fired || len(fired.Deliveries) != 0 {
+		e.t.Fatalf("follow-up fired %+v", fired)
+	}
+	if again, _ := e.s.FireApprovalTimer(e.ctx, store.TimerFire{Timer: ts[0]}); again.Fired {
+		e.t.Fatalf("fired twice: %+v", again)
+	}
 }
