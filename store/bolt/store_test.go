@@ -2,6 +2,7 @@ package bolt
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -234,7 +235,7 @@ func TestOpenRefusesNewerSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.bolt.Update(func(tx *bbolt.Tx) error {
-		return tx.Bucket(bMeta).Put(keySchema, []byte{0, 0, 0, 0, 0, 0, 0, 9})
+		return tx.Bucket(bMeta).Put(keySchema, binary.BigEndian.AppendUint64(nil, SchemaVersion+1))
 	})
 	db.Close()
 	before, _ := os.ReadFile(path)
