@@ -127,7 +127,7 @@ type fakeSchedules struct {
 func (f *fakeSchedules) List(ctx context.Context) ([]schedule.Status, error) {
 	now := time.Date(2026, 11, 24, 2, 0, 0, 0, time.UTC)
 	last := schedule.RunView{ID: "r1", ScheduleRun: store.ScheduleRun{Schedule: "morning-brief", Slot: now.Add(-19 * time.Hour),
-		Trigger: "cron", State: "succeeded", EnvelopeID: "env_1"}}
+		Trigger: "cron", State: "succeeded", EnvelopeID: "env_1", AnsweredBy: "push"}}
 	out := []schedule.Status{
 		{Name: "morning-brief", Cron: "0 7 * * *", TimeZone: "Europe/London", Agent: "travel", Enabled: true, Next: now.Add(5 * time.Hour), Last: &last, LastOutcome: "succeeded"},
 		{Name: "weekly-report", Cron: "0 9 * * MON", Agent: "travel", Enabled: false},
