@@ -70,7 +70,7 @@ func TestA2APushEndToEnd(t *testing.T) {
 			if got := list.Schedules[0].Last.AnsweredBy; got != want {
 				t.Errorf("the run was answered by %q, want %q", got, want)
 			}
-			checkPushes(t, js, push, 1)
+			gets := checkPushes(t, js, push, 1)
 
 			// A conversation turn.
 			const person = "+447700900778"
@@ -86,7 +86,9 @@ func TestA2APushEndToEnd(t *testing.T) {
 				}
 				return false
 			})
-			checkPushes(t, js, push, 2)
+			if n := checkPushes(t, js, push, 2); !push && n <= gets {
+				t.Errorf("pushes off: the conversation turn was not polled (%d GetTask before it, %d after)", gets, n)
+			}
 			// The turn says how its answer arrived, in the turns list and
 			// on its conversation (beside the person's message).
 			var turns struct {
@@ -111,8 +113,9 @@ func TestA2APushEndToEnd(t *testing.T) {
 }
 
 // checkPushes: with pushes on, the agent pushed and served no GetTask
-// after its last push (of turns settled ones); with pushes off, it pushed nothing and was polled.
-func checkPushes(t *testing.T, js *a2ajstest.Server, push bool, turns int) {
+// after its last push (of turns settled ones); with pushes off, it pushed
+// nothing and was polled. It returns how many GetTask the agent served.
+func checkPushes(t *testing.T, js *a2ajstest.Server, push bool, turns int) int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -130,4 +133,11 @@ func checkPushes(t *testing.T, js *a2ajstest.Server, push bool, turns int) {
 	if !push && (pushes != 0 || gets == 0) {
 		t.Errorf("pushes off: %d pushes, %d GetTask: %+v", pushes, gets, rec.Events)
 	}
+	all := 0
+	for _, e := range rec.Events {
+		if e.Kind == "call" && e.Method == "GetTask" {
+			all++
+		}
+	}
+	return all
 }
