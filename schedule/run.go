@@ -34,6 +34,9 @@ func (s *Scheduler) perform(ctx context.Context, def Definition, run store.Sched
 			s.record(run)
 			out = run
 		}
+		if out.State == store.RunRunning {
+			return // left in flight at shutdown: the next start resumes it
+		}
 		s.m.runs.WithLabelValues(def.Name, out.State).Inc()
 		s.m.lastRun.WithLabelValues(def.Name).Set(float64(out.FinishedAt.Unix()))
 		s.m.duration.WithLabelValues(def.Name).Observe(out.FinishedAt.Sub(start).Seconds())
@@ -62,6 +65,15 @@ func (s *Scheduler) perform(ctx context.Context, def Definition, run store.Sched
 			break
 		}
 		run.Reason = truncate(err.Error())
+		if ctx.Err() != nil && res.inflight && res.envID == "" {
+			// beachd stops while the agent works on the task: the run stays
+			// running with its task, and the next start resumes it, as
+			// after a crash.
+			run.State, run.Reason = store.RunRunning, ""
+			s.record(run)
+			log.Info("schedule run left in flight at shutdown; the next start resumes it", "attempt", attempt, "task_id", run.TaskID)
+			return run
+		}
 		if ctx.Err() != nil {
 			run.State = store.RunFailed
 			run.Reason = truncate("interrupted: beachd is shutting down (" + err.Error() + ")")
@@ -101,7 +113,10 @@ func (s *Scheduler) perform(ctx context.Context, def Definition, run store.Sched
 type attemptResult struct {
 	envID, contextID, taskID string
 	answeredBy               string // agent.AnsweredBy*
-	err                      error
+	// inflight: the turn's task was recorded (or resumed) as in flight at
+	// the agent.
+	inflight bool
+	err      error
 }
 
 // attempt starts the turn, waits for it within the schedule's timeout and
@@ -157,6 +172,7 @@ func (s *Scheduler) turn(ctx context.Context, def Definition, run store.Schedule
 	var t *agent.Turn
 	if resumed {
 		t = &agent.Turn{ContextID: contextID, TaskID: run.TaskID}
+		r.inflight = true
 	} else {
 		var err error
 		t, err = s.agents.StartTurn(ctx, def.Agent, def.Message, contextID)
@@ -174,6 +190,7 @@ func (s *Scheduler) turn(ctx context.Context, def Definition, run store.Schedule
 			inflight := run
 			inflight.ContextID, inflight.TaskID = t.ContextID, t.TaskID
 			s.record(inflight)
+			r.inflight = true
 		}
 	}
 	r.contextID, r.taskID = t.ContextID, t.TaskID

@@ -820,6 +820,47 @@ func TestShutdownInterruptsRunningTurn(t *testing.T) {
 	}
 }
 
+// beachd stops while the agent works on a run's task: the run stays
+// running with its task, and the next start resumes it (waits for that
+// task, starts no other turn) and delivers the answer.
+func TestShutdownLeavesTaskInFlightForNextStart(t *testing.T) {
+	t0 := utc("2026-03-02T07:59:00Z")
+	d := def("brief", "0 8 * * *")
+	h := newHarness(t, t0, d)
+	h.agents.start = func(ctx context.Context, n int, c call) (*agent.Turn, error) {
+		return &agent.Turn{ContextID: c.ContextID, TaskID: fmt.Sprintf("task-%d", n),
+			Task: &agent.Task{ID: fmt.Sprintf("task-%d", n), Status: agent.TaskStatus{State: agent.StateWorking}}}, nil
+	}
+	blockingAgents(h)
+	h.at(t0)
+	h.at(utc("2026-03-02T08:00:00Z"))
+	h.turns(1)
+	poll.Eventually(t, 5*time.Second, "the run's task recorded", func() bool {
+		runs := h.runs("brief")
+		return len(runs) == 1 && runs[0].TaskID == "task-1"
+	})
+	h.close()
+	db := storetest.OpenAt(t, h.path, bolt.Options{})
+	runs, err := db.ScheduleRuns(context.Background(), "brief", 0)
+	db.Close()
+	if err != nil || len(runs) != 1 || runs[0].State != store.RunRunning || runs[0].TaskID != "task-1" {
+		t.Fatalf("after shutdown: %+v %v", runs, err)
+	}
+	h.agents.wait = nil // answers at once
+	h.open(d)
+	h.idle()
+	if n := len(h.agents.Calls()); n != 1 {
+		t.Fatalf("%d turns started, want the one resumed", n)
+	}
+	runs = h.runs("brief")
+	if len(runs) != 1 || runs[0].State != store.RunSucceeded || runs[0].TaskID != "task-1" {
+		t.Fatalf("after the next start: %+v", runs)
+	}
+	if got := h.enq.Got(); len(got) != 1 || *got[0].Env.Parts[0].Text != "brief task-1" {
+		t.Fatalf("enqueued %+v", got)
+	}
+}
+
 func TestRunLoop(t *testing.T) {
 	// Run itself: a slot due at start fires, and Run returns nil when ctx ends.
 	t0 := utc("2026-03-02T08:00:01Z")
