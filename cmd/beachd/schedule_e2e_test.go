@@ -114,7 +114,9 @@ func TestDevSampleSchedule(t *testing.T) {
 	// The dev agent's card offers push notifications: it answers the turn
 	// working, then pushes the completed task, and the run says so.
 	var runs struct {
-		Schedules []struct{ Last struct{ State, AnsweredBy string } }
+		Schedules []struct {
+			Last struct{ State, AnsweredBy string }
+		}
 	}
 	poll.Eventually(t, 30*time.Second, "the succeeded run", func() bool {
 		d.do("GET", "/v1/schedules", nil, "", &runs)
