@@ -99,12 +99,17 @@ schedules:
 		r := last()
 		return r != nil && r.State == "running" && r.TaskID != ""
 	})
+	killed := time.Now()
 	d.kill()
 	// The agent finishes and pushes its final update to nobody.
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if _, err := js.WaitSettledPush(ctx, 1); err != nil {
+	pushed, err := js.WaitSettledPush(ctx, 1)
+	if err != nil {
 		t.Fatal(err)
+	}
+	if len(pushed.Finals) != 1 || pushed.Finals[0].At < killed.UnixMilli() {
+		t.Fatalf("the agent finished its task before the kill (%+v, kill at %d): no push went to a dead daemon", pushed.Finals, killed.UnixMilli())
 	}
 
 	d.start()
