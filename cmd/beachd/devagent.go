@@ -272,9 +272,11 @@ func (d *devAgent) serve10(w http.ResponseWriter, r *http.Request) {
 					map[string]any{"partType": envelope.PartResponse})}}}, nil)
 			return
 		}
-		if push := p.Configuration.Push; push != nil && push.URL != "" && p.Message.TaskID == "" {
-			// A new task with a push URL: answered working, then completed
-			// and pushed, as an agent that works a moment does.
+		if push := p.Configuration.Push; push != nil && d.fetchBase != "" &&
+			strings.HasPrefix(push.URL, strings.TrimRight(d.fetchBase, "/")+agent.PushPath) && p.Message.TaskID == "" {
+			// A new task with a push URL (beachd's own: the dev agent posts
+			// nowhere else): answered working, then completed and pushed,
+			// as an agent that works a moment does.
 			done := d.handle10(p.Message)
 			working := *done
 			working.Status = agent.TaskStatus{State: agent.StateWorking, Timestamp: d.now().UTC().Format(time.RFC3339Nano)}
