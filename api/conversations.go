@@ -144,6 +144,10 @@ type Message struct {
 	// State is the disposition of an inbound message, the delivery state
 	// of an answer (queued, sent, held, dead, …).
 	State string `json:"state,omitempty"`
+	// AnsweredBy ("in"): how the agent's answer to this message arrived —
+	// send (the answer to SendMessage itself), push (an A2A push
+	// notification) or poll (GetTask) — once its turn is answered.
+	AnsweredBy string `json:"answeredBy,omitempty"`
 }
 
 // Window says whether a free-form WhatsApp message may be sent now.

@@ -47,8 +47,12 @@ type TurnItem struct {
 	LastError        string    `json:"lastError,omitempty"`
 	TaskID           string    `json:"taskId,omitempty"`
 	AnswerEnvelopeID string    `json:"answerEnvelopeId,omitempty"`
-	CreatedAt        time.Time `json:"createdAt"`
-	UpdatedAt        time.Time `json:"updatedAt"`
+	// AnsweredBy says how the agent's answer arrived: send (the answer to
+	// SendMessage itself), push (an A2A push notification) or poll
+	// (GetTask); set once the turn is answered.
+	AnsweredBy string    `json:"answeredBy,omitempty"`
+	CreatedAt  time.Time `json:"createdAt"`
+	UpdatedAt  time.Time `json:"updatedAt"`
 }
 
 // turnStates are the states a turn can be in.

@@ -222,6 +222,10 @@ func (j *Injector) requeueExpired(ctx context.Context) {
 }
 
 func (j *Injector) attempt(ctx context.Context, inj *store.Injection) {
+	if inj.Session == store.MCPSession {
+		j.keepForMCP(ctx, inj)
+		return
+	}
 	var err error
 	func() {
 		defer func() {
@@ -283,6 +287,25 @@ func (j *Injector) attempt(ctx context.Context, inj *store.Injection) {
 	default:
 		j.log.Warn("approval injection failed; will retry", "approval_id", inj.ApprovalID, "agent", inj.Agent, "attempt", inj.Attempts, "next", o.NextAt, "err", o.Error)
 	}
+}
+
+// keepForMCP records the job of an approval asked through MCP done
+// without calling anybody: no suspended turn waits for its decision, which
+// the MCP caller reads with get_approval. The store's trail says so (event
+// returned, actor mcp), and the metrics count it as returned, not done.
+func (j *Injector) keepForMCP(ctx context.Context, inj *store.Injection) {
+	now := j.cfg.Now()
+	o := store.InjectionOutcome{State: store.InjectionDone, At: now}
+	if _, err := j.db.RecordInjection(context.WithoutCancel(ctx), inj, o); err != nil {
+		if !errors.Is(err, store.ErrLeaseLost) {
+			j.log.Error("record injection", "approval_id", inj.ApprovalID, "err", err)
+		}
+		return
+	}
+	j.notify(inj.ID, o.State)
+	j.cfg.Metrics.observeInjection("returned", inj.Response.DecidedAt, now)
+	j.log.Info("approval decision kept for its MCP caller (get_approval); no agent is called",
+		"approval_id", inj.ApprovalID, "agent", inj.Agent, "decision", inj.Response.Decision)
 }
 
 // agentHasIt asks the agent, when its Sender can tell (Confirmer),

@@ -20,7 +20,7 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 		inbound: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "beachd_approval_inbound_total",
 			Help: "Inbound approval messages by channel and outcome (decided, wrong-sender, quarantined, …)."}, []string{"channel", "outcome"}),
 		injections: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "beachd_approval_injections_total",
-			Help: "Injection attempts by result: done, retry, dead."}, []string{"result"}),
+			Help: "Injection attempts by result: done, retry, dead; returned: the decision of an approval asked through MCP, kept for its caller (no agent is called)."}, []string{"result"}),
 		latency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "beachd_approval_decision_to_injection_seconds",
 			Help:    "Time from a decision to the agent accepting its approval-response.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300}}),

@@ -8,7 +8,8 @@ import (
 )
 
 // Event is one event of an approval's tamper-evident trail (asked,
-// reminded, escalated, voted, decided, expired, injected, withdrawn):
+// reminded, escalated, voted, decided, expired, injected, withdrawn,
+// returned):
 // {seq, at, kind, actor, channel, evidence, prevHash, hash}, where hash is
 // the hex SHA-256 of the event without hash as RFC 8785 canonical JSON and
 // prevHash the hash of the event before it ("" for the first). The store

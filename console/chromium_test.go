@@ -69,6 +69,12 @@ func TestFixtureScreensInChromium(t *testing.T) {
 		if strings.Contains(body, "Something went wrong") || strings.Contains(body, "Not Found") {
 			t.Errorf("%s: %s", p, body)
 		}
+		// How each agent answer arrived (push or poll): on a conversation,
+		// per message of the person; on the schedules, per last run.
+		if want, ok := map[string]string{"/ui/conversations/cnv_email1": "answered by push", "/ui/conversations/cnv_wa1": "answered by poll",
+			"/ui/schedules": "answered by push"}[p]; ok && !strings.Contains(body, want) {
+			t.Errorf("%s lacks %q: %s", p, want, body)
+		}
 		for _, vp := range []struct {
 			suffix string
 			w, h   int64

@@ -127,7 +127,7 @@ type fakeSchedules struct {
 func (f *fakeSchedules) List(ctx context.Context) ([]schedule.Status, error) {
 	now := time.Date(2026, 11, 24, 2, 0, 0, 0, time.UTC)
 	last := schedule.RunView{ID: "r1", ScheduleRun: store.ScheduleRun{Schedule: "morning-brief", Slot: now.Add(-19 * time.Hour),
-		Trigger: "cron", State: "succeeded", EnvelopeID: "env_1"}}
+		Trigger: "cron", State: "succeeded", EnvelopeID: "env_1", AnsweredBy: "push"}}
 	out := []schedule.Status{
 		{Name: "morning-brief", Cron: "0 7 * * *", TimeZone: "Europe/London", Agent: "travel", Enabled: true, Next: now.Add(5 * time.Hour), Last: &last, LastOutcome: "succeeded"},
 		{Name: "weekly-report", Cron: "0 9 * * MON", Agent: "travel", Enabled: false},
@@ -319,6 +319,17 @@ func newFixture(t *testing.T, publicURL string) *fixture {
 					Evidence: map[string]string{"decision": "granted"}},
 				store.ApprovalEvent{At: now.Add(-50 * time.Minute), Kind: store.EventVoted, Actor: "+447700900123", Channel: "sms",
 					Evidence: map[string]string{"decision": "denied", "disposition": "ignored", "why": "already-decided", "twilioSignature": "valid"}})},
+		"appr_mcp": {Approval: store.Approval{ID: "appr_mcp", Agent: "travel", Request: req, Session: store.MCPSession, Turn: "appr_mcp",
+			State: store.ApprovalGranted, CreatedAt: now.Add(-2 * time.Hour), ExpiresAt: now.Add(time.Hour), DecidedAt: now.Add(-time.Hour),
+			DecidedBy: "+447700900123", Channel: "sms"},
+			Summary:   "Book BA2046",
+			Injection: &store.Injection{ApprovalID: "appr_mcp", Session: store.MCPSession, State: "done", Attempts: 1, DoneAt: now.Add(-time.Hour)},
+			Trail: fixtureTrail("appr_mcp", nil,
+				store.ApprovalEvent{At: now.Add(-2 * time.Hour), Kind: store.EventAsked, Actor: "+447700900123", Channel: "sms"},
+				store.ApprovalEvent{At: now.Add(-time.Hour), Kind: store.EventDecided, Actor: "+447700900123", Channel: "sms",
+					Evidence: map[string]string{"decision": "granted"}},
+				store.ApprovalEvent{At: now.Add(-time.Hour), Kind: store.EventReturned, Actor: "mcp", Channel: "mcp",
+					Evidence: map[string]string{"decision": "granted", "to": "the MCP caller (get_approval)"}})},
 		"appr_tampered": {Approval: store.Approval{ID: "appr_tampered", Agent: "travel", Request: req, State: store.ApprovalDenied, CreatedAt: now.Add(-3 * time.Hour),
 			ExpiresAt: now.Add(time.Hour), DecidedAt: now.Add(-2 * time.Hour), DecidedBy: "operator:1a2b3c4d", Channel: "operator"},
 			Summary: "Book BA2045",
@@ -405,6 +416,7 @@ func (f *fixture) screens() map[string]string {
 		"/ui/approvals/appr_1":                        "GBP 1,122.00",
 		"/ui/approvals/appr_dead":                     "the chain is intact",
 		"/ui/approvals/appr_tampered":                 "does not verify</strong> at event 2",
+		"/ui/approvals/appr_mcp":                      "Returned to the MCP caller",
 		"/ui/schedules":                               "morning-brief",
 		"/ui/webhooks":                                "partner-crm",
 		"/ui/dev":                                     "Flights to Lisbon",

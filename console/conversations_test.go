@@ -30,11 +30,11 @@ func (f *fakeConversations) items() ([]api.ConversationItem, map[string]*api.Con
 		Participants: []string{"+447700900123"}, CreatedAt: at.Add(-30 * time.Hour), UpdatedAt: at.Add(time.Minute), LastInboundAt: at.Add(-26 * time.Hour), Turns: 2}
 	return []api.ConversationItem{email, wa}, map[string]*api.ConversationDetail{
 		"cnv_email1": {Conversation: email, Messages: []api.Message{
-			{At: at, Direction: "in", InboundID: "inb_1", Text: "Any flights to Lisbon on Friday?\nTwo adults.", State: "turn"},
+			{At: at, Direction: "in", InboundID: "inb_1", Text: "Any flights to Lisbon on Friday?\nTwo adults.", State: "turn", AnsweredBy: "push"},
 			{At: at.Add(10 * time.Minute), Direction: "out", DeliveryID: "dlv_answer1", Text: "Two direct flights on Friday: EJ4521 at 07:10, BA2043 at 12:35.", State: "sent"},
 		}},
 		"cnv_wa1": {Conversation: wa, Messages: []api.Message{
-			{At: at.Add(-26 * time.Hour), Direction: "in", InboundID: "inb_2", Text: "Can you find me a hotel?", State: "turn"},
+			{At: at.Add(-26 * time.Hour), Direction: "in", InboundID: "inb_2", Text: "Can you find me a hotel?", State: "turn", AnsweredBy: "poll"},
 			{At: at.Add(time.Minute), Direction: "out", DeliveryID: "dlv_answer2", Text: "Hotel Lisboa has a room.", State: "held"},
 		}, Window: &api.Window{Open: false, ClosesAt: at.Add(-2 * time.Hour)}},
 	}

@@ -133,7 +133,7 @@ func stateClass(s string) string {
 	switch l := strings.ToLower(s); {
 	case strings.Contains(l, "dead"), strings.Contains(l, "failed"), strings.Contains(l, "wrong"), strings.Contains(l, "quarantined"):
 		return "bad"
-	case l == "injected", l == "decided":
+	case l == "injected", l == "decided", l == "returned":
 		return "good"
 	}
 	return "plain"

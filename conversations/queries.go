@@ -48,6 +48,9 @@ type Message struct {
 	DeliveryID string
 	Text       string
 	State      string
+	// AnsweredBy ("in"): how the agent's answer to this message arrived —
+	// send, push or poll — once its turn is answered.
+	AnsweredBy string
 }
 
 // Bounds of the queries.
@@ -123,6 +126,11 @@ func (r *Router) Conversation(ctx context.Context, id string) (*ConversationDeta
 				continue // pruned
 			}
 			msg.InboundID, msg.Text, msg.State = rec.ID, rec.Text, rec.Disposition
+			if rec.TurnID != "" {
+				if t, err := r.db.Turn(ctx, rec.TurnID); err == nil {
+					msg.AnsweredBy = t.AnsweredBy
+				}
+			}
 		} else {
 			del, err := r.db.Delivery(ctx, m.ID)
 			if err != nil {

@@ -114,7 +114,7 @@ func (e *permanentError) Error() string { return e.err.Error() }
 func (e *permanentError) Unwrap() error { return e.err }
 
 func (r *Router) attempt(ctx context.Context, t *store.Turn) {
-	var envID string
+	var envID, answeredBy string
 	var err error
 	channel := ""
 	func() {
@@ -123,13 +123,13 @@ func (r *Router) attempt(ctx context.Context, t *store.Turn) {
 				err = fmt.Errorf("conversation worker panicked: %v", p)
 			}
 		}()
-		envID, channel, err = r.run(ctx, t)
+		envID, channel, answeredBy, err = r.run(ctx, t)
 	}()
 	if ctx.Err() != nil && err != nil {
 		return // shutting down: the lease runs out and the turn is taken again
 	}
 	now := r.cfg.Now()
-	o := store.TurnOutcome{State: store.TurnAnswered, At: now, AnswerEnvelopeID: envID}
+	o := store.TurnOutcome{State: store.TurnAnswered, At: now, AnswerEnvelopeID: envID, AnsweredBy: answeredBy}
 	var perm *permanentError
 	if err != nil {
 		o.Error = clip(err.Error(), 2000)
@@ -168,19 +168,20 @@ func (r *Router) attempt(ctx context.Context, t *store.Turn) {
 }
 
 // run sends the turn (or, after a restart, polls the task it already
-// started), waits for the answer and ingests it.
-func (r *Router) run(ctx context.Context, t *store.Turn) (envID, channel string, err error) {
+// started), waits for the answer and ingests it. answeredBy says how the
+// answer arrived (agent.AnsweredBy*).
+func (r *Router) run(ctx context.Context, t *store.Turn) (envID, channel, answeredBy string, err error) {
 	if r.ag == nil {
-		return "", "", &permanentError{errors.New("no agent client configured")}
+		return "", "", "", &permanentError{errors.New("no agent client configured")}
 	}
 	c, err := r.db.Conversation(ctx, t.ConversationID)
 	if err != nil {
-		return "", "", fmt.Errorf("conversation %s: %w", t.ConversationID, err)
+		return "", "", "", fmt.Errorf("conversation %s: %w", t.ConversationID, err)
 	}
 	channel = c.Channel
 	rec, err := r.db.InboundRecord(ctx, t.InboundID)
 	if err != nil {
-		return "", channel, fmt.Errorf("inbound %s: %w", t.InboundID, err)
+		return "", channel, "", fmt.Errorf("inbound %s: %w", t.InboundID, err)
 	}
 	var turn *agent.Turn
 	if t.TaskID != "" {
@@ -188,16 +189,16 @@ func (r *Router) run(ctx context.Context, t *store.Turn) (envID, channel string,
 	} else {
 		msg, err := r.buildMessage(ctx, c, rec, t)
 		if err != nil {
-			return "", channel, err
+			return "", channel, "", err
 		}
 		turn, err = r.ag.SendMessage(ctx, t.Agent, msg)
 		if err != nil {
-			return "", channel, err
+			return "", channel, "", err
 		}
 		r.cfg.Metrics.observeTurn(channel, "started")
 		if turn.Task != nil && turn.TaskID != "" {
 			if err := r.db.SetTurnTask(ctx, t, turn.TaskID); err != nil {
-				return "", channel, err
+				return "", channel, "", err
 			}
 		}
 	}
@@ -205,14 +206,15 @@ func (r *Router) run(ctx context.Context, t *store.Turn) (envID, channel string,
 	defer cancel()
 	env, err := r.ag.WaitTurn(wctx, t.Agent, turn, r.cfg.Poll)
 	if err != nil {
-		return "", channel, err
+		return "", channel, "", err
 	}
 	envID, err = r.answer(ctx, c, t, env)
+	answeredBy = turn.AnsweredBy
 	if err == nil {
 		r.log.Info("conversation turn's answer arrived", "turn_id", t.ID, "task_id", turn.TaskID,
 			"answered_by", turn.AnsweredBy, "push_id", turn.PushID)
 	}
-	return envID, channel, err
+	return envID, channel, answeredBy, err
 }
 
 // buildMessage is the A2A message of a turn: the trimmed text (its

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -19,8 +20,10 @@ const maxReason = 500
 
 // perform runs the turn of one claimed slot with its retries, records every
 // step, and returns the final record. A panic anywhere in it is recovered
-// and recorded as a failed run.
-func (s *Scheduler) perform(ctx context.Context, def Definition, run store.ScheduleRun) (out store.ScheduleRun) {
+// and recorded as a failed run. With resume, run is a run a previous
+// process left in flight: its first attempt starts no turn but waits for
+// the task it recorded (run.TaskID), from attempt run.Attempts on.
+func (s *Scheduler) perform(ctx context.Context, def Definition, run store.ScheduleRun, resume bool) (out store.ScheduleRun) {
 	start := s.cfg.Now()
 	log := s.log.With("schedule", def.Name, "run_id", run.ID())
 	defer func() {
@@ -31,16 +34,29 @@ func (s *Scheduler) perform(ctx context.Context, def Definition, run store.Sched
 			s.record(run)
 			out = run
 		}
+		if out.State == store.RunRunning {
+			return // left in flight at shutdown: the next start resumes it
+		}
 		s.m.runs.WithLabelValues(def.Name, out.State).Inc()
 		s.m.lastRun.WithLabelValues(def.Name).Set(float64(out.FinishedAt.Unix()))
 		s.m.duration.WithLabelValues(def.Name).Observe(out.FinishedAt.Sub(start).Seconds())
 	}()
-	for attempt := 1; ; attempt++ {
+	first := 1
+	if resume {
+		first = max(run.Attempts, 1)
+	}
+	for attempt := first; ; attempt++ {
 		run.Attempts, run.State = attempt, store.RunRunning
-		if attempt > 1 {
+		resumed := resume && attempt == first
+		if !resumed {
+			// The task id is recorded only while the attempt's turn is in
+			// flight: a restart resumes that turn, never an earlier one.
+			run.ContextID, run.TaskID = "", ""
+		}
+		if attempt > first {
 			s.record(run)
 		}
-		res := s.attempt(ctx, def, run)
+		res := s.attempt(ctx, def, run, resumed)
 		envID, err := res.envID, res.err
 		run.ContextID, run.TaskID, run.AnsweredBy = res.contextID, res.taskID, res.answeredBy
 		if err == nil {
@@ -49,6 +65,15 @@ func (s *Scheduler) perform(ctx context.Context, def Definition, run store.Sched
 			break
 		}
 		run.Reason = truncate(err.Error())
+		if ctx.Err() != nil && res.inflight && res.envID == "" {
+			// beachd stops while the agent works on the task: the run stays
+			// running with its task, and the next start resumes it, as
+			// after a crash.
+			run.State, run.Reason = store.RunRunning, ""
+			s.record(run)
+			log.Info("schedule run left in flight at shutdown; the next start resumes it", "attempt", attempt, "task_id", run.TaskID)
+			return run
+		}
 		if ctx.Err() != nil {
 			run.State = store.RunFailed
 			run.Reason = truncate("interrupted: beachd is shutting down (" + err.Error() + ")")
@@ -60,7 +85,11 @@ func (s *Scheduler) perform(ctx context.Context, def Definition, run store.Sched
 			break
 		}
 		run.State = store.RunRetrying
-		s.record(run)
+		// Without the failed attempt's task: a restart during the wait
+		// must not take it for a turn in flight.
+		waiting := run
+		waiting.TaskID = ""
+		s.record(waiting)
 		log.Warn("schedule run attempt failed; retrying", "attempt", attempt, "retry_in", def.RetryDelay, "err", err)
 		if !sleep(ctx, def.RetryDelay) {
 			run.State = store.RunFailed
@@ -84,16 +113,21 @@ func (s *Scheduler) perform(ctx context.Context, def Definition, run store.Sched
 type attemptResult struct {
 	envID, contextID, taskID string
 	answeredBy               string // agent.AnsweredBy*
-	err                      error
+	// inflight: the turn's task was recorded (or resumed) as in flight at
+	// the agent.
+	inflight bool
+	err      error
 }
 
 // attempt starts the turn, waits for it within the schedule's timeout and
 // enqueues its result. An agent call that ignores its context is abandoned
 // AbandonAfter past the timeout, so that one stuck agent cannot hold its
 // schedule for ever.
-func (s *Scheduler) attempt(ctx context.Context, def Definition, run store.ScheduleRun) attemptResult {
+func (s *Scheduler) attempt(ctx context.Context, def Definition, run store.ScheduleRun, resumed bool) attemptResult {
 	contextID := def.Session
-	if contextID == "" {
+	if resumed {
+		contextID = run.ContextID
+	} else if contextID == "" {
 		contextID = fmt.Sprintf("beachd-%s-%d-%d", def.Name, run.Slot.UnixNano(), run.Attempts)
 		if run.Trigger == store.TriggerManual {
 			contextID += "-manual"
@@ -111,7 +145,7 @@ func (s *Scheduler) attempt(ctx context.Context, def Definition, run store.Sched
 			}
 			ch <- r
 		}()
-		r = s.turn(actx, def, run, contextID)
+		r = s.turn(actx, def, run, contextID, resumed)
 	}()
 	t := time.NewTimer(def.Timeout + s.cfg.AbandonAfter)
 	defer t.Stop()
@@ -131,16 +165,33 @@ func (s *Scheduler) attempt(ctx context.Context, def Definition, run store.Sched
 	return r
 }
 
-func (s *Scheduler) turn(ctx context.Context, def Definition, run store.ScheduleRun, contextID string) attemptResult {
+// turn starts the attempt's turn — or, resumed, takes the task a previous
+// process started (run.TaskID) —, waits for its answer and enqueues it.
+func (s *Scheduler) turn(ctx context.Context, def Definition, run store.ScheduleRun, contextID string, resumed bool) attemptResult {
 	var r attemptResult
-	t, err := s.agents.StartTurn(ctx, def.Agent, def.Message, contextID)
-	if err != nil {
-		r.err = fmt.Errorf("start turn: %w", err)
-		return r
-	}
-	if t == nil {
-		r.err = fmt.Errorf("start turn: %w (no turn)", ErrNoResult)
-		return r
+	var t *agent.Turn
+	if resumed {
+		t = &agent.Turn{ContextID: contextID, TaskID: run.TaskID}
+		r.inflight = true
+	} else {
+		var err error
+		t, err = s.agents.StartTurn(ctx, def.Agent, def.Message, contextID)
+		if err != nil {
+			r.err = fmt.Errorf("start turn: %w", err)
+			return r
+		}
+		if t == nil {
+			r.err = fmt.Errorf("start turn: %w (no turn)", ErrNoResult)
+			return r
+		}
+		if t.Task != nil && t.TaskID != "" && ctx.Err() == nil {
+			// The turn is in flight at the agent: a restart from here on
+			// resumes it (waits for this task) instead of losing it.
+			inflight := run
+			inflight.ContextID, inflight.TaskID = t.ContextID, t.TaskID
+			s.record(inflight)
+			r.inflight = true
+		}
 	}
 	r.contextID, r.taskID = t.ContextID, t.TaskID
 	env, err := s.agents.WaitTurn(ctx, def.Agent, t, s.cfg.Poll)
@@ -188,13 +239,28 @@ func (s *Scheduler) turn(ctx context.Context, def Definition, run store.Schedule
 		r.err = fmt.Errorf("wait for turn: %w", err)
 		return r
 	}
-	id, err := s.enq.Enqueue(ctx, env, def.To, def.Agent, "schedule:"+def.Name)
+	// Keyed by the run and attempt where the enqueuer can: a run resumed
+	// after a restart that came between this and the run's record stores
+	// its answer once.
+	var id string
+	if k, ok := s.enq.(keyedEnqueuer); ok {
+		id, err = k.EnqueueKeyed(ctx, env, def.To, def.Agent, "schedule:"+def.Name,
+			"schedule-run:"+run.ID()+"#"+strconv.Itoa(run.Attempts))
+	} else {
+		id, err = s.enq.Enqueue(ctx, env, def.To, def.Agent, "schedule:"+def.Name)
+	}
 	if err != nil {
 		r.err = fmt.Errorf("enqueue result: %w", err)
 		return r
 	}
 	r.envID = id
 	return r
+}
+
+// keyedEnqueuer is an Enqueuer that stores an envelope once per key (a
+// repeat answers the first envelope id): api.Ingester.
+type keyedEnqueuer interface {
+	EnqueueKeyed(ctx context.Context, env *envelope.Envelope, to []envelope.Recipient, agent, source, key string) (string, error)
 }
 
 // errorNotice is the envelope delivered when a run fails for good: one

@@ -234,14 +234,45 @@ func (s *Scheduler) begin(ctx context.Context) error {
 		s.mu.Unlock()
 		return fmt.Errorf("recover schedule runs: %w", err)
 	}
+	var resume []store.ScheduleRun
 	for _, r := range runs {
+		if j := s.byName[r.Schedule]; j != nil && r.TaskID != "" && r.EnvelopeID == "" && r.ErrorNoticeID == "" {
+			resume = append(resume, r)
+			continue
+		}
 		s.log.Warn("schedule run interrupted by a restart", "schedule", r.Schedule, "run_id", r.ID(), "slot", r.Slot)
 		s.m.runs.WithLabelValues(r.Schedule, store.RunFailed).Inc()
 	}
 	s.mu.Lock()
 	s.accepting = true
+	for _, r := range resume {
+		s.resume(ctx, s.byName[r.Schedule], r)
+	}
 	s.mu.Unlock()
 	return nil
+}
+
+// resume takes up a run a previous process left with its turn in flight
+// (its task recorded): the run is running again, owns its schedule, and
+// waits for that task — by polling, as the push URL the agent was given
+// belongs to the previous process — instead of being lost or started
+// twice. Called with s.mu held.
+func (s *Scheduler) resume(ctx context.Context, j *job, run store.ScheduleRun) {
+	if j.running {
+		// Two runs of one schedule in flight: the other owns it.
+		s.log.Warn("schedule run interrupted by a restart", "schedule", run.Schedule, "run_id", run.ID(), "slot", run.Slot)
+		s.m.runs.WithLabelValues(run.Schedule, store.RunFailed).Inc()
+		return
+	}
+	run.State, run.FinishedAt, run.Reason = store.RunRunning, time.Time{}, ""
+	s.own(j, run)
+	s.record(run)
+	s.log.Info("schedule run resumed after a restart: waiting for its task", "schedule", run.Schedule, "run_id", run.ID(),
+		"task_id", run.TaskID, "attempt", run.Attempts)
+	go func() {
+		s.perform(ctx, j.def, run, true)
+		s.execute(ctx, j, nil) // the slots queued meanwhile, then frees the schedule
+	}()
 }
 
 // end stops RunNow, waits for runs in progress and claims being written
@@ -538,7 +569,7 @@ func (s *Scheduler) execute(ctx context.Context, j *job, run *store.ScheduleRun)
 			run.State, run.StartedAt, run.Reason = store.RunRunning, s.cfg.Now(), ""
 			s.record(*run)
 		}
-		s.perform(ctx, j.def, *run)
+		s.perform(ctx, j.def, *run, false)
 	}
 }
 

@@ -76,9 +76,10 @@ type enqueued struct {
 // fakeEnqueuer validates like the ingester does (against a registry) and
 // records what it accepted.
 type fakeEnqueuer struct {
-	mu  sync.Mutex
-	got []enqueued
-	reg *envelope.Registry
+	mu   sync.Mutex
+	got  []enqueued
+	reg  *envelope.Registry
+	keys map[string]string // EnqueueKeyed's keys → envelope id
 }
 
 func (f *fakeEnqueuer) Enqueue(ctx context.Context, env *envelope.Envelope, to []envelope.Recipient, agentName, source string) (string, error) {
@@ -89,6 +90,28 @@ func (f *fakeEnqueuer) Enqueue(ctx context.Context, env *envelope.Envelope, to [
 	defer f.mu.Unlock()
 	f.got = append(f.got, enqueued{env.Clone(), to, agentName, source})
 	return fmt.Sprintf("env_%d", len(f.got)), nil
+}
+
+// EnqueueKeyed stores env once per key, as api.Ingester does: a repeat
+// answers the first envelope id.
+func (f *fakeEnqueuer) EnqueueKeyed(ctx context.Context, env *envelope.Envelope, to []envelope.Recipient, agentName, source, key string) (string, error) {
+	f.mu.Lock()
+	if id, ok := f.keys[key]; ok {
+		f.mu.Unlock()
+		return id, nil
+	}
+	f.mu.Unlock()
+	id, err := f.Enqueue(ctx, env, to, agentName, source)
+	if err != nil {
+		return "", err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.keys == nil {
+		f.keys = map[string]string{}
+	}
+	f.keys[key] = id
+	return id, nil
 }
 
 func (f *fakeEnqueuer) Got() []enqueued {
@@ -360,6 +383,63 @@ func TestRunInterruptedByCrashIsNotRepeated(t *testing.T) {
 	runs := h.runs("brief")
 	if len(runs) != 1 || runs[0].State != store.RunFailed || !strings.Contains(runs[0].Reason, "interrupted") {
 		t.Fatalf("runs = %+v", runs)
+	}
+}
+
+// A process started a run's turn (the agent's task recorded) and died
+// while the agent worked: the next start resumes the run — it waits for
+// that task, starts no turn, and delivers the answer once, even when the
+// dead process had already stored it (keyed by run and attempt).
+func TestRunInFlightAtACrashIsResumed(t *testing.T) {
+	for _, stored := range []bool{false, true} {
+		t.Run(fmt.Sprintf("answer-stored-%v", stored), func(t *testing.T) {
+			t0 := utc("2026-03-02T07:59:00Z")
+			d := def("brief", "0 8 * * *")
+			h := newHarness(t, t0, d)
+			h.at(t0)
+			h.close()
+			run := store.ScheduleRun{Schedule: "brief", Slot: utc("2026-03-02T08:00:00Z"), Trigger: store.TriggerCron,
+				State: store.RunRunning, Attempts: 1}
+			db := storetest.OpenAt(t, h.path, bolt.Options{})
+			if _, err := db.ClaimScheduleSlot(context.Background(), run); err != nil {
+				t.Fatal(err)
+			}
+			run.ContextID, run.TaskID = "ctx-9", "task-9"
+			if err := db.UpdateScheduleRun(context.Background(), run); err != nil {
+				t.Fatal(err)
+			}
+			db.Close()
+			if stored { // the dead process stored the answer, not yet its run's record
+				h.enq.got = append(h.enq.got, enqueued{Env: textEnvelope("brief task-9"), To: alice})
+				h.enq.keys = map[string]string{"schedule-run:" + run.ID() + "#1": "env_1"}
+			}
+			var waited []string
+			var mu sync.Mutex
+			h.agents.wait = func(ctx context.Context, n int, tn *agent.Turn) (*envelope.Envelope, error) {
+				mu.Lock()
+				waited = append(waited, tn.ContextID+"/"+tn.TaskID)
+				mu.Unlock()
+				return textEnvelope("brief " + tn.TaskID), nil
+			}
+			h.clock.Set(utc("2026-03-02T08:00:20Z"))
+			h.open(d)
+			h.idle()
+			if n := len(h.agents.Calls()); n != 0 {
+				t.Fatalf("the resumed run started %d turns", n)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(waited) != 1 || waited[0] != "ctx-9/task-9" {
+				t.Fatalf("waited for %v, want the recorded task ctx-9/task-9", waited)
+			}
+			if got := h.enq.Got(); len(got) != 1 || *got[0].Env.Parts[0].Text != "brief task-9" {
+				t.Fatalf("enqueued %d envelopes, want the answer once", len(got))
+			}
+			runs := h.runs("brief")
+			if len(runs) != 1 || runs[0].State != store.RunSucceeded || runs[0].TaskID != "task-9" || runs[0].Attempts != 1 || runs[0].EnvelopeID == "" {
+				t.Fatalf("runs = %+v", runs)
+			}
+		})
 	}
 }
 
@@ -737,6 +817,47 @@ func TestShutdownInterruptsRunningTurn(t *testing.T) {
 	runs := h.runs("brief")
 	if len(runs) != 1 || runs[0].State != store.RunFailed || !strings.Contains(runs[0].Reason, "shutting down") {
 		t.Fatalf("runs = %+v", runs)
+	}
+}
+
+// beachd stops while the agent works on a run's task: the run stays
+// running with its task, and the next start resumes it (waits for that
+// task, starts no other turn) and delivers the answer.
+func TestShutdownLeavesTaskInFlightForNextStart(t *testing.T) {
+	t0 := utc("2026-03-02T07:59:00Z")
+	d := def("brief", "0 8 * * *")
+	h := newHarness(t, t0, d)
+	h.agents.start = func(ctx context.Context, n int, c call) (*agent.Turn, error) {
+		return &agent.Turn{ContextID: c.ContextID, TaskID: fmt.Sprintf("task-%d", n),
+			Task: &agent.Task{ID: fmt.Sprintf("task-%d", n), Status: agent.TaskStatus{State: agent.StateWorking}}}, nil
+	}
+	blockingAgents(h)
+	h.at(t0)
+	h.at(utc("2026-03-02T08:00:00Z"))
+	h.turns(1)
+	poll.Eventually(t, 5*time.Second, "the run's task recorded", func() bool {
+		runs := h.runs("brief")
+		return len(runs) == 1 && runs[0].TaskID == "task-1"
+	})
+	h.close()
+	db := storetest.OpenAt(t, h.path, bolt.Options{})
+	runs, err := db.ScheduleRuns(context.Background(), "brief", 0)
+	db.Close()
+	if err != nil || len(runs) != 1 || runs[0].State != store.RunRunning || runs[0].TaskID != "task-1" {
+		t.Fatalf("after shutdown: %+v %v", runs, err)
+	}
+	h.agents.wait = nil // answers at once
+	h.open(d)
+	h.idle()
+	if n := len(h.agents.Calls()); n != 1 {
+		t.Fatalf("%d turns started, want the one resumed", n)
+	}
+	runs = h.runs("brief")
+	if len(runs) != 1 || runs[0].State != store.RunSucceeded || runs[0].TaskID != "task-1" {
+		t.Fatalf("after the next start: %+v", runs)
+	}
+	if got := h.enq.Got(); len(got) != 1 || *got[0].Env.Parts[0].Text != "brief task-1" {
+		t.Fatalf("enqueued %+v", got)
 	}
 }
 

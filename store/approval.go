@@ -224,11 +224,33 @@ func DecisionEvent(d Decision) ApprovalEvent {
 	return e
 }
 
+// MCPSession is the session of the approvals asked through the MCP tool
+// ask_for_approval: they belong to no suspended turn, and their decisions
+// are read with get_approval instead of being injected into an agent.
+const MCPSession = "beachd-mcp"
+
 // InjectedEvent is the event of an injection that the agent took, on its
-// attempt-th attempt.
+// attempt-th attempt — or, for an approval asked through MCP (session
+// MCPSession), the event that its decision was kept for the MCP caller
+// (kind returned, actor and channel mcp): no agent took it.
 func InjectedEvent(inj *Injection, at time.Time) ApprovalEvent {
+	if inj.Session == MCPSession {
+		return ApprovalEvent{At: at, Kind: EventReturned, Actor: "mcp", Channel: "mcp",
+			Evidence: map[string]string{"injection": inj.ID, "decision": inj.Response.Decision,
+				"to": "the MCP caller (get_approval)"}}
+	}
 	return ApprovalEvent{At: at, Kind: EventInjected, Actor: "agent:" + inj.Agent, Channel: "a2a",
 		Evidence: map[string]string{"injection": inj.ID, "attempt": strconv.Itoa(inj.Attempts), "decision": inj.Response.Decision}}
+}
+
+// InjectionAudit is the audit event and actor of an injection recorded
+// done: injected by agent:NAME, or returned (kept for the MCP caller) for
+// an approval asked through MCP.
+func InjectionAudit(inj *Injection) (event, actor string) {
+	if inj.Session == MCPSession {
+		return EventReturned, "mcp"
+	}
+	return EventInjected, "agent:" + inj.Agent
 }
 
 // withEvidence is ev (copied) with k set to v.

@@ -23,10 +23,15 @@ const (
 	EventExpired   = "expired"
 	EventInjected  = "injected"
 	EventWithdrawn = "withdrawn"
+	// EventReturned: the decision of an approval asked through MCP
+	// (session MCPSession) is kept for its caller, who reads it with
+	// get_approval; no agent is called.
+	EventReturned = "returned"
 )
 
 var eventKinds = map[string]bool{EventAsked: true, EventReminded: true, EventEscalated: true, EventVoted: true,
-	EventDecided: true, EventExpired: true, EventInjected: true, EventWithdrawn: true}
+	EventDecided: true, EventExpired: true, EventInjected: true, EventWithdrawn: true,
+	EventReturned: true}
 
 // Bounds of an approval event: it is written on every answer, so it stays
 // small. A longer value is cut (at a character boundary) when the event is

@@ -28,8 +28,12 @@ type Turn struct {
 	LastError        string    `json:"lastError,omitempty"`
 	TaskID           string    `json:"taskId,omitempty"`
 	AnswerEnvelopeID string    `json:"answerEnvelopeId,omitempty"`
-	CreatedAt        time.Time `json:"createdAt"`
-	UpdatedAt        time.Time `json:"updatedAt"`
+	// AnsweredBy says how the agent's answer arrived: send (the answer to
+	// SendMessage itself), push (an A2A push notification) or poll
+	// (GetTask); set when the turn is answered.
+	AnsweredBy string    `json:"answeredBy,omitempty"`
+	CreatedAt  time.Time `json:"createdAt"`
+	UpdatedAt  time.Time `json:"updatedAt"`
 }
 
 // TurnOutcome is the result of one attempt of a turn.
@@ -39,5 +43,7 @@ type TurnOutcome struct {
 	NextAt           time.Time
 	Error            string
 	AnswerEnvelopeID string
-	At               time.Time
+	// AnsweredBy (answered): how the answer arrived (Turn.AnsweredBy).
+	AnsweredBy string
+	At         time.Time
 }

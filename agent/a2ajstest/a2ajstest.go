@@ -64,7 +64,10 @@ type Options struct {
 	// Push makes the card say capabilities.pushNotifications: the agent
 	// posts every task update to the push URL SendMessage gives.
 	Push bool
-	// SlowJitter is added at random to a "slow:" task's 400ms.
+	// Slow is how long a "slow:" task works before it completes; 0 means
+	// 400ms.
+	Slow time.Duration
+	// SlowJitter is added at random to a "slow:" task's time.
 	SlowJitter time.Duration
 }
 
@@ -244,6 +247,9 @@ func start(opt Options) (*Server, error) {
 	args := []string{filepath.Join(dir, "agent.mjs"), "--port", strconv.Itoa(opt.Port), "--bindings", opt.Bindings}
 	if opt.Push {
 		args = append(args, "--push")
+	}
+	if opt.Slow > 0 {
+		args = append(args, "--slow", strconv.FormatInt(opt.Slow.Milliseconds(), 10))
 	}
 	if opt.SlowJitter > 0 {
 		args = append(args, "--slow-jitter", strconv.FormatInt(opt.SlowJitter.Milliseconds(), 10))

@@ -23,7 +23,7 @@ const Path = "/mcp"
 // Session is the session of the approvals ask_for_approval creates: they
 // belong to no suspended turn, and their decisions are read with
 // get_approval instead of being injected into the agent.
-const Session = "beachd-mcp"
+const Session = store.MCPSession
 
 // Source is the source of the envelopes the tools store.
 const Source = "mcp"

@@ -21,7 +21,9 @@ import (
 // agent works on; their answers reach the person. With pushes on, the
 // agent posts its updates to beachd's push URL and beachd asks nothing
 // after the last push (no GetTask); the schedule's run says it was
-// answered by push. With pushes off, the answers come by polling.
+// answered by push, and so does the conversation's turn (in /v1/turns and
+// beside the person's message in its conversation). With pushes off, the
+// answers come by polling.
 func TestA2APushEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the daemon with its mail server")
@@ -68,7 +70,7 @@ func TestA2APushEndToEnd(t *testing.T) {
 			if got := list.Schedules[0].Last.AnsweredBy; got != want {
 				t.Errorf("the run was answered by %q, want %q", got, want)
 			}
-			checkPushes(t, js, push, 1)
+			gets := checkPushes(t, js, push, 1)
 
 			// A conversation turn.
 			const person = "+447700900778"
@@ -84,14 +86,36 @@ func TestA2APushEndToEnd(t *testing.T) {
 				}
 				return false
 			})
-			checkPushes(t, js, push, 2)
+			if n := checkPushes(t, js, push, 2); !push && n <= gets {
+				t.Errorf("pushes off: the conversation turn was not polled (%d GetTask before it, %d after)", gets, n)
+			}
+			// The turn says how its answer arrived, in the turns list and
+			// on its conversation (beside the person's message).
+			var turns struct {
+				Turns []struct{ State, AnsweredBy, ConversationID string }
+			}
+			poll.Eventually(t, 10*time.Second, "the turn's answered record", func() bool {
+				d.do("GET", "/v1/turns?state=answered", nil, "", &turns)
+				return len(turns.Turns) == 1
+			})
+			if got := turns.Turns[0].AnsweredBy; got != want {
+				t.Errorf("the conversation turn was answered by %q, want %q", got, want)
+			}
+			var conv struct {
+				Messages []struct{ Direction, AnsweredBy string }
+			}
+			d.do("GET", "/v1/conversations/"+turns.Turns[0].ConversationID, nil, "", &conv)
+			if len(conv.Messages) == 0 || conv.Messages[0].Direction != "in" || conv.Messages[0].AnsweredBy != want {
+				t.Errorf("the conversation's messages %+v: the person's message was not answered by %q", conv.Messages, want)
+			}
 		})
 	}
 }
 
 // checkPushes: with pushes on, the agent pushed and served no GetTask
-// after its last push (of turns settled ones); with pushes off, it pushed nothing and was polled.
-func checkPushes(t *testing.T, js *a2ajstest.Server, push bool, turns int) {
+// after its last push (of turns settled ones); with pushes off, it pushed
+// nothing and was polled. It returns how many GetTask the agent served.
+func checkPushes(t *testing.T, js *a2ajstest.Server, push bool, turns int) int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -109,4 +133,11 @@ func checkPushes(t *testing.T, js *a2ajstest.Server, push bool, turns int) {
 	if !push && (pushes != 0 || gets == 0) {
 		t.Errorf("pushes off: %d pushes, %d GetTask: %+v", pushes, gets, rec.Events)
 	}
+	all := 0
+	for _, e := range rec.Events {
+		if e.Kind == "call" && e.Method == "GetTask" {
+			all++
+		}
+	}
+	return all
 }

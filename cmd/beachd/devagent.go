@@ -53,6 +53,9 @@ type devAgent struct {
 	// does not.
 	fetch     *http.Client
 	fetchBase string
+	// pushes counts the push notifications the agent sent and beachd
+	// accepted (2xx).
+	pushes int
 }
 
 // devTasks is the dev agent's task store. A decision for a turn the agent
@@ -191,7 +194,8 @@ func (d *devAgent) routes(base string, log *slog.Logger) []api.Route {
 	} else {
 		rpc = http.HandlerFunc(d.serve10)
 		card = map[string]any{"supportedInterfaces": []map[string]any{
-			{"url": endpoint, "protocolBinding": agent.BindingJSONRPC, "protocolVersion": agent.V10}}}
+			{"url": endpoint, "protocolBinding": agent.BindingJSONRPC, "protocolVersion": agent.V10}},
+			"capabilities": map[string]any{"pushNotifications": true}}
 	}
 	card["name"], card["description"], card["version"] = "beachd dev agent", "Records injected approval decisions; converses (quotes your text, names your attachments, counts the turns); answers every message.", "1.0.0"
 	cardHandler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { api.WriteJSON(w, http.StatusOK, card) })
@@ -253,7 +257,10 @@ func (d *devAgent) serve10(w http.ResponseWriter, r *http.Request) {
 	switch req.Method {
 	case "SendMessage":
 		var p struct {
-			Message *agent.Message `json:"message"`
+			Message       *agent.Message `json:"message"`
+			Configuration struct {
+				Push *devPushConfig `json:"taskPushNotificationConfig"`
+			} `json:"configuration"`
 		}
 		if err := jsonv2.Unmarshal(req.Params, &p); err != nil || p.Message == nil || p.Message.MessageID == "" {
 			answer(nil, fault(-32602, "INVALID_PARAMS", fmt.Sprintf("params: want {message}: %v", err)))
@@ -263,6 +270,21 @@ func (d *devAgent) serve10(w http.ResponseWriter, r *http.Request) {
 			answer(map[string]any{"message": &agent.Message{MessageID: "dev-" + randomToken(10), Role: agent.RoleAgent,
 				ContextID: p.Message.ContextID, Parts: agent.Parts{agent.TextPart(d.converse(r.Context(), in),
 					map[string]any{"partType": envelope.PartResponse})}}}, nil)
+			return
+		}
+		if push := p.Configuration.Push; push != nil && d.fetchBase != "" &&
+			strings.HasPrefix(push.URL, strings.TrimRight(d.fetchBase, "/")+agent.PushPath) && p.Message.TaskID == "" {
+			// A new task with a push URL (beachd's own: the dev agent posts
+			// nowhere else): answered working, then completed and pushed,
+			// as an agent that works a moment does.
+			done := d.handle10(p.Message)
+			working := *done
+			working.Status = agent.TaskStatus{State: agent.StateWorking, Timestamp: d.now().UTC().Format(time.RFC3339Nano)}
+			d.mu.Lock()
+			d.tasks10[done.ID] = &working
+			d.mu.Unlock()
+			answer(map[string]any{"task": &working}, nil)
+			go d.pushFinal(*push, done)
 			return
 		}
 		answer(map[string]any{"task": d.handle10(p.Message)}, nil)
@@ -281,6 +303,46 @@ func (d *devAgent) serve10(w http.ResponseWriter, r *http.Request) {
 		answer(t, nil)
 	default:
 		answer(nil, &rpcFault{Code: -32601, Message: "method not found: " + req.Method})
+	}
+}
+
+// devPushConfig is the push notification configuration of a SendMessage
+// (A2A 1.0's TaskPushNotificationConfig: url, token).
+type devPushConfig struct {
+	URL   string `json:"url"`
+	Token string `json:"token"`
+}
+
+// devPushClient posts the dev agent's push notifications.
+var devPushClient = &http.Client{Timeout: 10 * time.Second}
+
+// pushFinal records task (settled) as the task's state and posts it to the
+// push URL ({"task": …}, the token in X-A2A-Notification-Token). A refused
+// or failed push is left to beachd's polling.
+func (d *devAgent) pushFinal(cfg devPushConfig, task *agent.Task) {
+	d.mu.Lock()
+	d.tasks10[task.ID] = task
+	d.mu.Unlock()
+	body, err := json.Marshal(map[string]any{"task": task})
+	if err != nil {
+		return
+	}
+	req, err := http.NewRequest(http.MethodPost, cfg.URL, strings.NewReader(string(body)))
+	if err != nil {
+		return
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(agent.PushTokenHeader, cfg.Token)
+	resp, err := devPushClient.Do(req)
+	if err != nil {
+		return
+	}
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+	resp.Body.Close()
+	if resp.StatusCode/100 == 2 {
+		d.mu.Lock()
+		d.pushes++
+		d.mu.Unlock()
 	}
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -125,6 +126,44 @@ func TestMCPEndToEnd(t *testing.T) {
 			t.Fatalf("the MCP approval's decision was injected into the agent: %+v", r)
 		}
 	}
+	// The trail says the decision was kept for the MCP caller: a returned
+	// event, never an injected one claiming an agent took it; the metrics
+	// count it as returned.
+	var trail struct {
+		Events []struct {
+			Kind, Actor, Channel string
+			Evidence             map[string]string
+		}
+		Verified bool
+	}
+	poll.Eventually(t, 20*time.Second, "the trail's last event after the decision", func() bool {
+		d.do("GET", "/v1/approvals/"+asked.ApprovalID+"/events", nil, "", &trail)
+		n := len(trail.Events)
+		return n > 0 && trail.Events[n-1].Kind != "decided" && trail.Events[n-1].Kind != "voted"
+	})
+	last := trail.Events[len(trail.Events)-1]
+	if !trail.Verified || last.Kind != "returned" || last.Actor != "mcp" || last.Evidence["to"] != "the MCP caller (get_approval)" {
+		t.Errorf("the MCP approval's trail ends %+v (verified %v), want a returned event by mcp", last, trail.Verified)
+	}
+	for _, e := range trail.Events {
+		if e.Kind == "injected" {
+			t.Errorf("the MCP approval's trail claims an injection: %+v", e)
+		}
+	}
+	resp, err := http.Get(d.base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !bytes.Contains(metrics, []byte(`beachd_approval_injections_total{result="returned"} 1`)) ||
+		bytes.Contains(metrics, []byte(`beachd_approval_injections_total{result="done"}`)) {
+		t.Errorf("the metrics do not count the MCP approval as returned:\n%s", grepLines(metrics, "beachd_approval_injections_total"))
+	}
+	c.CallInto("get_approval", map[string]any{"approvalId": asked.ApprovalID}, &got)
+	if got.State != "granted" || got.Decision != "granted" {
+		t.Fatalf("get_approval after the trail: %+v", got)
+	}
 	if refused := tw.Refused(); len(refused) != 0 {
 		t.Fatalf("the Twilio peer refused %+v", refused)
 	}
@@ -206,4 +245,15 @@ func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		r.Header.Set(k, v)
 	}
 	return http.DefaultTransport.RoundTrip(r)
+}
+
+// grepLines returns the lines of b that contain s.
+func grepLines(b []byte, s string) string {
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, s) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

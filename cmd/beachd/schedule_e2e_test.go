@@ -77,8 +77,8 @@ func scheduleEndToEnd(t *testing.T, dsn string) {
 }
 
 // `beachd dev` comes with a sample schedule: listed (daily, enabled, with
-// its next slot), fired by hand, answered by the dev agent, its result at
-// the webhook sink. It is in the banner too.
+// its next slot), fired by hand, answered by the dev agent — by a push
+// notification —, its result at the webhook sink. It is in the banner too.
 func TestDevSampleSchedule(t *testing.T) {
 	d := startDev(t)
 	if banner := strings.Join(d.a.banner, "\n"); !strings.Contains(banner, config.DevScheduleName+" (0 8 * * *)") {
@@ -111,4 +111,21 @@ func TestDevSampleSchedule(t *testing.T) {
 		}
 		return false
 	})
+	// The dev agent's card offers push notifications: it answers the turn
+	// working, then pushes the completed task, and the run says so.
+	var runs struct {
+		Schedules []struct {
+			Last struct{ State, AnsweredBy string }
+		}
+	}
+	poll.Eventually(t, 30*time.Second, "the succeeded run", func() bool {
+		d.do("GET", "/v1/schedules", nil, "", &runs)
+		return len(runs.Schedules) == 1 && runs.Schedules[0].Last.State == "succeeded"
+	})
+	d.a.devAgent.mu.Lock()
+	pushes := d.a.devAgent.pushes
+	d.a.devAgent.mu.Unlock()
+	if got := runs.Schedules[0].Last.AnsweredBy; got != "push" || pushes != 1 {
+		t.Errorf("the dev agent's run was answered by %q after %d accepted pushes, want push after 1", got, pushes)
+	}
 }

@@ -141,7 +141,7 @@ func (a *app) wireApprovals() error {
 		Permanent: func(err error) bool { return agent.IsPermanent(err) || approvals.PermanentHTTP(err) },
 		Now:       a.now,
 		Shared:    a.db.Shared(),
-	}, a.db, func(name string) approvals.Sender { return skipMCP(senders[name]) }, log)
+	}, a.db, func(name string) approvals.Sender { return senders[name] }, log)
 	a.onWake(store.WakeInjections, inj.Wake)
 	enq := lateEnqueuer{a}
 	words, err := cfg.ParseWords()

@@ -194,7 +194,7 @@ func (c routerViews) Conversation(ctx context.Context, id string) (*api.Conversa
 	out := &api.ConversationDetail{Conversation: conversationItem(d.Conversation)}
 	for _, m := range d.Messages {
 		out.Messages = append(out.Messages, api.Message{At: m.At, Direction: m.Direction, InboundID: m.InboundID,
-			DeliveryID: m.DeliveryID, Text: m.Text, State: m.State})
+			DeliveryID: m.DeliveryID, Text: m.Text, State: m.State, AnsweredBy: m.AnsweredBy})
 	}
 	if spec, _ := envelope.Channel(d.Conversation.Channel); spec.Inbound.Window > 0 { // a channel with an answer window
 		out.Window = &api.Window{Open: d.WindowOpen, ClosesAt: d.WindowClosesAt}
@@ -245,7 +245,7 @@ var _ api.Turns = routerViews{}
 func turnItem(t *store.Turn) api.TurnItem {
 	return api.TurnItem{ID: t.ID, ConversationID: t.ConversationID, Agent: t.Agent, InboundID: t.InboundID, MessageID: t.MessageID,
 		State: t.State, Attempts: t.Attempts, NextAttemptAt: t.NextAttemptAt, LastError: t.LastError, TaskID: t.TaskID,
-		AnswerEnvelopeID: t.AnswerEnvelopeID, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
+		AnswerEnvelopeID: t.AnswerEnvelopeID, AnsweredBy: t.AnsweredBy, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
 }
 
 func (c routerViews) ListTurns(ctx context.Context, state string, limit int) ([]api.TurnItem, error) {

@@ -105,7 +105,7 @@ func (s *DB) RecordInjection(ctx context.Context, claimed *store.Injection, o st
 			return err
 		}
 		inj.State, inj.UpdatedAt, inj.LastError, inj.LeasedUntil = o.State, o.At, o.Error, time.Time{}
-		event := "injected"
+		event, actor := store.InjectionAudit(&inj)
 		switch o.State {
 		case store.InjectionDone:
 			inj.DoneAt, inj.NextAt = o.At, time.Time{}
@@ -128,7 +128,7 @@ func (s *DB) RecordInjection(ctx context.Context, claimed *store.Injection, o st
 				return err
 			}
 		}
-		return putAuditTx(tx, store.AuditEntry{At: o.At, ApprovalID: inj.ApprovalID, Event: event, Actor: "agent:" + inj.Agent,
+		return putAuditTx(tx, store.AuditEntry{At: o.At, ApprovalID: inj.ApprovalID, Event: event, Actor: actor,
 			Detail: fmt.Sprintf("attempt %d %s", inj.Attempts, o.Error)})
 	})
 	if err != nil {

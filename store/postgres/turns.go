@@ -210,7 +210,7 @@ func (s *DB) RecordTurn(ctx context.Context, claimed *store.Turn, o store.TurnOu
 		t.State, t.UpdatedAt, t.LastError, t.LeaseUntil = o.State, o.At, o.Error, time.Time{}
 		switch o.State {
 		case store.TurnAnswered:
-			t.NextAttemptAt, t.AnswerEnvelopeID = time.Time{}, o.AnswerEnvelopeID
+			t.NextAttemptAt, t.AnswerEnvelopeID, t.AnsweredBy = time.Time{}, o.AnswerEnvelopeID, o.AnsweredBy
 		case store.TurnDead:
 			t.NextAttemptAt = time.Time{}
 		default:

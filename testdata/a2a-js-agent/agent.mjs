@@ -3,7 +3,7 @@
 // the HTTP+JSON binding) WITHOUT the v0.3 compatibility layer, so a client
 // that speaks 0.3 gets VERSION_NOT_SUPPORTED.
 //
-//   node agent.mjs [--port N] [--bindings jsonrpc|rest|both] [--push] [--slow-jitter MS]
+//   node agent.mjs [--port N] [--bindings jsonrpc|rest|both] [--push] [--slow MS] [--slow-jitter MS]
 //
 // --push says capabilities.pushNotifications in the card: the SDK then
 // posts every task update to the push URL a client gives in SendMessage.
@@ -15,8 +15,8 @@
 //   a message into a held task carrying an approval-response data part is
 //                      recorded and completes the task;
 //   "reply:<text>"  -> answers at once with a Message;
-//   "slow:<text>"   -> a task that completes after 400ms (callers poll it),
-//                      plus up to --slow-jitter ms at random;
+//   "slow:<text>"   -> a task that completes after 400ms, or --slow ms
+//                      (callers poll it), plus up to --slow-jitter ms at random;
 //   "echo:<text>"   -> answers at once with a Message in the same context: a
 //                      text part and a data part (partType "echo") that
 //                      describes what arrived: contextId, messageId, the
@@ -44,7 +44,8 @@ const opt = (name, def) => {
 const port = Number(opt('--port', '0'));
 const bindings = opt('--bindings', 'jsonrpc');
 const push = args.includes('--push');
-const slowJitter = Number(opt('--slow-jitter', '0')); // ms added at random to a slow task's 400ms
+const slowMs = Number(opt('--slow', '400')); // ms a slow task works
+const slowJitter = Number(opt('--slow-jitter', '0')); // ms added at random to a slow task's time
 
 const received = { requests: [], messages: [], approvals: [], events: [], finals: [] };
 let seq = 0;
@@ -135,7 +136,7 @@ class BeachLikeExecutor {
     if (said.startsWith('slow:')) {
       brief = said.slice(5);
       bus.publish(statusUpdate(taskId, contextId, TaskState.TASK_STATE_WORKING, undefined));
-      await new Promise((resolve) => setTimeout(resolve, 400 + slowJitter * Math.random()));
+      await new Promise((resolve) => setTimeout(resolve, slowMs + slowJitter * Math.random()));
     }
     bus.publish(AgentEvent.artifactUpdate({ taskId, contextId, append: false, lastChunk: true, metadata: undefined,
       artifact: { artifactId: randomUUID(), name: 'brief', description: '', metadata: undefined, extensions: [],
