@@ -156,19 +156,9 @@ func TestPolicyLadderRemindsAndEscalates(t *testing.T) {
 	if ts, _ := h.db.ApprovalTimersOf(h.ctx, "l1"); len(ts) != 0 {
 		t.Fatalf("timers left: %+v", ts)
 	}
-	evs, head, err := h.db.ApprovalEvents(h.ctx, "l1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := VerifyHead(evs, head); err != nil {
-		t.Fatal(err)
-	}
-	var kinds []string
-	for _, e := range evs {
-		kinds = append(kinds, e.Kind)
-	}
-	want := "asked reminded voted asked asked asked escalated voted decided injected"
-	if strings.Join(kinds, " ") != want {
+	kinds := h.trailKinds("l1")
+	want := "asked reminded voted:counted asked asked asked escalated voted:decided decided injected"
+	if kinds != want {
 		t.Errorf("trail %v\nwant %s", kinds, want)
 	}
 }
@@ -242,4 +232,29 @@ func TestFollowUpSurvivesACrash(t *testing.T) {
 	if !slices.Equal(calls, []string{"f1", "f2"}) {
 		t.Fatalf("follow-ups done for %v, want f1 then f2", calls)
 	}
+}
+
+// trailKinds is approval id's trail, which must verify, as its kinds with
+// each vote's disposition and why: "voted:ignored:already-decided".
+func (h *harness) trailKinds(id string) string {
+	h.t.Helper()
+	evs, head, err := h.db.ApprovalEvents(h.ctx, id)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if err := VerifyHead(evs, head); err != nil {
+		h.t.Fatalf("trail of %s: %v", id, err)
+	}
+	var kinds []string
+	for _, e := range evs {
+		k := e.Kind
+		if d := e.Evidence["disposition"]; d != "" {
+			k += ":" + d
+		}
+		if w := e.Evidence["why"]; w != "" {
+			k += ":" + w
+		}
+		kinds = append(kinds, k)
+	}
+	return strings.Join(kinds, " ")
 }

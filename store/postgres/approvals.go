@@ -537,6 +537,22 @@ func queueApproval(b *pgx.Batch, a *store.Approval, tokens map[string]store.Toke
 		return fmt.Errorf("encode approval %s: %w", a.ID, err)
 	}
 	b.Queue(`INSERT INTO approvals (id, state, expires_ns, doc) VALUES ($1, $2, $3, $4)`, a.ID, a.State, approvalExpiry(a), doc)
+	if err := queueTokens(b, a, tokens); err != nil {
+		return err
+	}
+	created := store.AuditEntry{At: now, ApprovalID: a.ID, Event: "created",
+		Detail: fmt.Sprintf("%d recipient(s), expires %s", len(a.Recipients), a.ExpiresAt.UTC().Format(time.RFC3339))}
+	doc, err = json.Marshal(created)
+	if err != nil {
+		return fmt.Errorf("encode audit entry of %s: %w", a.ID, err)
+	}
+	b.Queue(`INSERT INTO approval_audit (approval_id, at_ns, doc) VALUES ($1, $2, $3)`, a.ID, nanos(now), doc)
+	return queueNewTrail(b, a.ID, events, now)
+}
+
+// queueTokens queues the inserts of a's token bindings and of the code
+// guards of its recipients (a guard already stored is kept).
+func queueTokens(b *pgx.Batch, a *store.Approval, tokens map[string]store.TokenBinding) error {
 	for h, tb := range tokens {
 		doc, err := json.Marshal(tb)
 		if err != nil {
@@ -553,12 +569,5 @@ func queueApproval(b *pgx.Batch, a *store.Approval, tokens map[string]store.Toke
 			b.Queue(insertCodeGuardSQL, g.channel, g.number, a.ID, unused)
 		}
 	}
-	created := store.AuditEntry{At: now, ApprovalID: a.ID, Event: "created",
-		Detail: fmt.Sprintf("%d recipient(s), expires %s", len(a.Recipients), a.ExpiresAt.UTC().Format(time.RFC3339))}
-	doc, err = json.Marshal(created)
-	if err != nil {
-		return fmt.Errorf("encode audit entry of %s: %w", a.ID, err)
-	}
-	b.Queue(`INSERT INTO approval_audit (approval_id, at_ns, doc) VALUES ($1, $2, $3)`, a.ID, nanos(now), doc)
-	return queueNewTrail(b, a.ID, events, now)
+	return nil
 }

@@ -93,21 +93,8 @@ func (s *DB) FireApprovalTimer(ctx context.Context, f store.TimerFire) (*store.T
 			return err
 		}
 		b := &pgx.Batch{}
-		for h, tb := range f.Tokens {
-			doc, err := json.Marshal(tb)
-			if err != nil {
-				return fmt.Errorf("encode token binding of %s: %w", a.ID, err)
-			}
-			b.Queue(`INSERT INTO approval_tokens (hash, approval_id, doc) VALUES ($1, $2, $3)`, h, a.ID, doc)
-		}
-		if guards := codeGuards(a); len(guards) > 0 {
-			unused, err := json.Marshal(store.Counter{})
-			if err != nil {
-				return fmt.Errorf("encode code guard of %s: %w", a.ID, err)
-			}
-			for _, g := range guards {
-				b.Queue(insertCodeGuardSQL, g.channel, g.number, a.ID, unused)
-			}
+		if err := queueTokens(b, a, f.Tokens); err != nil {
+			return err
 		}
 		var events []store.ApprovalEvent
 		if len(keep) > 0 {
