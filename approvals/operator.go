@@ -24,6 +24,9 @@ type View struct {
 	ToolTitle    string `json:"-"`
 	// Trail is the hash-chained event trail, verified (Get only).
 	Trail *Trail `json:"-"`
+	// Timers are a pending approval's next reminders and escalations
+	// under its policy, by due (Get only).
+	Timers []store.ApprovalTimer `json:"timers,omitempty"`
 }
 
 func view(a *store.Approval) *View {
@@ -76,6 +79,17 @@ func (s *Service) Get(ctx context.Context, id string) (*View, error) {
 	v.Why, v.AgentMessage, v.ToolTitle = s.requestContext(ctx, a)
 	if v.Trail, err = s.Trail(ctx, id); err != nil {
 		return nil, err
+	}
+	if a.State == store.ApprovalPending && a.Policy != "" {
+		ts, err := s.db.ApprovalTimersOf(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range ts {
+			if t.Kind == store.TimerRemind || t.Kind == store.TimerEscalate {
+				v.Timers = append(v.Timers, t)
+			}
+		}
 	}
 	if a.InjectionID != "" {
 		if v.Injection, err = s.db.Injection(ctx, a.InjectionID); err != nil {
