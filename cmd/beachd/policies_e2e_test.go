@@ -254,23 +254,130 @@ func TestPolicyQuorumUnreachableRefused(t *testing.T) {
 	}
 }
 
-// TestPolicyQuorumThroughTwilio: the built daemon, its SMS going to Prism
-// serving Twilio's OpenAPI description, the people's texts coming back
-// through the signed webhook, the A2A JS SDK agent holding the turn. Two
-// of three must grant: the first grant is acknowledged with the tally (an
-// SMS the Twilio peer accepts), the second resolves the policy, and the
-// agent receives exactly one decision naming both.
-func TestPolicyQuorumThroughTwilio(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the daemon with its peers")
-	}
+// twilioPolicyPeer is the built daemon with its SMS going to Prism serving
+// Twilio's OpenAPI description (through a recorder), the people's texts
+// coming back through the signed webhook, and the A2A JS SDK agent
+// holding the turns; policies is the approvals: section.
+type twilioPolicyPeer struct {
+	js     *a2ajstest.Server
+	tw     *twilioRecorder
+	cd     *convDaemon
+	client *agent.Client
+	hc     *http.Client
+}
+
+func startTwilioPolicyPeer(t *testing.T, policies string) *twilioPolicyPeer {
+	t.Helper()
 	prism := twiliotest.StartPrism(t, "the policy test's Twilio peer", twiliotest.SpecMessages)
 	js := a2ajstest.Start(t, a2ajstest.Options{})
 	mp := startMailPeer(t)
 	smtpPort, _ := smtptest.Start(t, &smtptest.Server{}, smtptest.Plain)
 	tw := startTwilioRecorder(t, prism)
+	cd := startConvDaemon(t, js.JSONRPC, mp, smtpPort, tw.URL, policies)
+	cd.start()
+	t.Cleanup(cd.stop)
+	client, err := agent.New(map[string]agent.Target{"travel": {URL: js.JSONRPC}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &twilioPolicyPeer{js: js, tw: tw, cd: cd, client: client, hc: &http.Client{Timeout: 10 * time.Second}}
+}
+
+// ask holds a turn of the agent on approval id and posts its envelope to
+// the SMS number customer.
+func (p *twilioPolicyPeer) ask(t *testing.T, id, customer string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	turn, err := p.client.StartTurn(ctx, "travel", "approve:"+id, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := p.client.WaitTurn(ctx, "travel", turn, 20*time.Millisecond)
+	if err != nil || env.Meta.FinalizedBy != "suspended" {
+		t.Fatalf("held turn: %+v, %v", env, err)
+	}
+	body, _ := json.Marshal(map[string]any{"envelope": env, "agent": "travel", "to": []map[string]string{{"channel": "sms", "address": customer}}})
+	if code, out, err := p.cd.post(string(body)); err != nil || code != 202 {
+		t.Fatalf("approval request: %d %s %v", code, out, err)
+	}
+}
+
+// codeOf waits for an SMS with a code to number at the Twilio peer.
+func (p *twilioPolicyPeer) codeOf(t *testing.T, number string) string {
+	t.Helper()
+	var code string
+	poll.Eventually(t, 30*time.Second, "the approval SMS to "+number+" at the Twilio peer", func() bool {
+		for _, m := range p.tw.Sent("Reply YES") {
+			if mm := anyCodeRe.FindStringSubmatch(m.Body); mm != nil && m.To == number {
+				code = mm[1]
+				return true
+			}
+		}
+		return false
+	})
+	return code
+}
+
+// text sends body from number through the signed webhook.
+func (p *twilioPolicyPeer) text(t *testing.T, sid, number, body string) {
+	t.Helper()
+	if status, out := p.cd.sms(p.hc, sid, number, body); status/100 != 2 {
+		t.Fatalf("webhook: %d %s", status, out)
+	}
+}
+
+// acked waits for the tally's acknowledgement to number.
+func (p *twilioPolicyPeer) acked(t *testing.T, number string) {
+	t.Helper()
+	poll.Eventually(t, 30*time.Second, "the acknowledgement to "+number+" at the Twilio peer", func() bool {
+		for _, m := range p.tw.Sent("Recorded: 1 of 2 approvals; waiting for the others.") {
+			if m.To == number {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// exactlyOne waits for approval id's decision at the agent and checks it
+// came once, granted by decidedBy.
+func (p *twilioPolicyPeer) exactlyOne(t *testing.T, id, decidedBy string) {
+	t.Helper()
+	injected := func() []map[string]any {
+		r, err := p.js.Received(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []map[string]any
+		for _, a := range r.Approvals {
+			if a.Response["approvalId"] == id {
+				out = append(out, a.Response)
+			}
+		}
+		return out
+	}
+	poll.Eventually(t, 30*time.Second, "the decision at the agent", func() bool { return len(injected()) > 0 })
+	time.Sleep(300 * time.Millisecond) // a second injection would come now
+	if got := injected(); len(got) != 1 || got[0]["decision"] != "granted" || got[0]["decidedBy"] != decidedBy {
+		t.Fatalf("the agent received %v, want one grant by %s", got, decidedBy)
+	}
+	if refused := p.tw.Refused(); len(refused) != 0 {
+		t.Fatalf("the Twilio peer refused %+v", refused)
+	}
+}
+
+// TestPolicyQuorumThroughTwilio: two of three must grant, by SMS through
+// Twilio's OpenAPI description under Prism: the first grant is
+// acknowledged with the tally (an SMS the Twilio peer accepts), the second
+// resolves the policy, and the agent receives exactly one decision naming
+// both; the customer, in no step, is never asked.
+func TestPolicyQuorumThroughTwilio(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the daemon with its peers")
+	}
 	const ann, ben, cat, customer = "+447700900601", "+447700900602", "+447700900603", "+447700900609"
-	cd := startConvDaemon(t, js.JSONRPC, mp, smtpPort, tw.URL, `approvals:
+	p := startTwilioPolicyPeer(t, `approvals:
   policies:
     - name: two-of-three
       match: { agent: travel, tool: book_flight }
@@ -278,82 +385,52 @@ func TestPolicyQuorumThroughTwilio(t *testing.T) {
       steps:
         - to: [ {channel: sms, address: "`+ann+`"}, {channel: sms, address: "`+ben+`"}, {channel: sms, address: "`+cat+`"} ]
 `)
-	cd.start()
-	defer cd.stop()
-	client, err := agent.New(map[string]agent.Target{"travel": {URL: js.JSONRPC}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	turn, err := client.StartTurn(ctx, "travel", "approve:pol_tw", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	env, err := client.WaitTurn(ctx, "travel", turn, 20*time.Millisecond)
-	if err != nil || env.Meta.FinalizedBy != "suspended" {
-		t.Fatalf("held turn: %+v, %v", env, err)
-	}
-	body, _ := json.Marshal(map[string]any{"envelope": env, "agent": "travel", "to": []map[string]string{{"channel": "sms", "address": customer}}})
-	if code, out, err := cd.post(string(body)); err != nil || code != 202 {
-		t.Fatalf("approval request: %d %s %v", code, out, err)
-	}
-	codeOf := func(number string) string {
-		var code string
-		poll.Eventually(t, 30*time.Second, "the approval SMS to "+number+" at the Twilio peer", func() bool {
-			for _, m := range tw.Sent("Reply YES") {
-				if mm := anyCodeRe.FindStringSubmatch(m.Body); mm != nil && m.To == number {
-					code = mm[1]
-					return true
-				}
-			}
-			return false
-		})
-		return code
-	}
-	annCode, benCode := codeOf(ann), codeOf(ben)
-	hc := &http.Client{Timeout: 10 * time.Second}
-	if status, out := cd.sms(hc, "SMpolicy00000000000000000000000001", ann, "YES "+annCode); status/100 != 2 {
-		t.Fatalf("webhook: %d %s", status, out)
-	}
-	poll.Eventually(t, 30*time.Second, "ann's acknowledgement at the Twilio peer", func() bool {
-		for _, m := range tw.Sent("Recorded: 1 of 2 approvals; waiting for the others.") {
-			if m.To == ann {
-				return true
-			}
-		}
-		return false
-	})
-	injected := func() []map[string]any {
-		r, err := js.Received(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []map[string]any
-		for _, a := range r.Approvals {
-			if a.Response["approvalId"] == "pol_tw" {
-				out = append(out, a.Response)
-			}
-		}
-		return out
-	}
-	if got := injected(); len(got) != 0 {
-		t.Fatalf("after one grant of two the agent got %v", got)
-	}
-	if status, out := cd.sms(hc, "SMpolicy00000000000000000000000002", ben, "yes "+benCode); status/100 != 2 {
-		t.Fatalf("webhook: %d %s", status, out)
-	}
-	poll.Eventually(t, 30*time.Second, "the decision at the agent", func() bool { return len(injected()) > 0 })
-	time.Sleep(300 * time.Millisecond) // a second injection would come now
-	if got := injected(); len(got) != 1 || got[0]["decision"] != "granted" || got[0]["decidedBy"] != "policy:two-of-three ("+ann+", "+ben+")" {
-		t.Fatalf("the agent received %v, want one grant by both", got)
-	}
-	for _, m := range tw.Sent("BA2043") {
+	p.ask(t, "pol_tw", customer)
+	annCode, benCode := p.codeOf(t, ann), p.codeOf(t, ben)
+	p.text(t, "SMpolicy00000000000000000000000001", ann, "YES "+annCode)
+	p.acked(t, ann)
+	p.text(t, "SMpolicy00000000000000000000000002", ben, "yes "+benCode)
+	p.exactlyOne(t, "pol_tw", "policy:two-of-three ("+ann+", "+ben+")")
+	for _, m := range p.tw.Sent("BA2043") {
 		if m.To == customer && strings.Contains(m.Body, "Reply YES") {
 			t.Fatalf("the customer, in no step, was asked: %q", m.Body)
 		}
 	}
-	if refused := tw.Refused(); len(refused) != 0 {
-		t.Fatalf("the Twilio peer refused %+v", refused)
+}
+
+// TestPolicyLadderThroughTwilio: a ladder by SMS through Twilio's OpenAPI
+// description under Prism. The first step's person gets one reminder
+// after a second, and grants; three seconds after the request the second
+// step's person is asked with a code of their own, and grants; the agent
+// receives exactly one decision naming both.
+func TestPolicyLadderThroughTwilio(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the daemon with its peers")
+	}
+	const ann, ben, customer = "+447700900611", "+447700900612", "+447700900619"
+	p := startTwilioPolicyPeer(t, `approvals:
+  policies:
+    - name: ladder
+      match: { agent: travel, tool: book_flight }
+      quorum: 2
+      steps:
+        - to: [ {channel: sms, address: "`+ann+`"} ]
+          remind_after: 1s
+          escalate_after: 3s
+        - to: [ {channel: sms, address: "`+ben+`"} ]
+`)
+	p.ask(t, "pol_twl", customer)
+	annCode := p.codeOf(t, ann)
+	poll.Eventually(t, 30*time.Second, "the reminder at the Twilio peer", func() bool { return len(p.tw.Sent("Reminder:")) > 0 })
+	if r := p.tw.Sent("Reminder:")[0]; r.To != ann || !strings.Contains(r.Body, "YES "+annCode) {
+		t.Fatalf("reminder %+v: want ann's, with her code", r)
+	}
+	p.text(t, "SMpolicyladder00000000000000000001", ann, "YES "+annCode)
+	p.acked(t, ann)
+	benCode := p.codeOf(t, ben) // the escalation
+	p.text(t, "SMpolicyladder00000000000000000002", ben, "YES "+benCode)
+	p.exactlyOne(t, "pol_twl", "policy:ladder ("+ann+", "+ben+")")
+	if n := len(p.tw.Sent("Reminder:")); n != 1 {
+		t.Fatalf("%d reminders, want one", n)
 	}
 }
