@@ -154,7 +154,7 @@ slack: {bot_token: "xoxb-1234567890-abcdefghij", signing_secret: "%s", api_base_
 		return "", "", ""
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
-	posted, decided := 0, map[int]bool{}
+	posted, decided, slackAsked := 0, map[int]bool{}, 0
 	kills, byClick := 0, 0
 	for round := 0; posted < n || len(decided) < n; round++ {
 		d.start()
@@ -166,6 +166,7 @@ slack: {bot_token: "xoxb-1234567890-abcdefghij", signing_secret: "%s", api_base_
 				to := `{"channel":"webhook","endpoint":"sink"}`
 				if posted%2 == 0 {
 					to += `,{"channel":"slack","address":"U0CRASH"}`
+					slackAsked++
 				}
 				code, err := call("POST", "/v1/deliveries", fmt.Sprintf(`{"to":[%s],"agent":"travel","envelope":%s}`, to, envs[posted]))
 				if err != nil || code != 202 {
@@ -226,26 +227,37 @@ slack: {bot_token: "xoxb-1234567890-abcdefghij", signing_secret: "%s", api_base_
 	// Every Slack message of a decided approval is rewritten, in the end,
 	// even when its decision committed just before a kill: the decision's
 	// follow-up timer makes the next process rewrite it (some ten seconds
-	// after the decision).
-	unrewritten := func() int {
+	// after the decision). A message posted again after a kill (Slack
+	// took the first post, the kill came before its record) leaves the
+	// first copy unknown to beachd and so unrewritten (its buttons answer
+	// that the request is decided): no more of those than extra copies,
+	// and at most one a kill.
+	unrewritten := func() (left, copies int) {
 		posts, ups, _ := slackAPI.Snapshot()
 		done := map[string]bool{}
 		for _, u := range ups {
 			done[u.Channel+"/"+u.TS] = true
 		}
-		left := 0
+		asks := 0
 		for _, p := range posts {
+			if strings.Contains(p.Text, "BA2043") {
+				asks++
+			}
 			if strings.Contains(p.Blocks, "approval:crash_") && !done[p.Channel+"/"+p.TS] {
 				left++
 			}
 		}
-		return left
+		return left, asks - slackAsked
 	}
-	for end := time.Now().Add(45 * time.Second); unrewritten() > 0 && time.Now().Before(end); {
+	left, copies := unrewritten()
+	for end := time.Now().Add(45 * time.Second); left > copies && time.Now().Before(end); left, copies = unrewritten() {
 		time.Sleep(100 * time.Millisecond)
 	}
-	if left := unrewritten(); left > 0 {
-		t.Fatalf("%d Slack messages of decided approvals never rewritten\n%s", left, d.stderr)
+	if left > copies || copies > kills {
+		t.Fatalf("%d Slack messages of decided approvals not rewritten, more than the %d posted again after a kill (%d kills)\n%s", left, copies, kills, d.stderr)
+	}
+	if left > 0 {
+		t.Logf("%d Slack messages posted again across a kill: the first copy, unknown to beachd, keeps its buttons", left)
 	}
 	// Every approval reads granted, decided once.
 	for i := 0; i < n; i++ {
