@@ -18,6 +18,10 @@ import (
 // Interactivity request URL.
 const slackInteractionsPath = "/v1/inbound/slack/interactions"
 
+// Where Slack posts events (direct messages to the app, mentions of it);
+// public_url + this path is the app's Event Subscriptions request URL.
+const slackEventsPath = "/v1/inbound/slack/events"
+
 const defaultSlackTimeout = 15 * time.Second
 
 // wireSlack builds the Slack deliverer from the `slack:` section. In
@@ -63,8 +67,25 @@ func (a *app) wireSlack() error {
 	// Button clicks, verified with the signing secret, go to the same
 	// approvals service as every other channel's answers; after any
 	// decision the Slack messages that asked are rewritten.
-	_, err = a.wireSlackInbound(c.SigningSecret, c.TeamID, client, log)
+	if _, err = a.wireSlackInbound(c.SigningSecret, c.TeamID, client, log); err != nil {
+		return err
+	}
+	// Direct messages and mentions, verified with the same secret, go to
+	// the same decider: conversations with the agents whose
+	// inbound.slack takes them.
+	_, err = a.wireSlackEvents(c.SigningSecret, c.TeamID, client.Self, log)
 	return err
+}
+
+// wireSlackEvents mounts the Events API endpoint.
+func (a *app) wireSlackEvents(secret, team string, self func(context.Context) (slack.Identity, error), log *slog.Logger) (http.Handler, error) {
+	h, err := slack.NewEventHandler(slack.EventsConfig{SigningSecret: secret, TeamID: team, Self: self, Now: a.now},
+		a.db, lateDecider{a}, log)
+	if err != nil {
+		return nil, err
+	}
+	a.routes = append(a.routes, api.Route{Method: "POST", Pattern: slackEventsPath, Handler: h, Auth: false})
+	return h, nil
 }
 
 // wireSlackInbound mounts the interactivity endpoint and the message
