@@ -523,15 +523,16 @@ func (c *Config) InboundOwnAddresses() []string {
 }
 
 // DevInbound is the inbound section of `beachd dev`'s agent: mail to
-// email (the dev mail server's agent mailbox, agent@beachd.localhost) and
+// email (the dev mail server's agent mailbox, agent@beachd.localhost),
 // SMS and WhatsApp to number (the number the dev recorder answers from,
-// +15550001111 without a twilio section) start turns, and anybody may
-// write.
+// +15550001111 without a twilio section), and Slack direct messages and
+// mentions start turns, and anybody may write.
 func DevInbound(email, number string) *InboundConfig {
 	return &InboundConfig{
 		Email:    []string{email},
 		SMS:      []string{number},
 		WhatsApp: []string{number},
+		Slack:    []string{InboundSlackIM, InboundSlackAnyChannel},
 		Allow:    []string{"*"},
 	}
 }

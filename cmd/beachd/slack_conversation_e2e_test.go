@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -55,6 +57,12 @@ func TestSlackConversationEndToEnd(t *testing.T) {
 		c.Slack = &config.SlackConfig{BotToken: "xoxb-1234567890-abcdefghij", SigningSecret: e2eSlackSecret, APIBaseURL: fake.URL}
 		c.Agents["js"] = config.AgentConfig{A2AURL: js.JSONRPC, Timeout: 10 * time.Second,
 			Inbound: &config.InboundConfig{Slack: []string{"im"}, Allow: []string{"U0ANN0001"}}}
+		// The dev agent takes Slack messages too; here the JS agent does.
+		dev := c.Agents[devAgentName]
+		in := *dev.Inbound
+		in.Slack = nil
+		dev.Inbound = &in
+		c.Agents[devAgentName] = dev
 	})
 	const (
 		user, dm = "U0ANN0001", "D0ANN0001"
@@ -146,5 +154,63 @@ func TestSlackConversationEndToEnd(t *testing.T) {
 	}
 	if n := len(inThread()); n != 2 {
 		t.Fatalf("%d answers in the thread, want 2", n)
+	}
+}
+
+// devSlackSay writes to the app as a Slack user through
+// /dev/slack/message.
+func (d *devDaemon) devSlackSay(form url.Values) slack.DevMessage {
+	d.t.Helper()
+	resp, err := http.PostForm(d.base+"/dev/slack/message", form)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out slack.DevMessage
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != http.StatusOK {
+		d.t.Fatalf("dev slack message: %d %+v %v", resp.StatusCode, out, err)
+	}
+	return out
+}
+
+// devSlackAnswer waits for the recorded Slack answer in thread that
+// contains marker.
+func (d *devDaemon) devSlackAnswer(channel, thread, marker string) string {
+	d.t.Helper()
+	var text string
+	poll.Eventually(d.t, 20*time.Second, "the dev agent's Slack answer "+marker, func() bool {
+		var got struct{ Messages []slack.Recorded }
+		if d.do("GET", "/dev/slack/messages", nil, "", &got) != http.StatusOK {
+			return false
+		}
+		for _, m := range got.Messages {
+			if m.Channel == channel && m.ThreadTS == thread && strings.Contains(m.Text, marker) {
+				text = m.Text
+				return true
+			}
+		}
+		return false
+	})
+	return text
+}
+
+// In `beachd dev` a person writes to the dev agent as a Slack user: a
+// direct message through /dev/slack/message starts a conversation whose
+// answer is recorded in the message's thread, and a message in that
+// thread continues it; a mention in a channel starts another.
+func TestDevSlackConversation(t *testing.T) {
+	d := startDev(t)
+	first := d.devSlackSay(url.Values{"user": {"U0ANN0001"}, "text": {"Flights to Lisbon?"}})
+	if first.Channel != "D0ANN0001" || first.ThreadTS != first.TS {
+		t.Fatalf("first message %+v", first)
+	}
+	a1 := d.devSlackAnswer(first.Channel, first.ThreadTS, "turn 1 of conversation cnv_")
+	cnv := regexp.MustCompile(`cnv_[0-9a-z]+`).FindString(a1)
+	d.devSlackSay(url.Values{"user": {"U0ANN0001"}, "text": {"For six, please"}, "thread_ts": {first.ThreadTS}})
+	d.devSlackAnswer(first.Channel, first.ThreadTS, "turn 2 of conversation "+cnv)
+	m := d.devSlackSay(url.Values{"user": {"U0BOB0001"}, "channel": {"C0DESK001"}, "text": {"Anyone there?"}})
+	a3 := d.devSlackAnswer("C0DESK001", m.ThreadTS, "turn 1 of conversation cnv_")
+	if strings.Contains(a3, cnv) {
+		t.Fatalf("a mention in a channel continued the direct message's conversation: %s", a3)
 	}
 }

@@ -113,13 +113,21 @@ func (a *app) wireSlackRecorder(renderFn slack.RenderFunc) error {
 	if err != nil {
 		return err
 	}
-	dev := &slack.DevHandler{Log: rec, Interactions: h, Secret: secret, Now: a.now}
+	// Events of the dev workspace, signed with the same secret: the
+	// recorded messages never come back as events.
+	ev, err := a.wireSlackEvents(secret, slack.DevTeam, nil, a.log.With("component", "slack-dev"))
+	if err != nil {
+		return err
+	}
+	dev := &slack.DevHandler{Log: rec, Interactions: h, Events: ev, Secret: secret, Now: a.now}
 	open := a.listener != nil && isLoopback(a.listener.Addr())
 	a.routes = append(a.routes,
 		api.Route{Method: "GET", Pattern: "/dev/slack/messages", Handler: http.HandlerFunc(dev.Messages), Auth: !open},
-		api.Route{Method: "POST", Pattern: "/dev/slack/click", Handler: http.HandlerFunc(dev.Click), Auth: !open})
+		api.Route{Method: "POST", Pattern: "/dev/slack/click", Handler: http.HandlerFunc(dev.Click), Auth: !open},
+		api.Route{Method: "POST", Pattern: "/dev/slack/message", Handler: http.HandlerFunc(dev.Message), Auth: !open})
 	a.banner = append(a.banner,
-		fmt.Sprintf("slack         %s/dev/slack/messages   (recorded, not sent; press a button: curl %[1]s/dev/slack/click -d user=U012AB3CD -d channel=D… --data-urlencode value=…)", a.cfg.PublicURL))
+		fmt.Sprintf("slack         %s/dev/slack/messages   (recorded, not sent; press a button: curl %[1]s/dev/slack/click -d user=U012AB3CD -d channel=D… --data-urlencode value=…)", a.cfg.PublicURL),
+		fmt.Sprintf("slack         write to the agent as a Slack user: curl %s/dev/slack/message -d user=U012AB3CD --data-urlencode text=… (-d thread_ts=… to continue a thread)", a.cfg.PublicURL))
 	return nil
 }
 
