@@ -18,7 +18,12 @@ func slackMsg(user, where, channel, ts, threadTS, text string) envelope.Inbound 
 // a mention in a listed channel, or in any channel) and continues the
 // conversation of its thread; the answer is posted into that thread.
 func TestSlackThreadRouting(t *testing.T) {
-	h := newHarness(t, opts{cfg: func(c *Config) {
+	t.Run("bolt", func(t *testing.T) { slackThreadRouting(t, false) })
+	t.Run("postgres", func(t *testing.T) { slackThreadRouting(t, true) })
+}
+
+func slackThreadRouting(t *testing.T, pg bool) {
+	h := newHarness(t, opts{postgres: pg, cfg: func(c *Config) {
 		a := c.Agents["travel"]
 		a.Slack = []string{SlackIM}
 		a.Allow = append(a.Allow, "U0ANN0001")

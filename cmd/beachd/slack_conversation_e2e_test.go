@@ -213,4 +213,19 @@ func TestDevSlackConversation(t *testing.T) {
 	if strings.Contains(a3, cnv) {
 		t.Fatalf("a mention in a channel continued the direct message's conversation: %s", a3)
 	}
+	// It starts turns without a key on loopback: a page the developer
+	// visits cannot make the browser post to it.
+	req, _ := http.NewRequest("POST", d.base+"/dev/slack/message",
+		strings.NewReader(url.Values{"user": {"U0EVE0001"}, "text": {"from a web page"}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", "https://evil.example")
+	req.Header.Set("Sec-Fetch-Site", "cross-site")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("a cross-site post to /dev/slack/message: %d, want 403", resp.StatusCode)
+	}
 }

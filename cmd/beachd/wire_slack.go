@@ -123,8 +123,11 @@ func (a *app) wireSlackRecorder(renderFn slack.RenderFunc) error {
 	open := a.listener != nil && isLoopback(a.listener.Addr())
 	a.routes = append(a.routes,
 		api.Route{Method: "GET", Pattern: "/dev/slack/messages", Handler: http.HandlerFunc(dev.Messages), Auth: !open},
-		api.Route{Method: "POST", Pattern: "/dev/slack/click", Handler: http.HandlerFunc(dev.Click), Auth: !open},
-		api.Route{Method: "POST", Pattern: "/dev/slack/message", Handler: http.HandlerFunc(dev.Message), Auth: !open})
+		// Both act without a key on loopback (a click decides, a message
+		// starts a turn): only posts no other web site can have made a
+		// browser send.
+		api.Route{Method: "POST", Pattern: "/dev/slack/click", Handler: devPostGuard(http.HandlerFunc(dev.Click), open, a.cfg.PublicURL), Auth: !open},
+		api.Route{Method: "POST", Pattern: "/dev/slack/message", Handler: devPostGuard(http.HandlerFunc(dev.Message), open, a.cfg.PublicURL), Auth: !open})
 	a.banner = append(a.banner,
 		fmt.Sprintf("slack         %s/dev/slack/messages   (recorded, not sent; press a button: curl %[1]s/dev/slack/click -d user=U012AB3CD -d channel=D… --data-urlencode value=…)", a.cfg.PublicURL),
 		fmt.Sprintf("slack         write to the agent as a Slack user: curl %s/dev/slack/message -d user=U012AB3CD --data-urlencode text=… (-d thread_ts=… to continue a thread)", a.cfg.PublicURL))
