@@ -291,6 +291,16 @@ func (h *EventHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 }
 
+// Prime asks auth.test for the app's bot now, so that the first event
+// does not wait for it. It never fails: without an answer, the first
+// event asks again.
+func (h *EventHandler) Prime(ctx context.Context) error {
+	if id := h.identity(ctx); id.UserID != "" {
+		h.log.Info("slack app", "bot_user", id.UserID, "team", id.TeamID)
+	}
+	return nil
+}
+
 // identity is the app's bot, asked once (again a minute after a failure).
 func (h *EventHandler) identity(ctx context.Context) Identity {
 	h.mu.Lock()
