@@ -24,6 +24,7 @@ import (
 //	      email: ["travel@example.org"]      # mail to these addresses starts turns with this agent
 //	      sms: ["+15550001111"]              # our numbers (twilio.sms_from)
 //	      whatsapp: ["+15550002222"]         # our numbers (twilio.whatsapp_from)
+//	      slack: ["im", "C0123ABCD"]         # Slack: direct messages to the app, mentions in a channel (or "*": any channel)
 //	      allow: ["*@example.org", "+44*"]   # who may write (deny by default)
 //	      idle_timeout: 24h                  # an SMS/WhatsApp conversation stays open this long after its last message
 //	      max_turns: { per_minute: 10, per_hour: 100 }             # one conversation
@@ -37,6 +38,7 @@ import (
 //	*@example.org       every address at that domain (not its subdomains)
 //	+447700900123       one number, for SMS and WhatsApp alike
 //	+44*                every number starting with +44
+//	U0123ABCD           one Slack user
 //	*                   everyone
 //
 // The section is checked by Config.checkInbound (the entries, the bounds,
@@ -44,9 +46,13 @@ import (
 // channel that receives each address is configured); Config.InboundAgents
 // gives the checked section as an Inbound.
 type InboundConfig struct {
-	Email       []string       `yaml:"email"`
-	SMS         []string       `yaml:"sms"`
-	WhatsApp    []string       `yaml:"whatsapp"`
+	Email    []string `yaml:"email"`
+	SMS      []string `yaml:"sms"`
+	WhatsApp []string `yaml:"whatsapp"`
+	// Slack lists where the Slack app's messages start turns with this
+	// agent: "im" (direct messages to the app), a channel id (C…, G…:
+	// mentions of the app there) or "*" (mentions in any other channel).
+	Slack       []string       `yaml:"slack"`
 	Allow       []string       `yaml:"allow"`
 	IdleTimeout time.Duration  `yaml:"idle_timeout"`
 	MaxTurns    MaxTurnsConfig `yaml:"max_turns"`
@@ -75,6 +81,7 @@ type MaxTurnsConfig struct {
 // other.
 type Inbound struct {
 	Email, SMS, WhatsApp []string
+	Slack                []string
 	Allow                []string
 	IdleTimeout          time.Duration
 	PerMinute, PerHour   int
@@ -102,9 +109,9 @@ const (
 	defaultAgentPerHour  = 1000
 	maxTurnsPerMinute    = 1000
 	maxTurnsPerHour      = 60 * maxTurnsPerMinute
-	maxInboundAddresses  = 100  // per list (email, sms, whatsapp)
+	maxInboundAddresses  = 100  // per list (email, sms, whatsapp, slack)
 	maxInboundAllow      = 1024 // allow entries
-	allowPatternExamples = "an address (alice@example.org), a domain (*@example.org), a number (+447700900123), a number prefix (+44*) or * for everyone"
+	allowPatternExamples = "an address (alice@example.org), a domain (*@example.org), a number (+447700900123), a number prefix (+44*), a Slack user (U0123ABCD) or * for everyone"
 )
 
 var (
@@ -145,6 +152,28 @@ func inboundNumber(s string) (string, error) {
 	return t, nil
 }
 
+// Entries of inbound.slack besides a channel id.
+const (
+	// InboundSlackIM takes direct messages to the Slack app.
+	InboundSlackIM = "im"
+	// InboundSlackAnyChannel takes mentions of the app in any channel no
+	// agent lists by its id.
+	InboundSlackAnyChannel = "*"
+)
+
+// inboundSlack checks one entry of inbound.slack: "im", "*" or a channel
+// id (C…, G…).
+func inboundSlack(s string) (string, error) {
+	t := strings.TrimSpace(s)
+	switch {
+	case t == InboundSlackIM || t == InboundSlackAnyChannel:
+		return t, nil
+	case envelope.SlackConversation(t) && (t[0] == 'C' || t[0] == 'G'):
+		return t, nil
+	}
+	return "", fmt.Errorf("%q is not a Slack inbound entry; write im (direct messages to the app), a channel id such as C0123ABCD (mentions of the app there) or * (mentions in any channel)", s)
+}
+
 // allowPattern checks and normalises one allow entry.
 func allowPattern(s string) (string, error) {
 	t := strings.TrimSpace(s)
@@ -156,6 +185,8 @@ func allowPattern(s string) (string, error) {
 	}
 	switch {
 	case t == "*":
+		return t, nil
+	case envelope.SlackUser(t):
 		return t, nil
 	case strings.HasPrefix(t, "*@"):
 		d := strings.ToLower(strings.TrimSuffix(t[2:], "."))
@@ -236,11 +267,12 @@ func (c *InboundConfig) resolve(report func(key, format string, args ...any)) In
 	out.Email = list("email", c.Email, maxInboundAddresses, inboundEmail)
 	out.SMS = list("sms", c.SMS, maxInboundAddresses, inboundNumber)
 	out.WhatsApp = list("whatsapp", c.WhatsApp, maxInboundAddresses, inboundNumber)
+	out.Slack = list("slack", c.Slack, maxInboundAddresses, inboundSlack)
 	out.Allow = list("allow", c.Allow, maxInboundAllow, allowPattern)
-	if len(c.Email)+len(c.SMS)+len(c.WhatsApp) == 0 {
+	if len(c.Email)+len(c.SMS)+len(c.WhatsApp)+len(c.Slack) == 0 {
 		// Reported at email, so that a list already refused as written
 		// (not a list) is not also called missing.
-		report("email", "none of email, sms and whatsapp is set: list the addresses people write to, or leave inbound out")
+		report("email", "none of email, sms, whatsapp and slack is set: list the addresses people write to, or leave inbound out")
 	}
 	if c.IdleTimeout != 0 && (c.IdleTimeout < minIdleTimeout || c.IdleTimeout > maxIdleTimeout) {
 		report("idle_timeout", "must be between 1m and 720h (30 days; 0: the default, 24h), got %s", c.IdleTimeout)
@@ -322,7 +354,8 @@ func (c *Config) checkInbound(v *validator) {
 			name  string
 			addrs []string
 			raw   []string
-		}{{"email", in.Email, a.Inbound.Email}, {"sms", in.SMS, a.Inbound.SMS}, {"whatsapp", in.WhatsApp, a.Inbound.WhatsApp}} {
+		}{{"email", in.Email, a.Inbound.Email}, {"sms", in.SMS, a.Inbound.SMS}, {"whatsapp", in.WhatsApp, a.Inbound.WhatsApp},
+			{"slack", in.Slack, a.Inbound.Slack}} {
 			for _, addr := range ch.addrs {
 				i := indexOfNormalised(ch.raw, addr, ch.name)
 				at := fmt.Sprintf("%s.%s[%d]", key, ch.name, i)
@@ -341,8 +374,11 @@ func (c *Config) checkInbound(v *validator) {
 // to addr.
 func indexOfNormalised(raw []string, addr, channel string) int {
 	parse := inboundNumber
-	if channel == "email" {
+	switch channel {
+	case "email":
 		parse = inboundEmail
+	case "slack":
+		parse = inboundSlack
 	}
 	for i, s := range raw {
 		if n, err := parse(s); err == nil && n == addr {
@@ -375,6 +411,14 @@ func (c *Config) checkInboundChannels(v *validator, dev bool) {
 				v.errorf(at, "mail to %s is read by the email channel, which is off: add an email section with email.imap, the mailbox that receives %[1]s", addr)
 			case c.Email != nil && c.Email.IMAP == nil:
 				v.errorf(at, "mail to %s is read by the email channel's IMAP intake, and email.imap is not set: add email.imap, the mailbox that receives %[1]s", addr)
+			}
+		}
+		for i, s := range a.Inbound.Slack {
+			if _, err := inboundSlack(s); err != nil {
+				continue // checkInbound reports it
+			}
+			if c.Slack == nil && !dev {
+				v.errorf(fmt.Sprintf("%s.slack[%d]", key, i), "Slack messages reach beachd through the Slack app, which is not configured: add a slack section (bot_token, signing_secret) and subscribe the app to events (docs/slack.md)")
 			}
 		}
 		for _, ch := range []struct {
@@ -479,15 +523,16 @@ func (c *Config) InboundOwnAddresses() []string {
 }
 
 // DevInbound is the inbound section of `beachd dev`'s agent: mail to
-// email (the dev mail server's agent mailbox, agent@beachd.localhost) and
+// email (the dev mail server's agent mailbox, agent@beachd.localhost),
 // SMS and WhatsApp to number (the number the dev recorder answers from,
-// +15550001111 without a twilio section) start turns, and anybody may
-// write.
+// +15550001111 without a twilio section), and Slack direct messages and
+// mentions start turns, and anybody may write.
 func DevInbound(email, number string) *InboundConfig {
 	return &InboundConfig{
 		Email:    []string{email},
 		SMS:      []string{number},
 		WhatsApp: []string{number},
+		Slack:    []string{InboundSlackIM, InboundSlackAnyChannel},
 		Allow:    []string{"*"},
 	}
 }

@@ -245,7 +245,7 @@ func TestInboundBounds(t *testing.T) {
 		{"refuse_unknown: sometimes", `inbound.refuse_unknown: want true or false, got "sometimes"`},
 		{"allow: \"*\"", `inbound.allow: want a list, got "*"`},
 		{"sms: \"+15550001111\"", `inbound.sms: want a list, got "+15550001111"`},
-		{"mail: [x@example.org]", "inbound.mail: is not a known key (known keys here: email, sms, whatsapp, allow, idle_timeout, max_turns, max_turns_per_sender, max_turns_per_agent, refuse_unknown)"},
+		{"mail: [x@example.org]", "inbound.mail: is not a known key (known keys here: email, sms, whatsapp, slack, allow, idle_timeout, max_turns, max_turns_per_sender, max_turns_per_agent, refuse_unknown)"},
 	} {
 		_, err := checkInboundYAML(t, agent+tc.yaml+" }\n")
 		switch {
@@ -315,6 +315,47 @@ agents:
 	} {
 		if _, err := limits(tc.section); err == nil || !strings.Contains(err.Error(), tc.problem) {
 			t.Errorf("inbound%s: %v, want %q", tc.section, err, tc.problem)
+		}
+	}
+}
+
+// inbound.slack takes "im", "*" and channel ids, each claimed by one
+// agent, and needs the slack section; allow takes Slack user ids.
+func TestInboundSlack(t *testing.T) {
+	const slackSection = "slack: { bot_token: xoxb-1234567890-abcdefghijkl, signing_secret: 0123456789abcdef0123456789abcdef }\n"
+	cfg, err := checkInboundYAML(t, slackSection+`agents:
+  travel:
+    a2a_url: http://127.0.0.1:9000/
+    inbound: { slack: [im, " C0123ABCD "], allow: [U0123ABCD, "*@example.org"] }
+  desk:
+    a2a_url: http://127.0.0.1:9001/
+    inbound: { slack: ["*"], allow: ["*"] }
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := cfg.InboundAgents()
+	if got := in["travel"]; !reflect.DeepEqual(got.Slack, []string{"im", "C0123ABCD"}) || !reflect.DeepEqual(got.Allow, []string{"U0123ABCD", "*@example.org"}) {
+		t.Errorf("travel: slack %q allow %q", got.Slack, got.Allow)
+	}
+	if got := in["desk"].Slack; !reflect.DeepEqual(got, []string{"*"}) {
+		t.Errorf("desk: slack %q", got)
+	}
+	for _, tc := range []struct{ name, yaml, want string }{
+		{"not an entry", slackSection + "agents:\n  a: { a2a_url: http://127.0.0.1:9000/, inbound: { slack: [general] } }\n",
+			`agents.a.inbound.slack[0]: "general" is not a Slack inbound entry; write im (direct messages to the app), a channel id such as C0123ABCD`},
+		{"a user is not a channel", slackSection + "agents:\n  a: { a2a_url: http://127.0.0.1:9000/, inbound: { slack: [U0123ABCD] } }\n",
+			`agents.a.inbound.slack[0]: "U0123ABCD" is not a Slack inbound entry`},
+		{"claimed twice", slackSection + "agents:\n  a: { a2a_url: http://127.0.0.1:9000/, inbound: { slack: [im] } }\n  b: { a2a_url: http://127.0.0.1:9001/, inbound: { slack: [im] } }\n",
+			`agents.b.inbound.slack[0]: im is already an inbound address of agent "a" (agents.a.inbound.slack[0])`},
+		{"no slack section", "agents:\n  a: { a2a_url: http://127.0.0.1:9000/, inbound: { slack: [im] } }\n",
+			`agents.a.inbound.slack[0]: Slack messages reach beachd through the Slack app, which is not configured: add a slack section`},
+		{"bad allow", slackSection + "agents:\n  a: { a2a_url: http://127.0.0.1:9000/, inbound: { slack: [im], allow: [u0123abcd] } }\n",
+			`agents.a.inbound.allow[0]: "u0123abcd" is not an allow entry`},
+	} {
+		_, err := checkInboundYAML(t, tc.yaml)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s:\n got %v\nwant %s", tc.name, err, tc.want)
 		}
 	}
 }

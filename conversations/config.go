@@ -133,8 +133,12 @@ type AgentConfig struct {
 	// Email, SMS and WhatsApp are the agent's inbound addresses and
 	// numbers (normalised here: lower-case email, E.164).
 	Email, SMS, WhatsApp []string
+	// Slack is where the Slack app's messages start turns with the agent:
+	// SlackIM (direct messages), a channel id (mentions there) or
+	// SlackAnyChannel (mentions in any channel no agent lists).
+	Slack []string
 	// Allow lists who may start or continue a conversation: "a@b",
-	// "*@domain", "+4477…", "+44*", "*". Nobody else may (deny by default).
+	// "*@domain", "+4477…", "+44*", a Slack user "U…", "*". Nobody else may (deny by default).
 	Allow []string
 	// IdleTimeout: how long an SMS/WhatsApp conversation stays open after
 	// its last message (default 24h).
@@ -308,8 +312,9 @@ func New(cfg Config, st Store, dec Decider, ag Agent, send Sender, log *slog.Log
 				return nil, fmt.Errorf("agent %q: inbound allow %q: %w", name, p, err)
 			}
 		}
-		ac.Email, ac.SMS, ac.WhatsApp = slices.Clone(ac.Email), slices.Clone(ac.SMS), slices.Clone(ac.WhatsApp)
-		for ch, list := range map[string]*[]string{envelope.ChannelEmail: &ac.Email, envelope.ChannelSMS: &ac.SMS, envelope.ChannelWhatsApp: &ac.WhatsApp} {
+		ac.Email, ac.SMS, ac.WhatsApp, ac.Slack = slices.Clone(ac.Email), slices.Clone(ac.SMS), slices.Clone(ac.WhatsApp), slices.Clone(ac.Slack)
+		for ch, list := range map[string]*[]string{envelope.ChannelEmail: &ac.Email, envelope.ChannelSMS: &ac.SMS, envelope.ChannelWhatsApp: &ac.WhatsApp,
+			envelope.ChannelSlack: &ac.Slack} {
 			for i, a := range *list {
 				n := normalise(ch, a)
 				if n == "" {

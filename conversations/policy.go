@@ -53,6 +53,8 @@ func checkPattern(p string) error {
 	switch {
 	case p == "*":
 		return nil
+	case envelope.SlackUser(p):
+		return nil
 	case strings.HasPrefix(p, "*@"):
 		if len(p) < 4 || strings.ContainsAny(p[2:], "@* ") {
 			return errors.New(`want "*@domain"`)
@@ -70,7 +72,7 @@ func checkPattern(p string) error {
 		}
 		return nil
 	}
-	return errors.New(`want "*", "*@domain", "name@domain", "+number" or "+prefix*"`)
+	return errors.New(`want "*", "*@domain", "name@domain", "+number", "+prefix*" or a Slack user "U…"`)
 }
 
 // allowed reports whether the (normalised) sender matches one of the
@@ -81,10 +83,15 @@ func allowed(channel, from string, patterns []string) bool {
 	}
 	spec, _ := envelope.Channel(channel)
 	email, number := spec.Address == envelope.AddressEmail, spec.Address == envelope.AddressNumber
+	slackUser := spec.Address == envelope.AddressSlack
 	for _, p := range patterns {
 		switch {
 		case p == "*":
 			return true
+		case slackUser && envelope.SlackUser(p):
+			if from == p {
+				return true
+			}
 		case email && strings.HasPrefix(p, "*@"):
 			if strings.HasSuffix(from, strings.ToLower(p[1:])) && strings.Count(from, "@") == 1 {
 				return true

@@ -292,6 +292,8 @@ func duplicateMayGoOn(in envelope.Inbound) bool {
 		return in.Token == "" && !in.TokenConflict && in.Decision == ""
 	case envelope.ClassMessaging:
 		return in.ButtonPayload == "" && !approvals.IsOptOut(in.Text)
+	case envelope.ClassChat:
+		return in.ButtonPayload == ""
 	}
 	return false
 }
@@ -359,10 +361,59 @@ func (r *Router) route(ctx context.Context, in envelope.Inbound) (route, error) 
 			return route{agent: name, our: our, how: "address", threadKey: key}, nil
 		}
 		return route{}, nil
+	case envelope.ClassChat:
+		return r.slackRoute(ctx, in)
 	}
 	for _, a := range r.recipients(in) {
 		if name, ok := r.byAddress[in.Channel][a]; ok {
 			return route{agent: name, our: a, how: "address"}, nil
+		}
+	}
+	return route{}, nil
+}
+
+// Entries of AgentConfig.Slack besides a channel id.
+const (
+	// SlackIM takes direct messages to the Slack app.
+	SlackIM = "im"
+	// SlackAnyChannel takes mentions of the app in a channel no agent
+	// lists by its id.
+	SlackAnyChannel = "*"
+)
+
+// SlackThread is the To of a Slack message: the thread it is in (the
+// conversation id, "/", the thread's ts), which is the conversation's
+// thread and where its answers are posted.
+func SlackThread(channel, threadTS string) string { return channel + "/" + threadTS }
+
+// slackRoute finds the conversation of a Slack message by its thread (To,
+// see SlackThread), or else the agent that takes messages where it was
+// written: its Recipients are SlackIM for a direct message, the channel
+// id for a mention. A thread, being explicit, stays the conversation's
+// however long it was quiet (as a mail thread does).
+func (r *Router) slackRoute(ctx context.Context, in envelope.Inbound) (route, error) {
+	ch, ts, ok := strings.Cut(in.To, "/")
+	if !ok || ch == "" || ts == "" {
+		return route{}, nil
+	}
+	key := store.ThreadKey(in.Channel, ch, ts)
+	c, err := r.db.ConversationByThread(ctx, key)
+	switch {
+	case err == nil:
+		if rt, ok := r.threadRoute(c, "thread"); ok {
+			rt.threadKey = key
+			return rt, nil
+		}
+	case !errors.Is(err, store.ErrNotFound):
+		return route{}, err
+	}
+	for _, where := range in.Recipients {
+		name, ok := r.byAddress[in.Channel][where]
+		if !ok && where != SlackIM {
+			name, ok = r.byAddress[in.Channel][SlackAnyChannel]
+		}
+		if ok {
+			return route{agent: name, our: in.To, how: "address", threadKey: key}, nil
 		}
 	}
 	return route{}, nil

@@ -437,6 +437,12 @@ func (r *Router) resolve(c *store.Conversation) (store.NewDelivery, error) {
 	}
 	nd := store.NewDelivery{Channel: c.Channel, To: to,
 		Extra: map[string]string{envelope.ExtraConversation: c.ID, envelope.ExtraFrom: c.OurAddress}}
+	if classOf(c.Channel) == envelope.ClassChat {
+		// The answer goes into the conversation's Slack thread.
+		if ch, ts, ok := strings.Cut(c.OurAddress, "/"); ok && ch != "" && ts != "" {
+			nd.To, nd.Extra[envelope.ExtraThreadTS] = ch, ts
+		}
+	}
 	if classOf(c.Channel) == envelope.ClassEmail {
 		if s := replySubject(c.Subject); s != "" {
 			nd.Extra[envelope.ExtraSubject] = s

@@ -15,6 +15,9 @@ const (
 	// person's last message.
 	ExtraInReplyTo  = "inReplyTo"
 	ExtraReferences = "references"
+	// ExtraThreadTS is the Slack thread (its ts) an answer is posted in;
+	// the delivery's To is then the conversation id (C…, D…) of the thread.
+	ExtraThreadTS = "thread_ts"
 	// ExtraTemplate names a provider template to send instead of the
 	// envelope: "window" is WhatsApp's window template (the answer itself
 	// is held until the person writes again).

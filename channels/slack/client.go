@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/slack-go/slack"
+
+	"github.com/cool-ai/beachd/envelope"
 )
 
 // ClientConfig configures the Web API client.
@@ -36,6 +38,7 @@ type webAPI interface {
 	UpdateMessageContext(ctx context.Context, channelID, timestamp string, options ...slack.MsgOption) (string, string, string, error)
 	PostEphemeralContext(ctx context.Context, channelID, userID string, options ...slack.MsgOption) (string, error)
 	GetUserByEmailContext(ctx context.Context, email string) (*slack.User, error)
+	AuthTestContext(ctx context.Context) (*slack.AuthTestResponse, error)
 }
 
 var _ webAPI = (*slack.Client)(nil)
@@ -126,6 +129,23 @@ func (c *Client) LookupByEmail(ctx context.Context, email string) (string, error
 		return "", errors.New("users.lookupByEmail: no user id in the answer")
 	}
 	return u.ID, nil
+}
+
+// Self is the app's bot as auth.test names it: its user id, bot id and
+// workspace.
+func (c *Client) Self(ctx context.Context) (Identity, error) {
+	r, err := c.api.AuthTestContext(ctx)
+	if err != nil {
+		return Identity{}, fmt.Errorf("auth.test: %w", err)
+	}
+	if r == nil || !envelope.SlackUser(r.UserID) {
+		return Identity{}, errors.New("auth.test: no bot user id in the answer")
+	}
+	id := Identity{UserID: r.UserID, BotID: r.BotID}
+	if teamIDPattern.MatchString(r.TeamID) {
+		id.TeamID = r.TeamID
+	}
+	return id, nil
 }
 
 // bearer sends the token as Authorization: Bearer on every call, as Slack

@@ -146,7 +146,7 @@ func (s *Sender) Deliver(ctx context.Context, job *channels.Job) (*channels.Resu
 
 // ExtraThreadTS is the delivery Extra key of the thread a message answers
 // in (a conversation's thread_ts).
-const ExtraThreadTS = "thread_ts"
+const ExtraThreadTS = envelope.ExtraThreadTS
 
 // rewriteIfDecided rewrites a just-posted message whose approvals were all
 // decided already. It reports whether it did; a failure is logged (the

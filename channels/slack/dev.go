@@ -20,12 +20,14 @@ import (
 // happened to it since (rewritten after a decision), or a note shown to
 // one user.
 type Recorded struct {
-	DeliveryID string              `json:"deliveryId"`
-	Channel    string              `json:"channel"` // the conversation it went to
-	TS         string              `json:"ts"`
-	To         string              `json:"to"` // the recipient as addressed
-	Text       string              `json:"text"`
-	Blocks     []render.SlackBlock `json:"blocks"`
+	DeliveryID string `json:"deliveryId"`
+	Channel    string `json:"channel"` // the conversation it went to
+	TS         string `json:"ts"`
+	// ThreadTS is the thread it was posted in (a conversation's answer).
+	ThreadTS string              `json:"threadTs,omitempty"`
+	To       string              `json:"to"` // the recipient as addressed
+	Text     string              `json:"text"`
+	Blocks   []render.SlackBlock `json:"blocks"`
 	// Buttons are the approval buttons' action ids and values, for a
 	// click from the dev inbox.
 	Buttons   []render.SlackButton `json:"buttons,omitempty"`
@@ -89,7 +91,7 @@ func (r *Recorder) Deliver(ctx context.Context, job *channels.Job) (*channels.Re
 		ch = "D" + ch[1:] // as Slack answers with the direct message
 	}
 	rec := Recorded{DeliveryID: d.ID, Channel: ch, TS: fmt.Sprintf("%d.%06d", r.now().Unix(), r.n), To: d.To,
-		Text: msg.Text, Blocks: msg.Blocks, At: r.now()}
+		ThreadTS: d.Extra[ExtraThreadTS], Text: msg.Text, Blocks: msg.Blocks, At: r.now()}
 	for _, b := range msg.Blocks {
 		for _, e := range b.Elements {
 			if bt, ok := e.(render.SlackButton); ok {
@@ -124,15 +126,98 @@ func (r *Recorder) Messages() []Recorded {
 	return append([]Recorded(nil), r.msgs...)
 }
 
-// DevHandler lists the recorded Slack messages (GET /dev/slack/messages)
-// and presses a button as a Slack user (POST /dev/slack/click, form
-// fields user, channel, value and action): the click is signed with
-// Secret and goes through Interactions exactly as Slack's would.
+// DevHandler lists the recorded Slack messages (GET /dev/slack/messages),
+// presses a button as a Slack user (POST /dev/slack/click, form fields
+// user, channel, value and action) and writes to the app as a Slack user
+// (POST /dev/slack/message, form fields user, text, and channel and
+// thread_ts): the click or event is signed with Secret and goes through
+// Interactions or Events exactly as Slack's would.
 type DevHandler struct {
 	Log          *Recorder
 	Interactions http.Handler
-	Secret       string
-	Now          func() time.Time
+	// Events is the Events API endpoint; nil: /dev/slack/message is off.
+	Events http.Handler
+	Secret string
+	Now    func() time.Time
+
+	mu sync.Mutex
+	n  int
+}
+
+// DevTeam is the workspace of the events `beachd dev` makes.
+const DevTeam = "T0BEACHDEV"
+
+// DevMessage is what POST /dev/slack/message answers: where the message
+// was written (the thread to continue it in) and the endpoint's status.
+type DevMessage struct {
+	Status   int    `json:"status"`
+	Channel  string `json:"channel"`
+	TS       string `json:"ts"`
+	ThreadTS string `json:"threadTs"`
+	EventID  string `json:"eventId"`
+}
+
+// Message writes to the app as a Slack user: a direct message (channel
+// empty or D…) or a mention of the app (channel C…), in the thread
+// thread_ts when given, signed and posted to Events as Slack would.
+func (h *DevHandler) Message(w http.ResponseWriter, r *http.Request) {
+	if h.Events == nil {
+		http.Error(w, "no Slack events endpoint", http.StatusNotFound)
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	if err := r.ParseForm(); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	user, ch, text, thread := r.Form.Get("user"), r.Form.Get("channel"), r.Form.Get("text"), r.Form.Get("thread_ts")
+	if !envelope.SlackUser(user) || strings.TrimSpace(text) == "" {
+		http.Error(w, "user (U…) and text are required", http.StatusBadRequest)
+		return
+	}
+	if ch == "" {
+		ch = "D" + user[1:]
+	}
+	if !envelope.SlackConversation(ch) || ch[0] == 'U' || ch[0] == 'W' {
+		http.Error(w, "channel must be a direct message (D…) or a channel (C…, G…)", http.StatusBadRequest)
+		return
+	}
+	if thread != "" && !tsPattern.MatchString(thread) {
+		http.Error(w, "thread_ts must be a Slack timestamp such as 1767225600.000100", http.StatusBadRequest)
+		return
+	}
+	now := h.Now()
+	h.mu.Lock()
+	h.n++
+	n := h.n
+	h.mu.Unlock()
+	ts := fmt.Sprintf("%d.%06d", now.Unix(), n%1000000)
+	event := map[string]any{"type": "message", "channel": ch, "channel_type": "im", "user": user, "text": text, "ts": ts, "event_ts": ts}
+	if ch[0] != 'D' {
+		event = map[string]any{"type": "app_mention", "channel": ch, "user": user, "text": "<@U0BEACHDEV> " + text, "ts": ts, "event_ts": ts}
+	}
+	if thread != "" {
+		event["thread_ts"] = thread
+	}
+	evID := fmt.Sprintf("Ev0DEV%d%06d", now.Unix(), n%1000000)
+	body, _ := json.Marshal(map[string]any{"type": "event_callback", "team_id": DevTeam, "event_id": evID,
+		"event_time": now.Unix(), "event": event})
+	req, err := http.NewRequestWithContext(r.Context(), http.MethodPost, "/v1/inbound/slack/events", strings.NewReader(string(body)))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	sts := fmt.Sprint(now.Unix())
+	req.Header.Set(HeaderTimestamp, sts)
+	req.Header.Set(HeaderSignature, SignatureHeader(h.Secret, sts, body))
+	sw := &statusWriter{h: http.Header{}, code: http.StatusOK}
+	h.Events.ServeHTTP(sw, req)
+	if thread == "" {
+		thread = ts
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(sw.code)
+	json.NewEncoder(w).Encode(DevMessage{Status: sw.code, Channel: ch, TS: ts, ThreadTS: thread, EventID: evID})
 }
 
 // Messages serves the recorded messages as JSON.

@@ -153,7 +153,7 @@ func TestDevInboundPassesDevCheck(t *testing.T) {
 	}
 	got := cfg.InboundAgents()[devAgentName]
 	want := config.Inbound{Email: []string{"agent@beachd.localhost"}, SMS: []string{"+15550001111"}, WhatsApp: []string{"+15550001111"},
-		Allow: []string{"*"}, IdleTimeout: 24 * time.Hour, PerMinute: 10, PerHour: 100, RefuseUnknown: true}
+		Slack: []string{"im", "*"}, Allow: []string{"*"}, IdleTimeout: 24 * time.Hour, PerMinute: 10, PerHour: 100, RefuseUnknown: true}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("dev inbound\n got %+v\nwant %+v", got, want)
 	}

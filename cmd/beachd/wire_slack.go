@@ -18,6 +18,10 @@ import (
 // Interactivity request URL.
 const slackInteractionsPath = "/v1/inbound/slack/interactions"
 
+// Where Slack posts events (direct messages to the app, mentions of it);
+// public_url + this path is the app's Event Subscriptions request URL.
+const slackEventsPath = "/v1/inbound/slack/events"
+
 const defaultSlackTimeout = 15 * time.Second
 
 // wireSlack builds the Slack deliverer from the `slack:` section. In
@@ -63,8 +67,29 @@ func (a *app) wireSlack() error {
 	// Button clicks, verified with the signing secret, go to the same
 	// approvals service as every other channel's answers; after any
 	// decision the Slack messages that asked are rewritten.
-	_, err = a.wireSlackInbound(c.SigningSecret, c.TeamID, client, log)
+	if _, err = a.wireSlackInbound(c.SigningSecret, c.TeamID, client, log); err != nil {
+		return err
+	}
+	// Direct messages and mentions, verified with the same secret, go to
+	// the same decider: conversations with the agents whose
+	// inbound.slack takes them.
+	_, err = a.wireSlackEvents(c.SigningSecret, c.TeamID, client.Self, log)
 	return err
+}
+
+// wireSlackEvents mounts the Events API endpoint.
+func (a *app) wireSlackEvents(secret, team string, self func(context.Context) (slack.Identity, error), log *slog.Logger) (http.Handler, error) {
+	h, err := slack.NewEventHandler(slack.EventsConfig{SigningSecret: secret, TeamID: team, Self: self, Now: a.now},
+		a.db, lateDecider{a}, log)
+	if err != nil {
+		return nil, err
+	}
+	a.routes = append(a.routes, api.Route{Method: "POST", Pattern: slackEventsPath, Handler: h, Auth: false})
+	if self != nil {
+		// auth.test at start: Slack's 3 seconds are not spent on it.
+		a.workers = append(a.workers, worker{name: "slack-identity", run: h.Prime})
+	}
+	return h, nil
 }
 
 // wireSlackInbound mounts the interactivity endpoint and the message
@@ -92,13 +117,24 @@ func (a *app) wireSlackRecorder(renderFn slack.RenderFunc) error {
 	if err != nil {
 		return err
 	}
-	dev := &slack.DevHandler{Log: rec, Interactions: h, Secret: secret, Now: a.now}
+	// Events of the dev workspace, signed with the same secret: the
+	// recorded messages never come back as events.
+	ev, err := a.wireSlackEvents(secret, slack.DevTeam, nil, a.log.With("component", "slack-dev"))
+	if err != nil {
+		return err
+	}
+	dev := &slack.DevHandler{Log: rec, Interactions: h, Events: ev, Secret: secret, Now: a.now}
 	open := a.listener != nil && isLoopback(a.listener.Addr())
 	a.routes = append(a.routes,
 		api.Route{Method: "GET", Pattern: "/dev/slack/messages", Handler: http.HandlerFunc(dev.Messages), Auth: !open},
-		api.Route{Method: "POST", Pattern: "/dev/slack/click", Handler: http.HandlerFunc(dev.Click), Auth: !open})
+		// Both act without a key on loopback (a click decides, a message
+		// starts a turn): only posts no other web site can have made a
+		// browser send.
+		api.Route{Method: "POST", Pattern: "/dev/slack/click", Handler: devPostGuard(http.HandlerFunc(dev.Click), open, a.cfg.PublicURL), Auth: !open},
+		api.Route{Method: "POST", Pattern: "/dev/slack/message", Handler: devPostGuard(http.HandlerFunc(dev.Message), open, a.cfg.PublicURL), Auth: !open})
 	a.banner = append(a.banner,
-		fmt.Sprintf("slack         %s/dev/slack/messages   (recorded, not sent; press a button: curl %[1]s/dev/slack/click -d user=U012AB3CD -d channel=D… --data-urlencode value=…)", a.cfg.PublicURL))
+		fmt.Sprintf("slack         %s/dev/slack/messages   (recorded, not sent; press a button: curl %[1]s/dev/slack/click -d user=U012AB3CD -d channel=D… --data-urlencode value=…)", a.cfg.PublicURL),
+		fmt.Sprintf("slack         write to the agent as a Slack user: curl %s/dev/slack/message -d user=U012AB3CD --data-urlencode text=… (-d thread_ts=… to continue a thread)", a.cfg.PublicURL))
 	return nil
 }
 

@@ -15,10 +15,13 @@ import (
 // answers every request with the same example). It answers
 // chat.postMessage, chat.update, chat.postEphemeral and
 // users.lookupByEmail as Slack does (form or JSON bodies, {"ok":…}); its
-// users are Users (email → id).
+// users are Users (email → id); auth.test names BotUser in Team.
 type Fake struct {
 	URL   string
 	Users map[string]string
+	// BotUser, BotID and Team are what auth.test answers: the app's bot
+	// and its workspace.
+	BotUser, BotID, Team string
 
 	mu         sync.Mutex
 	n          int
@@ -34,7 +37,7 @@ type Call struct {
 
 // StartFake serves the fake until the test ends.
 func StartFake(t testing.TB) *Fake {
-	f := &Fake{Users: map[string]string{}}
+	f := &Fake{Users: map[string]string{}, BotUser: "U0BEACHD1", BotID: "B0BEACHD1", Team: "T0BEACHD1"}
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
 	f.URL = srv.URL + "/"
@@ -75,6 +78,9 @@ func (f *Fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "chat.postEphemeral":
 		f.Ephemerals = append(f.Ephemerals, c)
 		json.NewEncoder(w).Encode(map[string]any{"ok": true, "message_ts": "1767225600.999999"})
+	case "auth.test":
+		json.NewEncoder(w).Encode(map[string]any{"ok": true, "url": "https://beachd-test.slack.com/", "team": "beachd",
+			"user": "beachd", "team_id": f.Team, "user_id": f.BotUser, "bot_id": f.BotID})
 	case "users.lookupByEmail":
 		id, ok := f.Users[strings.ToLower(r.Form.Get("email"))]
 		if !ok {
