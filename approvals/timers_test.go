@@ -245,16 +245,6 @@ func (h *harness) trailKinds(id string) string {
 	if err := VerifyHead(evs, head); err != nil {
 		h.t.Fatalf("trail of %s: %v", id, err)
 	}
-	var kinds []string
-	for _, e := range evs {
-		k := e.Kind
-		if d := e.Evidence["disposition"]; d != "" {
-			k += ":" + d
-		}
-		if w := e.Evidence["why"]; w != "" {
-			k += ":" + w
-		}
-		kinds = append(kinds, k)
-	}
+	kinds := trailKinds(evs)
 	return strings.Join(kinds, " ")
 }
