@@ -417,17 +417,12 @@ func (s *service) listConversations(ctx context.Context, raw json.RawMessage) (a
 
 func (s *service) readConversation(ctx context.Context, raw json.RawMessage) (any, error) {
 	a := readArgs(raw, "id")
-	id := a.str("id", true, 64)
-	if id != "" && !api.ValidID(id, "cnv_") {
-		a.add("id", "not a conversation id (cnv_…)")
-	}
+	id := conversationID(a)
 	if err := a.err(); err != nil {
 		return nil, err
 	}
-	d, err := s.cfg.Conversations.Conversation(ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, notFound("id", fmt.Sprintf("no conversation has the id %q", id))
-	} else if err != nil {
+	d, err := s.conversation(ctx, id)
+	if err != nil {
 		return nil, err
 	}
 	if d.Messages == nil {
@@ -441,20 +436,15 @@ func (s *service) readConversation(ctx context.Context, raw json.RawMessage) (an
 
 func (s *service) replyToConversation(ctx context.Context, raw json.RawMessage) (any, error) {
 	a := readArgs(raw, "id", "text", "idempotencyKey")
-	id := a.str("id", true, 64)
+	id := conversationID(a)
 	text := a.str("text", true, int(s.cfg.Ingester.MaxEnvelopeBytes()))
 	key := a.str("idempotencyKey", false, maxIdempotencyKey)
-	if id != "" && !api.ValidID(id, "cnv_") {
-		a.add("id", "not a conversation id (cnv_…)")
-	}
 	if err := a.err(); err != nil {
 		return nil, err
 	}
 	// The conversation's agent answers.
-	d, err := s.cfg.Conversations.Conversation(ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, notFound("id", fmt.Sprintf("no conversation has the id %q", id))
-	} else if err != nil {
+	d, err := s.conversation(ctx, id)
+	if err != nil {
 		return nil, err
 	}
 	to, _ := json.Marshal([]envelope.Recipient{{Conversation: id}})
@@ -506,3 +496,22 @@ func outputSchema[T any]() *jsonschema.Schema {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// conversationID reads the argument id, a conversation id (cnv_…).
+func conversationID(a *args) string {
+	id := a.str("id", true, 64)
+	if id != "" && !api.ValidID(id, "cnv_") {
+		a.add("id", "not a conversation id (cnv_…)")
+	}
+	return id
+}
+
+// conversation reads conversation id; one that does not exist is a tool
+// error naming the argument.
+func (s *service) conversation(ctx context.Context, id string) (*api.ConversationDetail, error) {
+	d, err := s.cfg.Conversations.Conversation(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, notFound("id", fmt.Sprintf("no conversation has the id %q", id))
+	}
+	return d, err
+}
