@@ -68,7 +68,13 @@ func (p *policyPeer) ask(t *testing.T, id, to string) (int, map[string]any) {
 // injected is what the JS agent received for approval id, in order.
 func (p *policyPeer) injected(t *testing.T, id string) []map[string]any {
 	t.Helper()
-	r, err := p.js.Received(context.Background())
+	return jsInjected(t, p.js, id)
+}
+
+// jsInjected is what the JS agent js received for approval id, in order.
+func jsInjected(t *testing.T, js *a2ajstest.Server, id string) []map[string]any {
+	t.Helper()
+	r, err := js.Received(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -344,19 +350,7 @@ func (p *twilioPolicyPeer) acked(t *testing.T, number string) {
 // came once, granted by decidedBy.
 func (p *twilioPolicyPeer) exactlyOne(t *testing.T, id, decidedBy string) {
 	t.Helper()
-	injected := func() []map[string]any {
-		r, err := p.js.Received(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []map[string]any
-		for _, a := range r.Approvals {
-			if a.Response["approvalId"] == id {
-				out = append(out, a.Response)
-			}
-		}
-		return out
-	}
+	injected := func() []map[string]any { return jsInjected(t, p.js, id) }
 	poll.Eventually(t, 30*time.Second, "the decision at the agent", func() bool { return len(injected()) > 0 })
 	time.Sleep(300 * time.Millisecond) // a second injection would come now
 	if got := injected(); len(got) != 1 || got[0]["decision"] != "granted" || got[0]["decidedBy"] != decidedBy {
