@@ -230,8 +230,7 @@ slack: {bot_token: "xoxb-1234567890-abcdefghij", signing_secret: "%s", api_base_
 	// after the decision). A message posted again after a kill (Slack
 	// took the first post, the kill came before its record) leaves the
 	// first copy unknown to beachd and so unrewritten (its buttons answer
-	// that the request is decided): no more of those than extra copies,
-	// and at most one a kill.
+	// that the request is decided): no more copies than kills.
 	unrewritten := func() (left, copies int) {
 		posts, ups, _ := slackAPI.Snapshot()
 		done := map[string]bool{}
@@ -253,11 +252,15 @@ slack: {bot_token: "xoxb-1234567890-abcdefghij", signing_secret: "%s", api_base_
 	for end := time.Now().Add(45 * time.Second); left > copies && time.Now().Before(end); left, copies = unrewritten() {
 		time.Sleep(100 * time.Millisecond)
 	}
-	if left > copies || copies > kills {
-		t.Fatalf("%d Slack messages of decided approvals not rewritten, more than the %d posted again after a kill (%d kills)\n%s", left, copies, kills, d.stderr)
+	// A message whose post was in flight when its approval was decided
+	// (Slack took it, its ts not yet recorded) is not known to the rewrite
+	// either: with the copies, at most one such message a kill.
+	if left > copies+kills || copies > kills {
+		d.stop()
+		t.Fatalf("%d Slack messages of decided approvals not rewritten, more than the %d posted again after a kill and one a kill (%d kills)\n%s", left, copies, kills, d.stderr)
 	}
 	if left > 0 {
-		t.Logf("%d Slack messages posted again across a kill: the first copy, unknown to beachd, keeps its buttons", left)
+		t.Logf("%d Slack messages not rewritten: %d copies posted again across a kill, the others in flight when decided", left, copies)
 	}
 	// Every approval reads granted, decided once.
 	for i := 0; i < n; i++ {
