@@ -315,7 +315,7 @@ func (c *Client) SendMessage(ctx context.Context, agentName string, msg *Message
 	var pt *pushTurn
 	var pc *pushConfig
 	if c.push != nil && t.current(ctx).Push {
-		pt = c.push.register(agentName)
+		pt = c.push.register(ctx, agentName)
 		pc = &pushConfig{URL: c.push.URL(pt.id), Token: c.push.Token(pt.id)}
 	}
 	var turn *Turn
@@ -436,8 +436,15 @@ func (c *Client) WaitTurn(ctx context.Context, agentName string, turn *Turn, pol
 				return nil, fmt.Errorf("get task %s on %s: %w", turn.TaskID, agentName, err)
 			}
 			task = nil
-			if serr := sleep(ctx, poll); serr != nil {
+			// A failed read waits like a poll, and a push that settles
+			// the turn meanwhile answers it.
+			pushed, serr := c.waitPush(ctx, turn, poll, wake)
+			if serr != nil {
 				return nil, fmt.Errorf("wait for turn %s on %s: %w (last error: %v)", turn.TaskID, agentName, serr, err)
+			}
+			if pushed != nil {
+				turn.Task, turn.AnsweredBy = pushed, AnsweredByPush
+				return TaskEnvelope(pushed, c.now()), nil
 			}
 		}
 	}
@@ -460,8 +467,16 @@ func (c *Client) waitPush(ctx context.Context, turn *Turn, poll time.Duration, w
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-timer.C:
+			// Before asking the agent: the pushes other replicas
+			// received, in case their wake-up was lost.
+			if c.push.takeRelayed(ctx, turn.push, true) {
+				if task, ok := c.push.settled(turn.push); ok {
+					return task, nil
+				}
+			}
 			return nil, nil
 		case <-wake:
+			c.push.takeRelayed(ctx, turn.push, false)
 			if c.push.needsPoll(turn.push) {
 				return nil, nil
 			}

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
@@ -33,9 +34,14 @@ import (
 // are folded into its task; once that task settles, WaitTurn returns it —
 // the one place a turn's answer comes from, so it is delivered once
 // whether a push or a poll saw it first. WaitTurn keeps polling, slowed by
-// PushPollFactor, in case pushes stop. An update for a turn nobody waits
-// for here (finished, unknown, or waited for by another replica, which
-// polls) is answered 410 and ignored.
+// PushPollFactor, in case pushes stop.
+//
+// Replicas sharing a store (UseRelay) accept a push for a turn another
+// replica waits for: the waiting replica records the turn when it starts
+// it, the receiving one appends the push to that record and wakes the
+// waiting one, which takes the record's pushes and folds them into its
+// task as if they had arrived there (PushRelay). An update for a turn
+// nobody waits for (finished or unknown) is answered 410 and ignored.
 
 // PushPath is where push notifications arrive: PushPath + turn id.
 const PushPath = "/v1/a2a/push/"
@@ -68,9 +74,112 @@ type Pushes struct {
 	maxBytes int64
 	log      *slog.Logger
 
+	relay PushRelay
+
 	mu    sync.Mutex
 	turns map[string]*pushTurn
 	added int
+}
+
+// PushRelay hands push notifications between the replicas that share a
+// store: a push may reach any of them, and the answer is the waiting
+// replica's to give. Each turn that asks for pushes has a record while a
+// replica waits for it.
+type PushRelay interface {
+	// Open records that turn id waits for pushes.
+	Open(ctx context.Context, id string) error
+	// Close removes turn id's record: later pushes for it are refused.
+	Close(ctx context.Context, id string) error
+	// Forward appends body, a push for turn id received by this replica,
+	// to the turn's record and wakes the replica that waits for it
+	// (PushWakeTopic). ok is false when no replica waits for turn id. When
+	// the record's pushes would pass max bytes, body is dropped and the
+	// record says so.
+	Forward(ctx context.Context, id string, body []byte, max int64) (ok bool, err error)
+	// Take removes and returns the pushes the record of turn id holds,
+	// oldest first, and whether one was dropped.
+	Take(ctx context.Context, id string) (bodies [][]byte, dropped bool, err error)
+}
+
+// PushWakeTopic is the store wake-up topic by which a replica that
+// forwarded a push wakes the others: PushWakeTopic + " " + turn id.
+const PushWakeTopic = "a2a-push"
+
+// UseRelay makes p accept pushes for the turns other replicas wait for,
+// and hand its own turns' pushes received elsewhere to their waiters
+// (Relayed). Call it before the first turn.
+func (p *Pushes) UseRelay(r PushRelay) { p.relay = r }
+
+// Relayed tells p that pushes for turn id were forwarded to its record by
+// another replica: the turn's waiter, if it is this replica, takes them.
+func (p *Pushes) Relayed(id string) {
+	p.mu.Lock()
+	pt, ok := p.turns[id]
+	if ok {
+		pt.relayed = true
+	}
+	p.mu.Unlock()
+	if ok {
+		select {
+		case pt.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// relayTimeout bounds one call to the relay made outside a request.
+const relayTimeout = 10 * time.Second
+
+// takeRelayed folds into pt the pushes other replicas forwarded for it. A
+// dropped push (the record was full) is a gap: the task is read once the
+// pushes say it settled, and at once if they already do. It reports
+// whether pt changed.
+func (p *Pushes) takeRelayed(ctx context.Context, pt *pushTurn, always bool) bool {
+	if p.relay == nil {
+		return false
+	}
+	p.mu.Lock()
+	due := pt.relayed || always
+	pt.relayed = false
+	p.mu.Unlock()
+	if !due {
+		return false
+	}
+	via := "wake"
+	if always {
+		via = "poll"
+	}
+	ctx, cancel := context.WithTimeout(ctx, relayTimeout)
+	defer cancel()
+	bodies, dropped, err := p.relay.Take(ctx, pt.id)
+	if err != nil {
+		p.log.Warn("a2a push: take the pushes other replicas received", "turn", pt.id, "err", err)
+		return false
+	}
+	if len(bodies) == 0 && !dropped {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, b := range bodies {
+		u, err := DecodeUpdate(b)
+		if err != nil {
+			// The forwarding replica decoded it; this one cannot.
+			pt.gap = true
+			continue
+		}
+		if reason := pt.accept(u); reason != "" {
+			p.log.Info("a2a push refused", "turn", pt.id, "reason", reason, "relayed", via)
+			continue
+		}
+		pt.apply(u)
+		p.log.Debug("a2a push", "turn", pt.id, "agent", pt.agent, "kind", string(u.Kind), "generation", u.Generation,
+			"state", string(pt.task.Status.State), "relayed", via)
+	}
+	if dropped {
+		pt.gap = true
+	}
+	return true
 }
 
 // pushTurnMaxAge is how long a turn that nobody released (its WaitTurn
@@ -113,10 +222,12 @@ type pushTurn struct {
 	snapshot bool // task started from a whole task, not from parts of one
 	gap      bool // an update could not be applied: ask the agent
 	pushes   int
+	relayed  bool // another replica forwarded pushes for this turn
 }
 
-// register makes a new turn id that accepts pushes until release.
-func (p *Pushes) register(agentName string) *pushTurn {
+// register makes a new turn id that accepts pushes until release: on
+// every replica, when p relays.
+func (p *Pushes) register(ctx context.Context, agentName string) *pushTurn {
 	now := time.Now()
 	pt := &pushTurn{id: randomID(), agent: agentName, wake: make(chan struct{}, 1), added: now}
 	p.mu.Lock()
@@ -129,6 +240,13 @@ func (p *Pushes) register(agentName string) *pushTurn {
 		}
 	}
 	p.mu.Unlock()
+	if p.relay != nil {
+		if err := p.relay.Open(ctx, pt.id); err != nil {
+			// Pushes that reach another replica are refused; this one
+			// takes its own, and polls.
+			p.log.Warn("a2a push: record the turn for the other replicas", "turn", pt.id, "err", err)
+		}
+	}
 	return pt
 }
 
@@ -137,6 +255,13 @@ func (p *Pushes) release(pt *pushTurn) {
 	p.mu.Lock()
 	delete(p.turns, pt.id)
 	p.mu.Unlock()
+	if p.relay != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), relayTimeout)
+		defer cancel()
+		if err := p.relay.Close(ctx, pt.id); err != nil {
+			p.log.Warn("a2a push: remove the turn's record", "turn", pt.id, "err", err)
+		}
+	}
 }
 
 // setTask records the agent's task id (from SendMessage's answer); pushes
@@ -178,8 +303,30 @@ func cloneTask(t *Task) *Task {
 	return &c
 }
 
-// apply folds u into pt's task. Called with p.mu held.
+// accept returns why u cannot be this turn's (another task), or "".
+// Called with p.mu held.
+func (pt *pushTurn) accept(u *Update) string {
+	if u.TaskID != "" && pt.taskID != "" && u.TaskID != pt.taskID {
+		return "task " + clip(u.TaskID) + " is not this turn's task " + clip(pt.taskID)
+	}
+	return ""
+}
+
+// apply folds u into pt's task. Once the pushes gave a whole settled
+// task, an update that would unsettle it is one that left the agent
+// before (pushes reach several replicas, and are relayed, in no set
+// order): it is ignored. Called with p.mu held.
 func (pt *pushTurn) apply(u *Update) {
+	if pt.taskID == "" {
+		pt.taskID = u.TaskID
+	}
+	if pt.task != nil && pt.task.Status.State.Settled() && pt.snapshot && !pt.gap {
+		switch {
+		case u.Kind == UpdateTask && !u.Task.Status.State.Settled(),
+			u.Kind == UpdateStatus && !u.Status.State.Settled():
+			return
+		}
+	}
 	pt.pushes++
 	if pt.task == nil {
 		pt.task = &Task{ID: u.TaskID, ContextID: u.ContextID, Status: TaskStatus{State: StateSubmitted}}
@@ -267,16 +414,13 @@ func (p *Pushes) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	pt, ok := p.turns[id]
 	if !ok {
 		p.mu.Unlock()
-		p.refuse(w, http.StatusGone, id, "turn "+id+" is not waiting for an answer here (finished, unknown, or waited for by another replica); update ignored")
+		p.forward(w, r, id, b, u)
 		return
 	}
-	if u.TaskID != "" && pt.taskID != "" && u.TaskID != pt.taskID {
+	if reason := pt.accept(u); reason != "" {
 		p.mu.Unlock()
-		p.refuse(w, http.StatusBadRequest, id, "task "+clip(u.TaskID)+" is not this turn's task "+clip(pt.taskID))
+		p.refuse(w, http.StatusBadRequest, id, reason)
 		return
-	}
-	if pt.taskID == "" {
-		pt.taskID = u.TaskID
 	}
 	pt.apply(u)
 	state := pt.task.Status.State
@@ -286,5 +430,26 @@ func (p *Pushes) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 	}
 	p.log.Debug("a2a push", "turn", id, "agent", pt.agent, "kind", string(u.Kind), "generation", u.Generation, "state", string(state))
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// forward hands a push for a turn this replica does not wait for to the
+// replica that does, through the relay.
+func (p *Pushes) forward(w http.ResponseWriter, r *http.Request, id string, b []byte, u *Update) {
+	if p.relay == nil {
+		p.refuse(w, http.StatusGone, id, "turn "+id+" is not waiting for an answer (finished or unknown); update ignored")
+		return
+	}
+	ok, err := p.relay.Forward(r.Context(), id, b, p.maxBytes)
+	if err != nil {
+		p.log.Warn("a2a push: forward to the waiting replica", "turn", id, "err", err)
+		p.refuse(w, http.StatusServiceUnavailable, id, "the push could not be recorded; send it again")
+		return
+	}
+	if !ok {
+		p.refuse(w, http.StatusGone, id, "turn "+id+" is not waiting for an answer (finished or unknown); update ignored")
+		return
+	}
+	p.log.Debug("a2a push forwarded", "turn", id, "kind", string(u.Kind), "generation", u.Generation)
 	w.WriteHeader(http.StatusNoContent)
 }

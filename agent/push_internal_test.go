@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -110,8 +111,8 @@ func TestPushRoute(t *testing.T) {
 		_ = json.Unmarshal(w.Body.Bytes(), &e)
 		return w.Code, e.Error
 	}
-	pt := p.register("travel")
-	other := p.register("travel")
+	pt := p.register(context.Background(), "travel")
+	other := p.register(context.Background(), "travel")
 	p.setTask(pt, "t1")
 	if u := p.URL(pt.id); u != "https://beachd.example.org/v1/a2a/push/"+pt.id {
 		t.Errorf("push URL %s", u)
@@ -129,7 +130,7 @@ func TestPushRoute(t *testing.T) {
 		{"long id", strings.Repeat("x", 200), tok, seedPushStatus10, 401, "token missing or wrong"},
 		{"garbage", pt.id, tok, "\x00garbage", 400, "not a JSON object"},
 		{"huge", pt.id, tok, `{"task":"` + strings.Repeat("x", 5<<10) + `"}`, 413, "larger than 4096 bytes"},
-		{"unknown turn", "beachd-unknown", p.Token("beachd-unknown"), seedPushStatus10, 410, "not waiting for an answer here"},
+		{"unknown turn", "beachd-unknown", p.Token("beachd-unknown"), seedPushStatus10, 410, "not waiting for an answer (finished or unknown)"},
 		{"another task", pt.id, tok, strings.Replace(seedPushStatus10, `"t1"`, `"t2"`, 1), 400, "is not this turn's task"},
 	}
 	for _, c := range cases {

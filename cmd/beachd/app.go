@@ -106,6 +106,9 @@ type app struct {
 	// wakes are the functions each store wake-up topic calls.
 	singletons *singleton.Runner
 	wakes      map[string][]func()
+	// wakeArgs are the functions of the wake-up topics that carry an
+	// argument ("name arg").
+	wakeArgs map[string]func(string)
 }
 
 // buildApp opens the store and builds every part. Nothing runs yet.

@@ -123,6 +123,7 @@ func (a *app) wireApprovals() error {
 	// tokens derive from the approvals secret, so every replica checks
 	// them and they survive restarts.
 	pushes := agent.NewPushes(a.linkSecret, a.cfg.PublicURL, a.log.With("component", "a2a-push"))
+	a.wirePushRelay(pushes)
 	a.agents.UsePush(pushes)
 	a.routes = append(a.routes, api.Route{Pattern: agent.PushPath, Handler: pushes})
 	for n := range targets {

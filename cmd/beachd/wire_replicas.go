@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/cool-ai/beachd/config"
@@ -80,6 +81,15 @@ func (a *app) onWake(topic string, f func()) {
 	a.wakes[topic] = append(a.wakes[topic], f)
 }
 
+// onWakeArg makes f run with arg when another replica wakes this one with
+// the topic name + " " + arg (store.Wakeups).
+func (a *app) onWakeArg(name string, f func(arg string)) {
+	if a.wakeArgs == nil {
+		a.wakeArgs = map[string]func(string){}
+	}
+	a.wakeArgs[name] = f
+}
+
 // wireWakeups adds the worker that passes the store's wake-ups to the
 // parts that wait for due work; the embedded store has none.
 func (a *app) wireWakeups() {
@@ -87,16 +97,16 @@ func (a *app) wireWakeups() {
 	if ch == nil {
 		return
 	}
-	wakes := a.wakes
+	wakes, args := a.wakes, a.wakeArgs
 	a.workers = append(a.workers, worker{name: "wakeups", run: func(ctx context.Context) error {
-		routeWakeups(ctx, ch, wakes)
+		routeWakeups(ctx, ch, wakes, args)
 		return nil
 	}})
 }
 
-// routeWakeups calls the functions of each topic received on ch until ctx
-// ends or ch is closed.
-func routeWakeups(ctx context.Context, ch <-chan string, wakes map[string][]func()) {
+// routeWakeups calls the functions of each topic received on ch (or, for
+// a topic "name arg", args[name] with arg) until ctx ends or ch is closed.
+func routeWakeups(ctx context.Context, ch <-chan string, wakes map[string][]func(), args map[string]func(string)) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -104,6 +114,12 @@ func routeWakeups(ctx context.Context, ch <-chan string, wakes map[string][]func
 		case topic, ok := <-ch:
 			if !ok {
 				return
+			}
+			if name, arg, ok := strings.Cut(topic, " "); ok {
+				if f := args[name]; f != nil {
+					f(arg)
+				}
+				continue
 			}
 			for _, f := range wakes[topic] {
 				f()

@@ -78,7 +78,7 @@ func TestReadyWakeupsReachTheirWorkers(t *testing.T) {
 		ch <- topic
 	}
 	close(ch)
-	routeWakeups(context.Background(), ch, a.wakes)
+	routeWakeups(context.Background(), ch, a.wakes, a.wakeArgs)
 	if s := strings.Join(got, " "); s != "turns injector dispatcher" {
 		t.Fatalf("woken: %s", s)
 	}

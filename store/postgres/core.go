@@ -48,6 +48,35 @@ func (s *DB) DeleteKV(ctx context.Context, key string) error {
 	return nil
 }
 
+// UpdateKV changes key's value in one transaction that other replicas'
+// changes of it wait for: change gets the value (ok false when there is
+// none) and returns the new one, nil to leave the key as it is; an error
+// from change is returned and nothing changes. When a value was written
+// and topic is not empty, every replica is woken with topic (Wakeups) at
+// the commit.
+func (s *DB) UpdateKV(ctx context.Context, key, topic string, change func(val []byte, ok bool) ([]byte, error)) error {
+	return s.tx(ctx, func(tx pgx.Tx) error {
+		var val []byte
+		err := tx.QueryRow(ctx, `SELECT value FROM kv WHERE key = $1 FOR UPDATE`, key).Scan(&val)
+		ok := err == nil
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("get %s: %w", key, err)
+		}
+		next, err := change(val, ok)
+		if err != nil || next == nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO kv (key, value) VALUES ($1, $2)
+			ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`, key, next); err != nil {
+			return fmt.Errorf("put %s: %w", key, err)
+		}
+		if topic != "" {
+			return s.notify(ctx, tx, topic)
+		}
+		return nil
+	})
+}
+
 // MarkSeen records key as seen and reports whether this was the first
 // time; of two replicas marking one key, exactly one is first.
 func (s *DB) MarkSeen(ctx context.Context, key string) (first bool, err error) {
