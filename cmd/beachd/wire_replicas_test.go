@@ -66,20 +66,22 @@ func TestReadyzNamesTheSingletonsHeld(t *testing.T) {
 }
 
 // Each store wake-up topic reaches the functions registered for it, and
-// only those; an unknown topic is ignored.
+// only those (a topic with an argument, its name's with the argument); an
+// unknown topic is ignored.
 func TestReadyWakeupsReachTheirWorkers(t *testing.T) {
 	a := &app{}
 	var got []string
 	a.onWake(store.WakeDeliveries, func() { got = append(got, "dispatcher") })
 	a.onWake(store.WakeTurns, func() { got = append(got, "turns") })
 	a.onWake(store.WakeInjections, func() { got = append(got, "injector") })
+	a.onWakeArg("a2a-push", func(id string) { got = append(got, "push:"+id) })
 	ch := make(chan string, 8)
-	for _, topic := range []string{store.WakeTurns, "other", store.WakeInjections, store.WakeDeliveries} {
+	for _, topic := range []string{store.WakeTurns, "other", "a2a-push beachd-1", "other x", store.WakeInjections, store.WakeDeliveries} {
 		ch <- topic
 	}
 	close(ch)
 	routeWakeups(context.Background(), ch, a.wakes, a.wakeArgs)
-	if s := strings.Join(got, " "); s != "turns injector dispatcher" {
+	if s := strings.Join(got, " "); s != "turns push:beachd-1 injector dispatcher" {
 		t.Fatalf("woken: %s", s)
 	}
 }
