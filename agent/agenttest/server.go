@@ -21,6 +21,7 @@ import (
 	"github.com/a2aproject/a2a-go/a2a"
 	"github.com/a2aproject/a2a-go/a2asrv"
 	"github.com/a2aproject/a2a-go/a2asrv/eventqueue"
+	"github.com/a2aproject/a2a-go/a2asrv/push"
 
 	"github.com/cool-ai/beachd/envelope"
 )
@@ -46,7 +47,8 @@ type Received struct {
 // completes its task with a typed morning briefing (a response part "Good
 // morning. Three tasks today." and a domain-data part, slotKey "today",
 // listing three tasks); "fail:REASON" fails its task with REASON; "hang:"
-// leaves its task working forever. A message into an existing task that
+// leaves its task working forever; "slow:X" is working for Options.Slow
+// (400ms by default), then completes like any other message. A message into an existing task that
 // carries an approval-response part is recorded and completes the task.
 type Server struct {
 	URL string
@@ -55,7 +57,33 @@ type Server struct {
 	mu       sync.Mutex
 	received []Received
 	contexts []string
+	events   []Event
 	notify   chan struct{}
+	slow     time.Duration
+}
+
+// Options are StartWith's.
+type Options struct {
+	// Card serves a 0.3 agent card (protocolVersion 0.3.0, JSONRPC at URL)
+	// at /.well-known/agent-card.json.
+	Card bool
+	// Push says capabilities.pushNotifications in the card and gives the
+	// handler a2a-go's push notifications (a2asrv.WithPushNotifications:
+	// its in-memory config store and HTTP sender, which posts the whole
+	// task after each of its events to the URL a SendMessage names).
+	Push bool
+	// Slow is how long a "slow:" task works; 400ms when zero.
+	Slow time.Duration
+}
+
+// Event is one SendMessage or GetTask the agent served (Kind "call",
+// Method) or one push it sent (Kind "push", State of the task pushed, Err
+// when the push failed), in order.
+type Event struct {
+	Kind   string
+	Method string
+	State  string
+	Err    string
 }
 
 // Start starts the server; Close it when done. It serves no agent card,
@@ -65,13 +93,26 @@ func Start() *Server { return StartOn(nil, false) }
 // StartOn starts the server on l (a new loopback listener when nil); with
 // card, it also serves a 0.3 agent card (protocolVersion 0.3.0, JSONRPC at
 // URL) at /.well-known/agent-card.json.
-func StartOn(l net.Listener, card bool) *Server {
-	s := &Server{notify: make(chan struct{}, 1)}
+func StartOn(l net.Listener, card bool) *Server { return StartWith(l, Options{Card: card}) }
+
+// StartWith starts the server on l (a new loopback listener when nil) with
+// o.
+func StartWith(l net.Listener, o Options) *Server {
+	s := &Server{notify: make(chan struct{}, 1), slow: o.Slow}
+	if s.slow <= 0 {
+		s.slow = 400 * time.Millisecond
+	}
 	var lw io.Writer = io.Discard
 	if os.Getenv("AGENTTEST_LOG") != "" {
 		lw = os.Stderr
 	}
-	h := a2asrv.NewHandler(&executor{s: s}, a2asrv.WithLogger(slog.New(slog.NewTextHandler(lw, nil))))
+	opts := []a2asrv.RequestHandlerOption{a2asrv.WithLogger(slog.New(slog.NewTextHandler(lw, nil))),
+		a2asrv.WithCallInterceptor(calls{s})}
+	if o.Push {
+		opts = append(opts, a2asrv.WithPushNotifications(push.NewInMemoryStore(),
+			&sender{s: s, http: push.NewHTTPPushSender(&push.HTTPSenderConfig{Timeout: 10 * time.Second, FailOnError: true})}))
+	}
+	h := a2asrv.NewHandler(&executor{s: s}, opts...)
 	mux := http.NewServeMux()
 	mux.Handle("/", a2asrv.NewJSONRPCHandler(h))
 	s.srv = httptest.NewUnstartedServer(mux)
@@ -81,14 +122,56 @@ func StartOn(l net.Listener, card bool) *Server {
 	}
 	s.srv.Start()
 	s.URL = s.srv.URL + "/"
-	if card {
+	if o.Card {
 		mux.Handle(a2asrv.WellKnownAgentCardPath, a2asrv.NewStaticAgentCardHandler(&a2a.AgentCard{
 			Name: "a2a-go test agent", Description: "Suspends a turn on an approval-request.",
 			URL: s.URL, PreferredTransport: a2a.TransportProtocolJSONRPC, ProtocolVersion: "0.3.0",
-			Version: "1.0.0", DefaultInputModes: []string{"text"}, DefaultOutputModes: []string{"text"},
+			Capabilities: a2a.AgentCapabilities{PushNotifications: o.Push},
+			Version:      "1.0.0", DefaultInputModes: []string{"text"}, DefaultOutputModes: []string{"text"},
 			Skills: []a2a.AgentSkill{{ID: "travel", Name: "Travel", Description: "Books flights.", Tags: []string{"travel"}}}}))
 	}
 	return s
+}
+
+// calls records the SendMessage and GetTask calls the agent serves.
+type calls struct{ s *Server }
+
+func (c calls) Before(ctx context.Context, cc *a2asrv.CallContext, _ *a2asrv.Request) (context.Context, error) {
+	if m := strings.TrimPrefix(cc.Method(), "On"); m == "SendMessage" || m == "GetTask" {
+		c.s.event(Event{Kind: "call", Method: m})
+	}
+	return ctx, nil
+}
+
+func (calls) After(context.Context, *a2asrv.CallContext, *a2asrv.Response) error { return nil }
+
+// sender is a2a-go's HTTP push sender, recording each push.
+type sender struct {
+	s    *Server
+	http *push.HTTPPushSender
+}
+
+func (p *sender) SendPush(ctx context.Context, cfg *a2a.PushConfig, task *a2a.Task) error {
+	err := p.http.SendPush(ctx, cfg, task)
+	e := Event{Kind: "push", State: string(task.Status.State)}
+	if err != nil {
+		e.Err = err.Error()
+	}
+	p.s.event(e)
+	return nil // a refused push does not stop the task
+}
+
+func (s *Server) event(e Event) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.events = append(s.events, e)
+}
+
+// Events returns the calls served and the pushes sent so far, in order.
+func (s *Server) Events() []Event {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Event(nil), s.events...)
 }
 
 // Close stops the server.
@@ -168,6 +251,17 @@ func (e *executor) Execute(ctx context.Context, rc *a2asrv.RequestContext, q eve
 	}
 	if strings.HasPrefix(text, "hang:") {
 		return q.Write(ctx, a2a.NewStatusUpdateEvent(rc, a2a.TaskStateWorking, nil))
+	}
+	if r, ok := strings.CutPrefix(text, "slow:"); ok {
+		if err := q.Write(ctx, a2a.NewStatusUpdateEvent(rc, a2a.TaskStateWorking, nil)); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(e.s.slow):
+		}
+		text = r
 	}
 	if strings.HasPrefix(text, "brief:") {
 		art := a2a.NewArtifactEvent(rc,

@@ -74,7 +74,15 @@ func TestA2APushLatency(t *testing.T) {
 			}
 			slices.Sort(lat)
 			q := func(p float64) time.Duration { return lat[min(len(lat)-1, int(p*float64(len(lat))))] }
-			t.Logf("%s: %d turns, agent's final update → SMS sent: p50 %s, p99 %s, max %s", name, len(lat),
+			// How each turn's answer arrived: with pushes on, a turn
+			// answered by poll is one whose pushes did not settle it.
+			var turns struct{ Turns []struct{ AnsweredBy string } }
+			d.do("GET", fmt.Sprintf("/v1/turns?state=answered&limit=%d", n), nil, "", &turns)
+			by := map[string]int{}
+			for _, x := range turns.Turns {
+				by[x.AnsweredBy]++
+			}
+			t.Logf("%s: %d turns (answered by %v), agent's final update → SMS sent: p50 %s, p99 %s, max %s", name, len(lat), by,
 				q(0.50).Round(time.Millisecond), q(0.99).Round(time.Millisecond), lat[len(lat)-1].Round(time.Millisecond))
 		})
 	}

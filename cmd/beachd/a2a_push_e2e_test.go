@@ -10,6 +10,7 @@ import (
 
 	"github.com/cool-ai/beachd/agent"
 	"github.com/cool-ai/beachd/agent/a2ajstest"
+	"github.com/cool-ai/beachd/agent/agenttest"
 	"github.com/cool-ai/beachd/config"
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/internal/testkit/poll"
@@ -140,4 +141,143 @@ func checkPushes(t *testing.T, js *a2ajstest.Server, push bool, turns int) int {
 		}
 	}
 	return all
+}
+
+// TestA2APushEndToEnd03 is TestA2APushEndToEnd against an A2A 0.3 agent
+// built on a2a-go v0.3.3 with its push notifications
+// (a2asrv.WithPushNotifications, package a2asrv/push: the whole task after
+// each event, to the URL SendMessage names): a scheduled turn and a
+// conversation turn are answered by push, and the agent serves no GetTask
+// after its last push.
+func TestA2APushEndToEnd03(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the daemon with its mail server")
+	}
+	ag := agenttest.StartWith(nil, agenttest.Options{Card: true, Push: true})
+	defer ag.Close()
+	d := startDev(t, func(c *config.Config) {
+		a := c.Agents[devAgentName]
+		a.A2AURL = ag.URL
+		c.Agents[devAgentName] = a
+		c.Schedules = []config.ScheduleConfig{{Name: "brief", Cron: "0 8 * * *", Agent: devAgentName,
+			Message: "slow:Today's tasks", To: []envelope.Recipient{{Channel: envelope.ChannelWebhook, Endpoint: devSinkEndpoint}}}}
+	})
+	check := func(what string, settled int) {
+		t.Helper()
+		// The agent records a push once beachd has answered it.
+		poll.Eventually(t, 10*time.Second, what+"'s completed task pushed", func() bool {
+			n := 0
+			for _, e := range ag.Events() {
+				if e.Kind == "push" && e.State == "completed" {
+					n++
+				}
+			}
+			return n >= settled
+		})
+		var pushes, gets int
+		var errs []string
+		for _, e := range ag.Events() {
+			switch {
+			case e.Kind == "push" && e.Err != "":
+				errs = append(errs, e.Err)
+			case e.Kind == "push":
+				pushes++
+				gets = 0
+			case e.Kind == "call" && e.Method == "GetTask":
+				gets++
+			}
+		}
+		done := 0
+		for _, e := range ag.Events() {
+			if e.Kind == "push" && e.State == "completed" {
+				done++
+			}
+		}
+		if pushes == 0 || gets != 0 || len(errs) != 0 || done != settled {
+			t.Errorf("%s: %d pushes (%d completed, want %d), %d GetTask after the last, failed pushes %q: %+v",
+				what, pushes, done, settled, gets, errs, ag.Events())
+		}
+	}
+	if code := d.do("POST", "/v1/schedules/brief/run", nil, "", nil); code != 202 {
+		t.Fatalf("run now: %d", code)
+	}
+	poll.Eventually(t, 30*time.Second, "the scheduled turn's result at the sink", func() bool {
+		var sink struct {
+			Received []struct{ Envelope json.RawMessage }
+		}
+		d.do("GET", "/dev/sink", nil, "", &sink)
+		for _, r := range sink.Received {
+			if bytes.Contains(r.Envelope, []byte("Today's brief: Today's tasks")) {
+				return true
+			}
+		}
+		return false
+	})
+	var list struct {
+		Schedules []struct {
+			Last struct{ State, AnsweredBy string }
+		}
+	}
+	poll.Eventually(t, 10*time.Second, "the run's record", func() bool {
+		d.do("GET", "/v1/schedules", nil, "", &list)
+		return len(list.Schedules) == 1 && list.Schedules[0].Last.State == "succeeded"
+	})
+	if got := list.Schedules[0].Last.AnsweredBy; got != agent.AnsweredByPush {
+		t.Errorf("the run was answered by %q, want push", got)
+	}
+	check("the scheduled turn", 1)
+
+	const person = "+447700900779"
+	res := d.devSay(`{"channel":"sms","from":"` + person + `","text":"slow:Flights to Lisbon"}`)
+	if res.Outcome != envelope.DispositionTurn {
+		t.Fatalf("message: %+v", res)
+	}
+	poll.Eventually(t, 30*time.Second, "the conversation turn's answer by SMS", func() bool {
+		for _, m := range d.messages().Messages {
+			if m.To == person && strings.Contains(m.Body, "Today's brief: Flights to Lisbon") {
+				return true
+			}
+		}
+		return false
+	})
+	var turns struct {
+		Turns []struct{ State, AnsweredBy string }
+	}
+	poll.Eventually(t, 10*time.Second, "the turn's answered record", func() bool {
+		d.do("GET", "/v1/turns?state=answered", nil, "", &turns)
+		return len(turns.Turns) == 1
+	})
+	if got := turns.Turns[0].AnsweredBy; got != agent.AnsweredByPush {
+		t.Errorf("the conversation turn was answered by %q, want push", got)
+	}
+	check("the conversation turn", 2)
+}
+
+// TestDevAgent03Pushes: `beachd dev --agent-a2a 0.3`'s dev agent (a2a-go)
+// offers push notifications in its card and sends them with a2a-go's
+// sender, to beachd's push URL: the sample schedule's run is answered by
+// push.
+func TestDevAgent03Pushes(t *testing.T) {
+	d := startDev(t, func(c *config.Config) { c.DevAgentA2A = "0.3" })
+	if code := d.do("POST", "/v1/schedules/"+config.DevScheduleName+"/run", nil, "", nil); code != 202 {
+		t.Fatalf("run now: %d", code)
+	}
+	var runs struct {
+		Schedules []struct {
+			Last struct{ State, AnsweredBy string }
+		}
+	}
+	poll.Eventually(t, 30*time.Second, "the succeeded run", func() bool {
+		d.do("GET", "/v1/schedules", nil, "", &runs)
+		return len(runs.Schedules) == 1 && runs.Schedules[0].Last.State == "succeeded"
+	})
+	if st, _ := d.a.agents.Status(devAgentName); st.Generation != agent.V03 {
+		t.Fatalf("the dev agent speaks %q, want 0.3", st.Generation)
+	}
+	d.a.devAgent.mu.Lock()
+	pushes := d.a.devAgent.pushes
+	d.a.devAgent.mu.Unlock()
+	if got := runs.Schedules[0].Last.AnsweredBy; got != agent.AnsweredByPush || pushes == 0 {
+		t.Errorf("the 0.3 dev agent's run was answered by %q after %d accepted pushes, want push", got, pushes)
+	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/a2aproject/a2a-go/a2a"
 	"github.com/a2aproject/a2a-go/a2asrv"
 	"github.com/a2aproject/a2a-go/a2asrv/eventqueue"
+	"github.com/a2aproject/a2a-go/a2asrv/push"
 
 	jsonv2 "github.com/go-json-experiment/json"
 
@@ -93,9 +94,18 @@ func (t *devTasks) Get(ctx context.Context, id a2a.TaskID) (*a2a.Task, error) {
 
 // Before adopts an unknown task named by an incoming message as a task
 // suspended on input (a2asrv.CallInterceptor).
+// A new message whose request names beachd's push URL gets a gate: its
+// task is answered working, and completes (and is pushed) once the answer
+// is out (After), as the 1.0 dev agent's does.
 func (d *devAgent) Before(ctx context.Context, _ *a2asrv.CallContext, req *a2asrv.Request) (context.Context, error) {
 	p, ok := req.Payload.(*a2a.MessageSendParams)
-	if !ok || p.Message == nil || p.Message.TaskID == "" {
+	if !ok || p.Message == nil {
+		return ctx, nil
+	}
+	if p.Message.TaskID == "" {
+		if p.Config != nil && p.Config.PushConfig != nil && d.ownPushURL(p.Config.PushConfig.URL) {
+			ctx = context.WithValue(ctx, devGateKey{}, make(chan struct{}))
+		}
 		return ctx, nil
 	}
 	if _, err := d.tasks.Get(ctx, p.Message.TaskID); err == nil {
@@ -106,8 +116,23 @@ func (d *devAgent) Before(ctx context.Context, _ *a2asrv.CallContext, req *a2asr
 		Status: a2a.TaskStatus{State: a2a.TaskStateInputRequired, Timestamp: &now}})
 }
 
-// After implements a2asrv.CallInterceptor.
-func (d *devAgent) After(context.Context, *a2asrv.CallContext, *a2asrv.Response) error { return nil }
+// After opens a new task's gate (Before): its answer is out.
+func (d *devAgent) After(ctx context.Context, _ *a2asrv.CallContext, _ *a2asrv.Response) error {
+	if gate, ok := ctx.Value(devGateKey{}).(chan struct{}); ok {
+		close(gate)
+	}
+	return nil
+}
+
+// devGateKey holds a new task's gate in its request's context, which
+// a2a-go passes on to Execute.
+type devGateKey struct{}
+
+// ownPushURL reports whether url is beachd's own push URL, the only one
+// the dev agent posts to.
+func (d *devAgent) ownPushURL(url string) bool {
+	return d.fetchBase != "" && strings.HasPrefix(url, strings.TrimRight(d.fetchBase, "/")+agent.PushPath)
+}
 
 type devReceived struct {
 	ContextID string                    `json:"contextId"`
@@ -151,6 +176,17 @@ func (d *devAgent) Execute(ctx context.Context, rc *a2asrv.RequestContext, q eve
 		if err := q.Write(ctx, a2a.NewSubmittedTask(rc, msg)); err != nil {
 			return err
 		}
+		if gate, ok := ctx.Value(devGateKey{}).(chan struct{}); ok {
+			if err := q.Write(ctx, a2a.NewStatusUpdateEvent(rc, a2a.TaskStateWorking, nil)); err != nil {
+				return err
+			}
+			select {
+			case <-gate:
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(10 * time.Second):
+			}
+		}
 	}
 	reply := "Resumed."
 	if rc.StoredTask == nil {
@@ -188,9 +224,13 @@ func (d *devAgent) routes(base string, log *slog.Logger) []api.Route {
 	var card map[string]any
 	endpoint := base + "/dev/agent/"
 	if d.generation == agent.V03 {
-		h := a2asrv.NewHandler(d, a2asrv.WithLogger(log), a2asrv.WithTaskStore(&d.tasks), a2asrv.WithCallInterceptor(d))
+		// a2a-go's push notifications: the whole task, after each of its
+		// events, to beachd's own push URL only (devPush03).
+		h := a2asrv.NewHandler(d, a2asrv.WithLogger(log), a2asrv.WithTaskStore(&d.tasks), a2asrv.WithCallInterceptor(d),
+			a2asrv.WithPushNotifications(push.NewInMemoryStore(), devPush03{d}))
 		rpc = a2asrv.NewJSONRPCHandler(h)
-		card = map[string]any{"url": endpoint, "protocolVersion": "0.3.0", "preferredTransport": agent.BindingJSONRPC}
+		card = map[string]any{"url": endpoint, "protocolVersion": "0.3.0", "preferredTransport": agent.BindingJSONRPC,
+			"capabilities": map[string]any{"pushNotifications": true}}
 	} else {
 		rpc = http.HandlerFunc(d.serve10)
 		card = map[string]any{"supportedInterfaces": []map[string]any{
@@ -344,6 +384,26 @@ func (d *devAgent) pushFinal(cfg devPushConfig, task *agent.Task) {
 		d.pushes++
 		d.mu.Unlock()
 	}
+}
+
+// devPush03 sends the 0.3 dev agent's push notifications with a2a-go's
+// HTTP sender, to beachd's own push URL (public_url + /v1/a2a/push/) and
+// nowhere else a request names. A refused or failed push is left to
+// beachd's polling; the task goes on.
+type devPush03 struct{ d *devAgent }
+
+var devPushSender03 = push.NewHTTPPushSender(&push.HTTPSenderConfig{Timeout: 10 * time.Second, FailOnError: true})
+
+func (p devPush03) SendPush(ctx context.Context, cfg *a2a.PushConfig, task *a2a.Task) error {
+	if !p.d.ownPushURL(cfg.URL) {
+		return nil
+	}
+	if devPushSender03.SendPush(ctx, cfg, task) == nil {
+		p.d.mu.Lock()
+		p.d.pushes++
+		p.d.mu.Unlock()
+	}
+	return nil
 }
 
 // handle10 runs one message: a message into a task (known or not — the
