@@ -25,12 +25,15 @@ type kvUpdater interface {
 // for appends it there and wakes the others (agent.PushWakeTopic + " " +
 // turn id); the waiting replica takes the pushes, in one transaction, and
 // folds them into the turn. The record of a turn whose replica died
-// waiting stays (it has the time it was opened): pushes for it are
-// accepted until pushRelayMaxAge, then refused and the record removed.
+// waiting stays: a push for it is refused, and the record removed, once
+// that replica's liveness lease has run out, or pushRelayMaxAge after the
+// turn started.
 type pushRelay struct {
-	db  store.KV
-	up  kvUpdater
-	now func() time.Time
+	db     store.KV
+	up     kvUpdater
+	leases store.Leases
+	holder string // this replica's
+	now    func() time.Time
 }
 
 const (
@@ -41,6 +44,7 @@ const (
 // pushRecord is one turn's value.
 type pushRecord struct {
 	Opened  time.Time `json:"opened"`
+	Holder  string    `json:"holder,omitempty"` // the waiting replica
 	Pushes  [][]byte  `json:"pushes,omitempty"`
 	Bytes   int64     `json:"bytes,omitempty"`
 	Dropped bool      `json:"dropped,omitempty"`
@@ -49,7 +53,7 @@ type pushRecord struct {
 var errNotWaiting = errors.New("no replica waits for this turn")
 
 func (r *pushRelay) Open(ctx context.Context, id string) error {
-	b, _ := json.Marshal(pushRecord{Opened: r.now()})
+	b, _ := json.Marshal(pushRecord{Opened: r.now(), Holder: r.holder})
 	return r.db.PutKV(ctx, pushRelayKey+id, b)
 }
 
@@ -58,18 +62,28 @@ func (r *pushRelay) Close(ctx context.Context, id string) error {
 }
 
 func (r *pushRelay) Forward(ctx context.Context, id string, body []byte, max int64) (bool, error) {
-	stale := false
-	err := r.up.UpdateKV(ctx, pushRelayKey+id, agent.PushWakeTopic+" "+id, func(val []byte, ok bool) ([]byte, error) {
+	key := pushRelayKey + id
+	// A record whose replica died waiting: nobody takes its pushes.
+	val, ok, err := r.db.GetKV(ctx, key)
+	if err != nil || !ok {
+		return false, err
+	}
+	var rec pushRecord
+	if err := json.Unmarshal(val, &rec); err != nil {
+		return false, fmt.Errorf("turn %s's pushes: %w", id, err)
+	}
+	if dead, err := r.dead(ctx, rec); err != nil {
+		return false, err
+	} else if dead {
+		return false, r.db.DeleteKV(ctx, key)
+	}
+	err = r.up.UpdateKV(ctx, key, agent.PushWakeTopic+" "+id, func(val []byte, ok bool) ([]byte, error) {
 		if !ok {
 			return nil, errNotWaiting
 		}
 		var rec pushRecord
 		if err := json.Unmarshal(val, &rec); err != nil {
 			return nil, fmt.Errorf("turn %s's pushes: %w", id, err)
-		}
-		if r.now().Sub(rec.Opened) > pushRelayMaxAge {
-			stale = true
-			return nil, errNotWaiting
 		}
 		if rec.Bytes+int64(len(body)) > max {
 			rec.Dropped = true
@@ -80,12 +94,31 @@ func (r *pushRelay) Forward(ctx context.Context, id string, body []byte, max int
 		return json.Marshal(rec)
 	})
 	if errors.Is(err, errNotWaiting) {
-		if stale {
-			_ = r.db.DeleteKV(ctx, pushRelayKey+id)
-		}
 		return false, nil
 	}
 	return err == nil, err
+}
+
+// dead reports whether the replica that waits for rec's turn is gone:
+// its liveness lease ran out, or the turn started pushRelayMaxAge ago.
+func (r *pushRelay) dead(ctx context.Context, rec pushRecord) (bool, error) {
+	if r.now().Sub(rec.Opened) > pushRelayMaxAge {
+		return true, nil
+	}
+	if rec.Holder == "" || r.leases == nil {
+		return false, nil
+	}
+	ls, err := r.leases.ListLeases(ctx)
+	if err != nil {
+		return false, err
+	}
+	name := store.LivenessLease(rec.Holder)
+	for _, l := range ls {
+		if l.Name == name {
+			return !l.Until.After(r.now()), nil
+		}
+	}
+	return false, nil // not taken yet: the replica is starting
 }
 
 func (r *pushRelay) Take(ctx context.Context, id string) (pushes [][]byte, dropped bool, err error) {
@@ -113,6 +146,6 @@ func (a *app) wirePushRelay(p *agent.Pushes) {
 	if !ok || !a.db.Shared() {
 		return
 	}
-	p.UseRelay(&pushRelay{db: a.db, up: up, now: a.now})
+	p.UseRelay(&pushRelay{db: a.db, up: up, leases: a.db, holder: a.singletons.Holder(), now: a.now})
 	a.onWakeArg(agent.PushWakeTopic, p.Relayed)
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cool-ai/beachd/agent"
+	"github.com/cool-ai/beachd/store"
 	"github.com/cool-ai/beachd/store/postgres"
 	"github.com/cool-ai/beachd/store/postgres/pgtest"
 )
@@ -19,8 +20,9 @@ import (
 // is checked first (a wrong one is 401 though the turn waits), the push is
 // recorded and wakes the first replica, which takes it once; the record
 // keeps pushes up to a bound, then says one was dropped; a push for a turn
-// nobody waits for, or no longer (closed, or opened too long ago by a
-// replica that died), is 410 with its reason.
+// nobody waits for, or no longer (closed; or its replica died: its
+// liveness lease ran out, or the turn started too long ago), is 410 with
+// its reason.
 func TestPushRelayPostgres(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	ctx := context.Background()
@@ -34,8 +36,8 @@ func TestPushRelayPostgres(t *testing.T) {
 	}
 	dbA, dbB := open(), open()
 	now := time.Now()
-	relayA := &pushRelay{db: dbA, up: dbA, now: func() time.Time { return now }}
-	relayB := &pushRelay{db: dbB, up: dbB, now: func() time.Time { return now }}
+	relayA := &pushRelay{db: dbA, up: dbA, leases: dbA, holder: "replica-a", now: func() time.Time { return now }}
+	relayB := &pushRelay{db: dbB, up: dbB, leases: dbB, holder: "replica-b", now: func() time.Time { return now }}
 	secret := []byte(strings.Repeat("s", 32))
 	pushesB := agent.NewPushes(secret, "https://b.example.org", nil)
 	pushesB.UseRelay(relayB)
@@ -100,7 +102,26 @@ func TestPushRelayPostgres(t *testing.T) {
 	if code, reason := post(id, tok, status); code != 410 || !strings.Contains(reason, "finished or unknown") {
 		t.Errorf("push for a finished turn: %d %q", code, reason)
 	}
-	// A record left by a replica that died waiting, opened too long ago.
+	// A record left by a replica that died waiting: its liveness lease ran
+	// out.
+	if _, ok, err := dbA.AcquireLease(ctx, store.LivenessLease("replica-a"), "replica-a", 0, time.Millisecond); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	if err := relayA.Open(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if code, reason := post(id, tok, status); code != 204 {
+		t.Fatalf("push while the waiting replica lives: %d %q", code, reason)
+	}
+	now = time.Now().Add(time.Second)
+	if code, reason := post(id, tok, status); code != 410 || !strings.Contains(reason, "finished or unknown") {
+		t.Errorf("push for a turn whose replica died: %d %q", code, reason)
+	}
+	if _, ok, err := dbA.GetKV(ctx, pushRelayKey+id); ok || err != nil {
+		t.Errorf("the dead replica's record was kept (%v, %v)", ok, err)
+	}
+	// One opened too long ago, by a replica without a liveness lease.
+	relayA.holder = ""
 	if err := relayA.Open(ctx, id); err != nil {
 		t.Fatal(err)
 	}
