@@ -10,6 +10,7 @@ import (
 
 	"github.com/cool-ai/beachd/agent"
 	"github.com/cool-ai/beachd/agent/a2ajstest"
+	"github.com/cool-ai/beachd/agent/agenttest"
 )
 
 // TestPushJS starts turns on the official JavaScript SDK 1.x agent over
@@ -85,5 +86,52 @@ func TestPushJS(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestPushWhileGetTaskFails: an a2a-go 0.3 agent that pushes but fails
+// every GetTask (an internal error, which a retry may mend). The turn's
+// slowed poll fails before the task ends; the push of the completed task
+// that comes while WaitTurn waits to poll again answers the turn (a failed
+// read waits like a poll, woken by pushes), though no read ever succeeds.
+func TestPushWhileGetTaskFails(t *testing.T) {
+	ag := agenttest.StartWith(nil, agenttest.Options{Card: true, Push: true, Slow: time.Second, FailGetTask: true})
+	defer ag.Close()
+	mux := http.NewServeMux()
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	pushes := agent.NewPushes([]byte(strings.Repeat("k", 32)), srv.URL, nil)
+	mux.Handle(agent.PushPath, pushes)
+	c, err := agent.New(map[string]agent.Target{"travel": {URL: ag.URL, Timeout: 2 * time.Second}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.UsePush(pushes)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	turn, err := c.StartTurn(ctx, "travel", "slow:Lisbon", "ctx-push-fail")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if turn.PushID == "" {
+		t.Fatal("no push configuration sent")
+	}
+	// Polling every 10ms, slowed to 100ms with pushes: reads fail well
+	// before the task's second is up.
+	env, err := c.WaitTurn(ctx, "travel", turn, 10*time.Millisecond)
+	gets := 0
+	for _, e := range ag.Events() {
+		if e.Kind == "call" && e.Method == "GetTask" {
+			gets++
+		}
+	}
+	if err != nil {
+		t.Fatalf("wait: %v (%d failed reads)", err, gets)
+	}
+	if turn.AnsweredBy != agent.AnsweredByPush || gets == 0 {
+		t.Errorf("answered by %q after %d failed reads, want push after some", turn.AnsweredBy, gets)
+	}
+	if len(env.Parts) == 0 || env.Parts[0].Text == nil || *env.Parts[0].Text != "Today's brief: Lisbon" {
+		t.Fatalf("answer %+v", env.Parts)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -60,6 +61,7 @@ type Server struct {
 	events   []Event
 	notify   chan struct{}
 	slow     time.Duration
+	failGet  bool
 }
 
 // Options are StartWith's.
@@ -74,6 +76,9 @@ type Options struct {
 	Push bool
 	// Slow is how long a "slow:" task works; 400ms when zero.
 	Slow time.Duration
+	// FailGetTask answers every GetTask with an internal error (JSON-RPC
+	// -32603), as an agent that cannot read its tasks for a while.
+	FailGetTask bool
 }
 
 // Event is one SendMessage or GetTask the agent served (Kind "call",
@@ -98,7 +103,7 @@ func StartOn(l net.Listener, card bool) *Server { return StartWith(l, Options{Ca
 // StartWith starts the server on l (a new loopback listener when nil) with
 // o.
 func StartWith(l net.Listener, o Options) *Server {
-	s := &Server{notify: make(chan struct{}, 1), slow: o.Slow}
+	s := &Server{notify: make(chan struct{}, 1), slow: o.Slow, failGet: o.FailGetTask}
 	if s.slow <= 0 {
 		s.slow = 400 * time.Millisecond
 	}
@@ -137,8 +142,12 @@ func StartWith(l net.Listener, o Options) *Server {
 type calls struct{ s *Server }
 
 func (c calls) Before(ctx context.Context, cc *a2asrv.CallContext, _ *a2asrv.Request) (context.Context, error) {
-	if m := strings.TrimPrefix(cc.Method(), "On"); m == "SendMessage" || m == "GetTask" {
+	m := strings.TrimPrefix(cc.Method(), "On")
+	if m == "SendMessage" || m == "GetTask" {
 		c.s.event(Event{Kind: "call", Method: m})
+	}
+	if m == "GetTask" && c.s.failGet {
+		return ctx, errors.New("the task store is unavailable")
 	}
 	return ctx, nil
 }
