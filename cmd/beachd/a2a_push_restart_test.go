@@ -33,9 +33,11 @@ import (
 // listener and waits, opening its store. A valid push for the turn (its
 // token made from the approvals secret, the task's final status) is
 // posted then: it waits in the listener's queue, unanswered, until the
-// lock is released; then it is answered (the killed replica's record of
-// the turn still names a live lease: 204; or 410), and the run, resumed,
-// reads the task by polling and its answer reaches the sink once.
+// lock is released; then it is answered (204 while the killed replica's
+// liveness lease has not run out, its record of the turn taking the push
+// that nobody will take; 410 after), and the run, resumed, reads the task
+// by polling and its answer reaches the sink once. The lease is short
+// (3s) so that the scheduler passes to the new process soon.
 func TestA2APushDuringRestart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the daemon")
@@ -61,6 +63,7 @@ log: {level: info}
 store:
   driver: postgres
   dsn: %[4]q
+  lease_ttl: 3s
 approvals: {secret: %[5]q}
 agents:
   brief:
