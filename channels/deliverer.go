@@ -48,6 +48,11 @@ type Deliverer interface {
 type Result struct {
 	ProviderID string
 	Receipt    Receipt
+	// FollowDecision: the message can still be changed once the approvals
+	// it asks are decided (a Slack message's buttons); recorded after such
+	// a decision, it gets the decision's follow-up of its own
+	// (store.Outcome.FollowDecision).
+	FollowDecision bool
 }
 
 // Error is a failed attempt, classified by the channel.

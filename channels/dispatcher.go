@@ -386,6 +386,7 @@ func (d *Dispatcher) work(ctx context.Context, del *store.Delivery) {
 		if res != nil {
 			o.ProviderID = res.ProviderID
 			o.Attempt.Receipt = res.Receipt.marshal()
+			o.FollowDecision = res.FollowDecision
 		}
 	} else {
 		e := AsError(err)

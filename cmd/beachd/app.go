@@ -78,6 +78,9 @@ type app struct {
 	messageURL func(deliveryID string) string
 	// onDecided are told of every decision (the Slack message updates).
 	onDecided []func(ctx context.Context, a *store.Approval)
+	// onMessageShown are told of a message recorded sent after the
+	// decision of an approval it asks (its Slack rewrite).
+	onMessageShown []func(ctx context.Context, a *store.Approval, deliveryID string)
 	// linkSecret is the approvals secret; full-message links derive their
 	// key from it.
 	linkSecret []byte

@@ -49,7 +49,7 @@ func (a *app) wireSlack() error {
 		return err
 	}
 	log := a.log.With("component", "slack")
-	sender, err := slack.NewSender(slack.Config{Now: a.now, Approvals: a.db}, client, a.db, slack.Renderer(r, a.registry, a.wireMessagePages(r)), log)
+	sender, err := slack.NewSender(slack.Config{Now: a.now}, client, a.db, slack.Renderer(r, a.registry, a.wireMessagePages(r)), log)
 	if err != nil {
 		return err
 	}
@@ -103,6 +103,7 @@ func (a *app) wireSlackInbound(secret, team string, notes slack.Noter, log *slog
 	a.routes = append(a.routes, api.Route{Method: "POST", Pattern: slackInteractionsPath, Handler: h, Auth: false})
 	up := &slack.Updater{DB: a.db, Enqueue: lateEnqueuer{a}, Now: a.now, Log: log}
 	a.onDecided = append(a.onDecided, up.ApprovalDecided)
+	a.onMessageShown = append(a.onMessageShown, up.MessageShown)
 	return h, nil
 }
 
