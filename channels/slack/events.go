@@ -206,6 +206,8 @@ type EventsConfig struct {
 	// MaxBody bounds a request body; default MaxRequestBytes.
 	MaxBody int64
 	Now     func() time.Time
+	// Health, when set, counts the signed events received.
+	Health *Health
 }
 
 // EventHandler serves POST /v1/inbound/slack/events: Slack's Events API.
@@ -265,6 +267,7 @@ func (h *EventHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.reject(w, http.StatusUnauthorized, err.Error())
 		return
 	}
+	h.cfg.Health.Event(h.cfg.Now())
 	ev, err := ParseEvent(body)
 	if err != nil {
 		h.reject(w, http.StatusBadRequest, "slack event: "+err.Error())

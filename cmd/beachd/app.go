@@ -74,6 +74,11 @@ type app struct {
 	enqueuer *api.Ingester
 	// slackClient is the Slack Web API client, when `slack:` is configured.
 	slackClient *slack.Client
+	// slackHealth is what beachd learnt of the Slack app (its client's,
+	// or in `beachd dev` the recorded Slack's events); slackDev the
+	// recorded Slack's dev handler.
+	slackHealth *slack.Health
+	slackDev    *slack.DevHandler
 	// messageURL links a delivery's full-message page (/m/…), once mounted.
 	messageURL func(deliveryID string) string
 	// onDecided are told of every decision (the Slack message updates).
