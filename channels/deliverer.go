@@ -64,6 +64,10 @@ type Error struct {
 	MaybeSent bool
 	// RetryAfter is the peer's requested delay, zero if none.
 	RetryAfter time.Duration
+	// RateLimited: the peer refused for its rate, not for the message
+	// (Slack's 429): the next attempt is due RetryAfter on, not after the
+	// schedule's delay for a failure (still within the lifetime).
+	RateLimited bool
 	// ProviderID when the provider assigned one before failing.
 	ProviderID string
 	// Receipt of what the provider answered, if anything.

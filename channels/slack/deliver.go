@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/slack-go/slack"
@@ -67,6 +68,11 @@ type Config struct {
 
 // Sender is the Slack channel's Deliverer.
 type Sender struct {
+	// pausedUntil is when Slack's last 429 lets the channel post again:
+	// until then no job is admitted (Slack's limits are the workspace's).
+	mu          sync.Mutex
+	pausedUntil time.Time
+
 	client   *Client
 	resolver *Resolver
 	render   RenderFunc
@@ -74,7 +80,39 @@ type Sender struct {
 	log      *slog.Logger
 }
 
-var _ channels.Deliverer = (*Sender)(nil)
+var (
+	_ channels.Deliverer       = (*Sender)(nil)
+	_ channels.ChannelAdmitter = (*Sender)(nil)
+)
+
+// Admit refuses every job while Slack's last Retry-After runs: the jobs
+// stay due, unattempted, and go once it has passed.
+func (s *Sender) Admit(*store.Delivery) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.now().Before(s.pausedUntil)
+}
+
+// Done is Admit's pair; the pause holds no slot.
+func (s *Sender) Done(*store.Delivery) {}
+
+// RefusesChannel: a pause holds for every Slack job.
+func (s *Sender) RefusesChannel() {}
+
+// failed classifies err and, when Slack asked to slow down, pauses the
+// channel for as long as it asked.
+func (s *Sender) failed(err error, sent bool) *channels.Error {
+	e := classify(err, sent)
+	if e.RateLimited {
+		s.mu.Lock()
+		if until := s.now().Add(e.RetryAfter); until.After(s.pausedUntil) {
+			s.pausedUntil = until
+		}
+		s.mu.Unlock()
+		s.log.Warn("slack: rate limited; the channel waits as Slack asks", "retry_after", e.RetryAfter)
+	}
+	return e
+}
 
 // NewSender builds the deliverer.
 func NewSender(cfg Config, client *Client, st Store, render RenderFunc, log *slog.Logger) (*Sender, error) {
@@ -120,7 +158,7 @@ func (s *Sender) Deliver(ctx context.Context, job *channels.Job) (*channels.Resu
 	}
 	ch, ts, err := s.client.Post(ctx, to, Message{Text: msg.Text, Blocks: blocks, ThreadTS: d.Extra[ExtraThreadTS], DeliveryID: d.ID})
 	if err != nil {
-		return nil, classify(err, true)
+		return nil, s.failed(err, true)
 	}
 	data := map[string]any{"ok": true, "channel": ch, "ts": ts}
 	if to != d.To {

@@ -174,7 +174,7 @@ func (s *Sender) update(ctx context.Context, where string, msg *render.Slack, bl
 		return errors.New("slack update: " + fmt.Sprintf("%q is not <channel>/<ts>", where))
 	}
 	if err := s.client.Update(ctx, ch, ts, Message{Text: msg.Text, Blocks: blocks}); err != nil {
-		return classify(err, false)
+		return s.failed(err, false)
 	}
 	return nil
 }
