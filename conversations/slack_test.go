@@ -88,6 +88,20 @@ func slackThreadRouting(t *testing.T, pg bool) {
 			t.Fatalf("mention in %s: conversation %+v %v", ch, c, err)
 		}
 	}
+	// A reply without a mention in that thread (message.channels: no
+	// Recipients) continues its conversation; in a thread that is none,
+	// it starts nothing.
+	c0, _ := h.db.ConversationByThread(h.ctx, store.ThreadKey(envelope.ChannelSlack, "C0DESK001", "1767226000.000500"))
+	plain := slackMsg("U0BOB0001", "", "C0DESK001", "1767226050.000550", "1767226000.000500", "for two, please")
+	plain.Recipients = nil
+	if r := h.in(plain); r.Outcome != envelope.DispositionTurn || c0 == nil || r.Conversation != c0.ID {
+		t.Fatalf("a reply without a mention in the conversation's thread: %+v (conversation %+v)", r, c0)
+	}
+	stray := slackMsg("U0BOB0001", "", "C0DESK001", "1767226060.000560", "1767220000.000001", "chatter")
+	stray.Recipients = nil
+	if r := h.in(stray); r.Outcome == envelope.DispositionTurn || r.Conversation != "" {
+		t.Fatalf("a reply without a mention in a thread that is no conversation: %+v", r)
+	}
 	// Another person in that thread is not its participant.
 	if r := h.in(slackMsg("U0CAT0001", "C0DESK001", "C0DESK001", "1767226100.000600", "1767226000.000500", "me too")); r.Outcome != envelope.DispositionRejected {
 		t.Fatalf("non-participant: %+v", r)
