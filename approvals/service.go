@@ -86,6 +86,12 @@ type Config struct {
 	// few seconds later (calling it again) unless the deciding process
 	// removed it after the call, so a crash in between does not lose it.
 	OnDecided func(ctx context.Context, a *store.Approval)
+	// OnMessageShown, when set, is called for one message of a decided
+	// approval whose provider id was recorded after the decision (its
+	// send was on its way, or came after): the follow-up its record wrote
+	// (store.Outcome.FollowDecision) fires from the sweeper within a
+	// second. Unset, OnDecided is called instead.
+	OnMessageShown func(ctx context.Context, a *store.Approval, deliveryID string)
 }
 
 // Validate checks the configuration after defaults.

@@ -73,8 +73,12 @@ func (s *Service) fireTimer(ctx context.Context, t store.ApprovalTimer, now time
 		if a.State == store.ApprovalPending {
 			break // cannot happen: the timer is written with the decision
 		}
-		s.log.Info("redoing the work after a decision its process did not finish", "approval_id", a.ID)
-		if s.cfg.OnDecided != nil {
+		switch {
+		case t.Delivery != "" && s.cfg.OnMessageShown != nil:
+			s.log.Info("the work after a decision for a message recorded after it", "approval_id", a.ID, "delivery_id", t.Delivery)
+			s.cfg.OnMessageShown(ctx, a, t.Delivery)
+		case s.cfg.OnDecided != nil:
+			s.log.Info("redoing the work after a decision its process did not finish", "approval_id", a.ID)
 			s.cfg.OnDecided(ctx, a)
 		}
 	case a.State == store.ApprovalPending:

@@ -48,6 +48,11 @@ type Deliverer interface {
 type Result struct {
 	ProviderID string
 	Receipt    Receipt
+	// FollowDecision: the message can still be changed once the approvals
+	// it asks are decided (a Slack message's buttons); recorded after such
+	// a decision, it gets the decision's follow-up of its own
+	// (store.Outcome.FollowDecision).
+	FollowDecision bool
 }
 
 // Error is a failed attempt, classified by the channel.
@@ -59,6 +64,10 @@ type Error struct {
 	MaybeSent bool
 	// RetryAfter is the peer's requested delay, zero if none.
 	RetryAfter time.Duration
+	// RateLimited: the peer refused for its rate, not for the message
+	// (Slack's 429): the next attempt is due RetryAfter on, not after the
+	// schedule's delay for a failure (still within the lifetime).
+	RateLimited bool
 	// ProviderID when the provider assigned one before failing.
 	ProviderID string
 	// Receipt of what the provider answered, if anything.

@@ -386,6 +386,7 @@ func (d *Dispatcher) work(ctx context.Context, del *store.Delivery) {
 		if res != nil {
 			o.ProviderID = res.ProviderID
 			o.Attempt.Receipt = res.Receipt.marshal()
+			o.FollowDecision = res.FollowDecision
 		}
 	} else {
 		e := AsError(err)
@@ -403,7 +404,12 @@ func (d *Dispatcher) work(ctx context.Context, del *store.Delivery) {
 			}
 		}
 		next, retry := time.Time{}, false
-		if !e.Permanent {
+		switch {
+		case e.Permanent:
+		case e.RateLimited && e.RetryAfter > 0:
+			next = d.cfg.Now().Add(e.RetryAfter)
+			retry = policy.Lifetime <= 0 || !next.After(lifeStart.Add(policy.Lifetime))
+		default:
 			next, retry = policy.Next(del.Attempts+1, lifeStart, d.cfg.Now(), e.RetryAfter, d.cfg.Jitter)
 		}
 		if !e.Permanent && ctx.Err() != nil && errors.Is(err, context.Canceled) {

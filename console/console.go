@@ -159,7 +159,9 @@ type Deps struct {
 	// Conversations shows the Conversations and Inbound screens; nil
 	// hides them.
 	Conversations Conversations
-	Log           *slog.Logger
+	// Slack shows the Slack screen; nil hides it.
+	Slack Slack
+	Log   *slog.Logger
 }
 
 // Console serves /ui/.
@@ -276,8 +278,11 @@ func (c *Console) routes() {
 	c.mux.Handle("GET /ui/webhooks", c.read(c.webhooks))
 	c.mux.Handle("POST /ui/webhooks/{name}/enable", c.change(c.enableEndpoint))
 	c.mux.Handle("POST /ui/webhooks/{name}/test", c.change(c.testEvent))
+	c.mux.Handle("GET /ui/slack", c.read(c.slackPage))
 	c.mux.Handle("GET /ui/dev", c.read(c.devInbox))
 	c.mux.Handle("POST /ui/dev/reply", c.change(c.devReply))
+	c.mux.Handle("POST /ui/dev/slack/message", c.change(c.devSlackWrite))
+	c.mux.Handle("POST /ui/dev/slack/click", c.change(c.devSlackClick))
 	c.mux.HandleFunc("/ui/", func(w http.ResponseWriter, r *http.Request) {
 		id, ok := c.identify(r)
 		if !ok {
@@ -347,7 +352,7 @@ type page struct {
 	KeyID    string
 	Dev      bool
 	// Has says which screens exist.
-	Has   struct{ Schedules, Webhooks, Conversations, Inbound bool }
+	Has   struct{ Schedules, Webhooks, Conversations, Inbound, Slack bool }
 	Flash string
 	Error string
 	Data  any
@@ -360,6 +365,7 @@ func (c *Console) newPage(r *http.Request, id identity, nav, title string, data 
 	p.Has.Webhooks = c.deps.Webhooks != nil
 	p.Has.Conversations = c.deps.Conversations != nil
 	p.Has.Inbound = c.deps.Conversations != nil
+	p.Has.Slack = c.deps.Slack != nil
 	p.Flash = flashText(r.URL.Query().Get("done"))
 	return p
 }
@@ -437,6 +443,8 @@ func flashText(k string) string {
 		"enabled":         "The endpoint is enabled.",
 		"test-sent":       "A test event is queued for the endpoint.",
 		"replied":         "Your reply went in as if it came from the phone.",
+		"slack-written":   "Your Slack message went in as if Slack had sent the event.",
+		"slack-clicked":   "The button was pressed as if in Slack.",
 		"signed-out":      "You are signed out.",
 	}[k]
 }

@@ -4,17 +4,20 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/cool-ai/beachd/approvals"
+	"github.com/cool-ai/beachd/channels/slack"
 	"github.com/cool-ai/beachd/channels/webhook"
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/schedule"
@@ -239,6 +242,40 @@ func (f *fakeDev) Mail() DevMail {
 				"Not ours: http://evil.example/a/tok_abcdefghijklmnop\n<img src=x onerror=alert(1)>"},
 	}}
 }
+func (f *fakeDev) SlackMessages() []DevSlackMessage {
+	at := time.Date(2026, 11, 24, 1, 40, 0, 0, time.UTC)
+	return []DevSlackMessage{
+		{DeliveryID: "dlv_slack1", Channel: "D012AB3CD", TS: "1795484400.000001", To: "U012AB3CD", At: at,
+			Text:    "Approval needed: Book BA2043 for 6 people, £1,122 <script>alert(3)</script>",
+			Buttons: []DevSlackButton{{"Approve", "beachd_approve", "appr_1:n0nce"}, {"Deny", "beachd_deny", "appr_1:n0nce2"}}},
+		{DeliveryID: "dlv_slack2", Channel: "D012AB3CD", TS: "1795484400.000002", To: "U012AB3CD", At: at.Add(time.Minute), UpdatedAt: at.Add(2 * time.Minute),
+			Text: "*Denied* by U012AB3CD (slack) on Tue 24 Nov 2026, 01:42 UTC: Book BA2044"},
+		{Channel: "D012AB3CD", User: "U0MALLORY", Ephemeral: true, To: "U0MALLORY", At: at.Add(3 * time.Minute), Text: "This request is not yours to decide."},
+		{DeliveryID: "dlv_slack3", Channel: "C0TRAVEL", TS: "1795484400.000004", ThreadTS: "1795484400.000003", To: "C0TRAVEL", At: at.Add(4 * time.Minute),
+			Text: "Two direct flights to Lisbon on Friday: 07:10 and 09:40."},
+	}
+}
+func (f *fakeDev) SlackWrite(ctx context.Context, user, channel, threadTS, text string) (string, error) {
+	f.replies = append(f.replies, "slack:"+user+":"+channel+":"+threadTS+":"+text)
+	return threadTS, nil
+}
+func (f *fakeDev) SlackClick(ctx context.Context, user, channel, action, value string) error {
+	f.replies = append(f.replies, "click:"+user+":"+channel+":"+action+":"+value)
+	return nil
+}
+
+// fakeSlack is a Slack app whose token Slack refuses, with scopes missing.
+type fakeSlack struct{}
+
+func (fakeSlack) SlackStatus(context.Context) SlackStatus {
+	at := time.Date(2026, 11, 24, 1, 0, 0, 0, time.UTC)
+	return SlackStatus{Configured: true, InteractionsURL: "http://beachd.test/v1/inbound/slack/interactions",
+		EventsURL: "http://beachd.test/v1/inbound/slack/events", Conversations: []string{"travel: im, C0TRAVEL"},
+		Health: slack.HealthStatus{Self: slack.Identity{UserID: "U0BEACHD1", BotID: "B0BEACHD1", TeamID: "T0BEACHD1"}, Team: "Beach Travel",
+			URL: "https://beach-travel.slack.com/", Scopes: []string{"chat:write", "im:write", "users:read"}, ScopesAt: at,
+			Problem: "token_revoked: the bot token was revoked", ProblemAt: at.Add(30 * time.Minute)}}
+}
+
 func (f *fakeDev) Reply(ctx context.Context, channel, from, body, payload string) error {
 	f.replies = append(f.replies, channel+":"+from+":"+body)
 	return nil
@@ -295,6 +332,27 @@ func newFixture(t *testing.T, publicURL string) *fixture {
 		}
 	}
 	_ = res
+	// Slack: a message posted, its rewrite, and one waiting out a rate limit.
+	if _, err := db.Ingest(ctx, store.Ingest{Envelope: env, Agent: "travel", Source: "api", Deliveries: []store.NewDelivery{
+		{Channel: "slack", To: "U012AB3CD"}, {Channel: "slack", To: "C0TRAVEL"},
+		{Channel: "slack", To: "U012AB3CD", Extra: map[string]string{"slack_update": "D012AB3CD/1795484400.000001"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	claimed, err = db.Claim(ctx, 10, time.Minute, nil)
+	if err != nil || len(claimed) != 3 {
+		t.Fatalf("claim: %d %v", len(claimed), err)
+	}
+	for i, d := range claimed {
+		o := store.Outcome{State: store.StateSent, ProviderID: fmt.Sprintf("D012AB3CD/1795484400.00000%d", i+1),
+			Attempt: store.Attempt{N: 1, At: time.Now(), Outcome: "sent", Receipt: json.RawMessage(`{"data":{"ok":true},"meta":{"source":"slack"}}`)}}
+		if d.To == "C0TRAVEL" {
+			o = store.Outcome{State: store.StateRetrying, NextAttemptAt: time.Now().Add(30 * time.Second), Error: "slack ratelimited",
+				Attempt: store.Attempt{N: 1, At: time.Now(), Outcome: "retry", Error: "slack ratelimited"}}
+		}
+		if _, err := db.Record(ctx, d.ID, d.LeaseUntil, o); err != nil {
+			t.Fatal(err)
+		}
+	}
 	now := time.Now()
 	req, _ := json.Marshal(envelope.ApprovalRequest{ApprovalID: "appr_1", ToolName: "book_flight", Handler: "travel-booker",
 		Args: map[string]any{"flightNumber": "BA2043", "passengers": float64(6), "totalPrice": map[string]any{"amount": float64(1122), "currency": "GBP"}}})
@@ -363,7 +421,7 @@ func newFixture(t *testing.T, publicURL string) *fixture {
 	c, err := New(Config{Keys: []Key{{Secret: fullKey}, {Secret: readKey, ReadOnly: true}}, Secret: []byte("0123456789abcdef0123"),
 		PublicURL: publicURL, Channels: []string{"email", "sms", "webhook"}},
 		Deps{DB: db, Approvals: f.appr, Schedules: f.sched, Webhooks: f.hooks, Enqueuer: f.enq, Renditions: fakeRenditions{},
-			Notify: func() { f.woke++ }, Dev: f.dev, Conversations: f.conv})
+			Notify: func() { f.woke++ }, Dev: f.dev, Conversations: f.conv, Slack: fakeSlack{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -442,6 +500,7 @@ func (f *fixture) screens() map[string]string {
 		"/ui/approvals/appr_ladder":                   "1 of 2 grants so far",
 		"/ui/schedules":                               "morning-brief",
 		"/ui/webhooks":                                "partner-crm",
+		"/ui/slack":                                   "Slack refuses the bot token",
 		"/ui/dev":                                     "Flights to Lisbon",
 		"/ui/conversations":                           "Flights to Lisbon",
 		"/ui/conversations/cnv_email1":                "Two direct flights on Friday",
@@ -569,6 +628,14 @@ func TestChangesNeedCSRFAndAFullKey(t *testing.T) {
 		{"/ui/webhooks/partner-crm/enable", nil, func() bool { return !f.hooks.disabled["partner-crm"] }},
 		{"/ui/webhooks/dev-sink/test", nil, func() bool { return f.enq.n == 1 }},
 		{"/ui/dev/reply", url.Values{"channel": {"sms"}, "from": {"+15555550100"}, "body": {"YES 123456"}}, func() bool { return len(f.dev.replies) == 1 }},
+		{"/ui/dev/slack/message", url.Values{"user": {"U012AB3CD"}, "channel": {"C0TRAVEL"}, "thread_ts": {"1795484400.000003"}, "text": {"and back on Sunday?"}},
+			func() bool {
+				return slices.Contains(f.dev.replies, "slack:U012AB3CD:C0TRAVEL:1795484400.000003:and back on Sunday?")
+			}},
+		{"/ui/dev/slack/click", url.Values{"user": {"U012AB3CD"}, "channel": {"D012AB3CD"}, "approve": {"appr_1:n0nce"}, "deny": {"appr_1:n0nce2"}, "pick": {"deny"}},
+			func() bool {
+				return slices.Contains(f.dev.replies, "click:U012AB3CD:D012AB3CD:beachd_deny:appr_1:n0nce2")
+			}},
 		{"/ui/retry", url.Values{"since": {"2020-01-01T00:00"}}, func() bool {
 			d, _ := f.db.Delivery(context.Background(), f.dead[1])
 			return d.State == store.StateQueued
@@ -642,7 +709,7 @@ func TestLiveFigures(t *testing.T) {
 	f := newFixture(t, "http://beachd.test")
 	code, body, _ := f.get(fullKey, "/ui/pulse")
 	var p Pulse
-	if code != 200 || json.Unmarshal([]byte(body), &p) != nil || p.Dead != 2 || p.Retrying != 1 || p.Pending != 2 || p.Version == "" {
+	if code != 200 || json.Unmarshal([]byte(body), &p) != nil || p.Dead != 2 || p.Retrying != 2 || p.Pending != 2 || p.Version == "" {
 		t.Fatalf("pulse: %d %s", code, body)
 	}
 	// The event stream sends the figures at once.

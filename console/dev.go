@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/cool-ai/beachd/envelope"
 )
 
 // DevInbox is what `beachd dev` recorded instead of sending: text messages,
@@ -114,6 +116,14 @@ type devData struct {
 	Mail      DevMail
 	MailShown []devMailView // newest first
 	Numbers   []string      // recipients of recorded texts, for the reply form
+	// Slack: the recorded Slack messages, newest first, when Slack is
+	// recorded; SlackUsers the users they went to, for the forms.
+	HasSlack   bool
+	Slack      []DevSlackMessage
+	SlackUsers []string
+	// SlackChannel and SlackThread fill the write form when a message's
+	// "Answer in this thread" was followed.
+	SlackChannel, SlackThread string
 }
 
 func (c *Console) devInbox(w http.ResponseWriter, r *http.Request, id identity) {
@@ -134,6 +144,29 @@ func (c *Console) devInbox(w http.ResponseWriter, r *http.Request, id identity) 
 		m.FromBeachd = !slices.Contains(m.Mailboxes, "agent")
 		m.Links, m.Codes = answers(m.Text, c.cfg.PublicURL)
 		d.MailShown = append(d.MailShown, m)
+	}
+	if ds, ok := c.deps.Dev.(DevSlack); ok {
+		d.HasSlack = true
+		d.Slack = ds.SlackMessages()
+		reverse(d.Slack)
+		if len(d.Slack) > devSlackShown {
+			d.Slack = d.Slack[:devSlackShown]
+		}
+		for i := range d.Slack {
+			if m := &d.Slack[i]; envelope.SlackUser(m.To) && !m.Ephemeral {
+				m.PressAs = m.To
+				if !slices.Contains(d.SlackUsers, m.To) {
+					d.SlackUsers = append(d.SlackUsers, m.To)
+				}
+			}
+		}
+		q := r.URL.Query()
+		if ch := q.Get("slack_channel"); envelope.SlackConversation(ch) && ch[0] != 'U' && ch[0] != 'W' {
+			d.SlackChannel = ch
+		}
+		if th := q.Get("slack_thread"); len(th) <= 32 {
+			d.SlackThread = th
+		}
 	}
 	reverse(d.Texts)
 	reverse(d.Webhooks)

@@ -1,6 +1,8 @@
 package console
 
 import (
+	"net/http"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -85,4 +87,86 @@ func FuzzAnswers(f *testing.F) {
 			}
 		}
 	})
+}
+
+// The recorded Slack messages show in the dev inbox, newest first and
+// escaped, with a form pressing Approve or Deny as the user asked, a link
+// to answer in a message's thread, and the form writing as a Slack user;
+// a click or message that is not well formed is refused.
+func TestDevInboxShowsSlack(t *testing.T) {
+	f := newFixture(t, "http://beachd.test")
+	code, body, _ := f.get(fullKey, "/ui/dev?slack_channel=C0TRAVEL&slack_thread=1795484400.000003")
+	if code != 200 {
+		t.Fatalf("GET /ui/dev: %d", code)
+	}
+	for _, want := range []string{
+		`<h2 id="slack-h">Slack</h2>`,
+		"Book BA2043 for 6 people, £1,122 &lt;script&gt;alert(3)&lt;/script&gt;",
+		`name="approve" value="appr_1:n0nce"`, `name="deny" value="appr_1:n0nce2"`,
+		`name="user" value="U012AB3CD"`,
+		"only U0MALLORY sees it", "rewritten 24 Nov 01:42:00 UTC",
+		"in thread <code>1795484400.000003</code>",
+		`id="s-channel" name="channel" placeholder="C0123ABCD" maxlength="32" value="C0TRAVEL"`,
+		`value="1795484400.000003"`,
+		`action="/ui/dev/slack/message"`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the dev inbox lacks %q", want)
+		}
+	}
+	if strings.Contains(body, "<script>alert(3)") {
+		t.Errorf("markup let through")
+	}
+	if i, j := strings.Index(body, "Two direct flights to Lisbon"), strings.Index(body, "Book BA2043 for 6 people, £1,122"); i < 0 || j < 0 || i > j {
+		t.Errorf("Slack messages are not newest first (%d, %d)", i, j)
+	}
+	tok := f.csrf(fullKey)
+	for _, form := range []url.Values{
+		{"user": {"someone"}, "text": {"hi"}},
+		{"user": {"U012AB3CD"}, "text": {" "}},
+		{"user": {"U012AB3CD"}, "text": {strings.Repeat("x", 4001)}},
+	} {
+		form.Set("csrf", tok)
+		if code, _, _ := f.post(fullKey, "/ui/dev/slack/message", form, nil); code != http.StatusBadRequest {
+			t.Errorf("message %v: %d", form, code)
+		}
+	}
+	for _, form := range []url.Values{
+		{"user": {"U012AB3CD"}, "approve": {"appr_1:n0nce"}, "pick": {"other"}},
+		{"user": {"not-a-user"}, "approve": {"appr_1:n0nce"}, "pick": {"approve"}},
+		{"user": {"U012AB3CD"}, "pick": {"approve"}},
+	} {
+		form.Set("csrf", tok)
+		if code, _, _ := f.post(fullKey, "/ui/dev/slack/click", form, nil); code != http.StatusBadRequest {
+			t.Errorf("click %v: %d", form, code)
+		}
+	}
+	if len(f.dev.replies) != 0 {
+		t.Errorf("refused forms acted: %v", f.dev.replies)
+	}
+}
+
+// The Slack screen names the workspace and bot, says when Slack refuses the
+// token and which needed scopes it lacks, hints at the event subscriptions
+// when no event came, and lists the Slack deliveries with their message's
+// place in Slack and their errors.
+func TestSlackScreen(t *testing.T) {
+	f := newFixture(t, "http://beachd.test")
+	code, body, _ := f.get(readKey, "/ui/slack")
+	if code != 200 {
+		t.Fatalf("GET /ui/slack: %d", code)
+	}
+	for _, want := range []string{
+		"<strong>Beach Travel</strong> <code>T0BEACHD1</code>", "<code>U0BEACHD1</code>",
+		"Slack refuses the bot token</strong> (token_revoked: the bot token was revoked",
+		"The token lacks scopes beachd needs:</strong> <code>users:read.email</code>, <code>im:history</code>",
+		"No Slack event has arrived since beachd started",
+		"<code>http://beachd.test/v1/inbound/slack/events</code>",
+		"rewrite after a decision", "slack ratelimited", "<code>D012AB3CD/1795484400.00000",
+		`href="/ui/slack" aria-current="page"`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the Slack screen lacks %q", want)
+		}
+	}
 }

@@ -572,8 +572,16 @@ func (r *Router) refuse(ctx context.Context, in envelope.Inbound, rt route) {
 			extra[envelope.ExtraSubject] = s
 		}
 	}
+	to := in.From
+	if classOf(in.Channel) == envelope.ClassChat {
+		// Into the thread the message was written in, where the person
+		// looks for an answer (a direct message's, or a channel's).
+		if ch, ts, ok := strings.Cut(in.To, "/"); ok && ch != "" && ts != "" {
+			to, extra[envelope.ExtraThreadTS] = ch, ts
+		}
+	}
 	if _, err := r.db.Ingest(ctx, store.Ingest{Envelope: body, Agent: rt.agent, Source: "conversation-refusal",
-		Deliveries: []store.NewDelivery{{Channel: in.Channel, To: in.From, Extra: extra}}}); err != nil {
+		Deliveries: []store.NewDelivery{{Channel: in.Channel, To: to, Extra: extra}}}); err != nil {
 		r.log.Error("enqueue conversation refusal", "channel", in.Channel, "err", err)
 		return
 	}

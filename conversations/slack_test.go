@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/cool-ai/beachd/envelope"
+	"github.com/cool-ai/beachd/store"
 )
 
 func slackMsg(user, where, channel, ts, threadTS, text string) envelope.Inbound {
@@ -58,9 +59,23 @@ func slackThreadRouting(t *testing.T, pg bool) {
 	if r3 := h.in(other); r3.Outcome != envelope.DispositionTurn || r3.Conversation == res.Conversation {
 		t.Fatalf("new thread %+v", r3)
 	}
-	// Someone not allowed is rejected.
-	if r := h.in(slackMsg("U0EVE0001", SlackIM, "D0EVE0001", "1767225900.000400", "", "let me in")); r.Outcome != envelope.DispositionRejected {
-		t.Fatalf("stranger: %+v", r)
+	// Someone not allowed is rejected, and told so in the thread where
+	// they wrote (once a day).
+	for _, ts := range []string{"1767225900.000400", "1767225950.000450"} {
+		if r := h.in(slackMsg("U0EVE0001", SlackIM, "D0EVE0001", ts, "", "let me in")); r.Outcome != envelope.DispositionRejected {
+			t.Fatalf("stranger: %+v", r)
+		}
+	}
+	var refusals []*store.Delivery
+	all, _ := h.db.ListDeliveries(h.ctx, "", "", 100)
+	for _, d := range all {
+		if d.Extra[envelope.ExtraConversation] == "" {
+			refusals = append(refusals, d)
+		}
+	}
+	if len(refusals) != 1 || refusals[0].Channel != envelope.ChannelSlack || refusals[0].To != "D0EVE0001" ||
+		refusals[0].Extra[envelope.ExtraThreadTS] != "1767225900.000400" {
+		t.Fatalf("refusals %+v", refusals)
 	}
 	// Mentions: in a listed channel, and in another one, go to desk.
 	for _, ch := range []string{"C0DESK001", "C0OTHER01"} {
@@ -72,6 +87,20 @@ func slackThreadRouting(t *testing.T, pg bool) {
 		if err != nil || c.Agent != "desk" || c.OurAddress != ch+"/1767226000.000500" {
 			t.Fatalf("mention in %s: conversation %+v %v", ch, c, err)
 		}
+	}
+	// A reply without a mention in that thread (message.channels: no
+	// Recipients) continues its conversation; in a thread that is none,
+	// it starts nothing.
+	c0, _ := h.db.ConversationByThread(h.ctx, store.ThreadKey(envelope.ChannelSlack, "C0DESK001", "1767226000.000500"))
+	plain := slackMsg("U0BOB0001", "", "C0DESK001", "1767226050.000550", "1767226000.000500", "for two, please")
+	plain.Recipients = nil
+	if r := h.in(plain); r.Outcome != envelope.DispositionTurn || c0 == nil || r.Conversation != c0.ID {
+		t.Fatalf("a reply without a mention in the conversation's thread: %+v (conversation %+v)", r, c0)
+	}
+	stray := slackMsg("U0BOB0001", "", "C0DESK001", "1767226060.000560", "1767220000.000001", "chatter")
+	stray.Recipients = nil
+	if r := h.in(stray); r.Outcome == envelope.DispositionTurn || r.Conversation != "" {
+		t.Fatalf("a reply without a mention in a thread that is no conversation: %+v", r)
 	}
 	// Another person in that thread is not its participant.
 	if r := h.in(slackMsg("U0CAT0001", "C0DESK001", "C0DESK001", "1767226100.000600", "1767226000.000500", "me too")); r.Outcome != envelope.DispositionRejected {

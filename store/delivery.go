@@ -203,4 +203,13 @@ type Outcome struct {
 	ProviderID string
 	MaybeSent  bool
 	Attempt    Attempt
+	// FollowDecision: the message sent can be changed after the decision
+	// of the approvals it asks (a Slack message's buttons give way to the
+	// decision). The work after a decision acts on the messages whose
+	// provider id it can read; one recorded sent after an approval of its
+	// ApprovalIDs was decided gets, in the record's transaction, a
+	// TimerDecided timer of that approval naming the delivery, due at
+	// once (LateMessageTimers). The record and the decision are ordered by
+	// the approval: whichever commits second sees the other.
+	FollowDecision bool
 }

@@ -16,7 +16,11 @@ const (
 	// TimerDecided is the work after a decision (Decision.FollowUpAt): a
 	// process that dies before it is done and the timer removed leaves it
 	// to the sweep, which does it again. Firing it removes it once the
-	// approval is decided; it writes nothing else.
+	// approval is decided; it writes nothing else. One with a Delivery
+	// is written by the Record that gives that delivery its provider id
+	// after an approval it asks was decided (Outcome.FollowDecision): the
+	// work after the decision had no message to act on then, so it is done
+	// for that message.
 	TimerDecided = "decided"
 )
 
@@ -32,10 +36,36 @@ type ApprovalTimer struct {
 	Kind       string    `json:"kind"`
 	Step       int       `json:"step"`
 	Due        time.Time `json:"due"`
+	// Delivery, on a TimerDecided timer, names the one message whose
+	// provider id was recorded after the decision.
+	Delivery string `json:"delivery,omitempty"`
 }
 
-// Name is the timer's identity within its approval: its kind and step.
-func (t ApprovalTimer) Name() string { return fmt.Sprintf("%s/%d", t.Kind, t.Step) }
+// Name is the timer's identity within its approval: its kind and step, and
+// its delivery when it names one.
+func (t ApprovalTimer) Name() string {
+	if t.Delivery != "" {
+		return fmt.Sprintf("%s/%d/%s", t.Kind, t.Step, t.Delivery)
+	}
+	return fmt.Sprintf("%s/%d", t.Kind, t.Step)
+}
+
+// LateMessageTimers are the timers a Record writes for delivery d, just
+// given its provider id by an outcome with FollowDecision, whose approvals
+// (decided, by id) are those of its ApprovalIDs no longer pending at the
+// record: one TimerDecided timer for d of each, due at now.
+func LateMessageTimers(d *Delivery, o *Outcome, decided map[string]bool, now time.Time) []ApprovalTimer {
+	if !o.FollowDecision || o.State != StateSent || d.ProviderID == "" {
+		return nil
+	}
+	var out []ApprovalTimer
+	for _, id := range d.ApprovalIDs {
+		if decided[id] {
+			out = append(out, ApprovalTimer{ApprovalID: id, Kind: TimerDecided, Due: now, Delivery: d.ID})
+		}
+	}
+	return out
+}
 
 // TimerFire is what firing a due timer writes, in one transaction with the
 // timer's removal, when its approval is still pending.

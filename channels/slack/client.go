@@ -29,7 +29,17 @@ type ClientConfig struct {
 // rate-limited or failed call is returned to the dispatcher, which honours
 // Retry-After.
 type Client struct {
-	api webAPI
+	api    webAPI
+	health *Health
+}
+
+// Health is what the client learnt of the app from Slack's answers.
+func (c *Client) Health() *Health { return c.health }
+
+// note records a call's outcome in the client's Health.
+func (c *Client) note(err error) error {
+	c.health.call(err, time.Now())
+	return err
 }
 
 // webAPI is the part of slack-go's client beachd calls.
@@ -55,7 +65,8 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if rt == nil {
 		rt = http.DefaultTransport
 	}
-	hc := &http.Client{Timeout: cfg.Timeout, Transport: bearer{token: cfg.Token, next: rt}}
+	health := &Health{}
+	hc := &http.Client{Timeout: cfg.Timeout, Transport: bearer{token: cfg.Token, next: rt, health: health}}
 	opts := []slack.Option{slack.OptionHTTPClient(hc)}
 	if cfg.APIBaseURL != "" {
 		u := cfg.APIBaseURL
@@ -64,7 +75,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		}
 		opts = append(opts, slack.OptionAPIURL(u))
 	}
-	return &Client{api: slack.New(cfg.Token, opts...)}, nil
+	return &Client{api: slack.New(cfg.Token, opts...), health: health}, nil
 }
 
 // Message is what one post or update sends.
@@ -96,7 +107,7 @@ func (m Message) options() []slack.MsgOption {
 // conversation it landed in and its ts.
 func (c *Client) Post(ctx context.Context, channel string, m Message) (string, string, error) {
 	ch, ts, err := c.api.PostMessageContext(ctx, channel, m.options()...)
-	if err != nil {
+	if c.note(err) != nil {
 		return "", "", fmt.Errorf("chat.postMessage: %w", err)
 	}
 	return ch, ts, nil
@@ -105,7 +116,7 @@ func (c *Client) Post(ctx context.Context, channel string, m Message) (string, s
 // Update rewrites the message ts of channel.
 func (c *Client) Update(ctx context.Context, channel, ts string, m Message) error {
 	m.DeliveryID, m.ThreadTS = "", ""
-	if _, _, _, err := c.api.UpdateMessageContext(ctx, channel, ts, m.options()...); err != nil {
+	if _, _, _, err := c.api.UpdateMessageContext(ctx, channel, ts, m.options()...); c.note(err) != nil {
 		return fmt.Errorf("chat.update: %w", err)
 	}
 	return nil
@@ -113,7 +124,7 @@ func (c *Client) Update(ctx context.Context, channel, ts string, m Message) erro
 
 // Ephemeral shows text to user only, in channel.
 func (c *Client) Ephemeral(ctx context.Context, channel, user, text string) error {
-	if _, err := c.api.PostEphemeralContext(ctx, channel, user, slack.MsgOptionText(text, false)); err != nil {
+	if _, err := c.api.PostEphemeralContext(ctx, channel, user, slack.MsgOptionText(text, false)); c.note(err) != nil {
 		return fmt.Errorf("chat.postEphemeral: %w", err)
 	}
 	return nil
@@ -122,7 +133,7 @@ func (c *Client) Ephemeral(ctx context.Context, channel, user, text string) erro
 // LookupByEmail is the id of the workspace's user with that address.
 func (c *Client) LookupByEmail(ctx context.Context, email string) (string, error) {
 	u, err := c.api.GetUserByEmailContext(ctx, email)
-	if err != nil {
+	if c.note(err) != nil {
 		return "", fmt.Errorf("users.lookupByEmail: %w", err)
 	}
 	if u == nil || u.ID == "" {
@@ -135,16 +146,21 @@ func (c *Client) LookupByEmail(ctx context.Context, email string) (string, error
 // workspace.
 func (c *Client) Self(ctx context.Context) (Identity, error) {
 	r, err := c.api.AuthTestContext(ctx)
-	if err != nil {
-		return Identity{}, fmt.Errorf("auth.test: %w", err)
+	if c.note(err) != nil {
+		err = fmt.Errorf("auth.test: %w", err)
+		c.health.noteSelf(Identity{}, "", "", err)
+		return Identity{}, err
 	}
 	if r == nil || !envelope.SlackUser(r.UserID) {
-		return Identity{}, errors.New("auth.test: no bot user id in the answer")
+		err := errors.New("auth.test: no bot user id in the answer")
+		c.health.noteSelf(Identity{}, "", "", err)
+		return Identity{}, err
 	}
 	id := Identity{UserID: r.UserID, BotID: r.BotID}
 	if teamIDPattern.MatchString(r.TeamID) {
 		id.TeamID = r.TeamID
 	}
+	c.health.noteSelf(id, r.Team, r.URL, nil)
 	return id, nil
 }
 
@@ -152,8 +168,9 @@ func (c *Client) Self(ctx context.Context) (Identity, error) {
 // recommends (slack-go puts it there on GETs only, and in the form of a
 // POST, which Slack also reads).
 type bearer struct {
-	token string
-	next  http.RoundTripper
+	token  string
+	next   http.RoundTripper
+	health *Health
 }
 
 func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -161,5 +178,10 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 		r = r.Clone(r.Context())
 		r.Header.Set("Authorization", "Bearer "+b.token)
 	}
-	return b.next.RoundTrip(r)
+	resp, err := b.next.RoundTrip(r)
+	if err == nil {
+		// Slack names the token's scopes on every Web API answer.
+		b.health.noteScopes(resp.Header, time.Now())
+	}
+	return resp, err
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/slack-go/slack"
@@ -63,29 +64,55 @@ type Store interface {
 type Config struct {
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
-	// Approvals, when set, is read after a message asking for approvals is
-	// posted: when they were all decided meanwhile (before the post, or
-	// while it was on its way), the message is rewritten at once, since
-	// the update that followed the decision found no message to rewrite.
-	Approvals ApprovalReader
-}
-
-// ApprovalReader reads an approval (store.Approvals).
-type ApprovalReader interface {
-	Approval(ctx context.Context, id string) (*store.Approval, error)
 }
 
 // Sender is the Slack channel's Deliverer.
 type Sender struct {
-	approvals ApprovalReader
-	client    *Client
-	resolver  *Resolver
-	render    RenderFunc
-	now       func() time.Time
-	log       *slog.Logger
+	// pausedUntil is when Slack's last 429 lets the channel post again:
+	// until then no job is admitted (Slack's limits are the workspace's).
+	mu          sync.Mutex
+	pausedUntil time.Time
+
+	client   *Client
+	resolver *Resolver
+	render   RenderFunc
+	now      func() time.Time
+	log      *slog.Logger
 }
 
-var _ channels.Deliverer = (*Sender)(nil)
+var (
+	_ channels.Deliverer       = (*Sender)(nil)
+	_ channels.ChannelAdmitter = (*Sender)(nil)
+)
+
+// Admit refuses every job while Slack's last Retry-After runs: the jobs
+// stay due, unattempted, and go once it has passed.
+func (s *Sender) Admit(*store.Delivery) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return !s.now().Before(s.pausedUntil)
+}
+
+// Done is Admit's pair; the pause holds no slot.
+func (s *Sender) Done(*store.Delivery) {}
+
+// RefusesChannel: a pause holds for every Slack job.
+func (s *Sender) RefusesChannel() {}
+
+// failed classifies err and, when Slack asked to slow down, pauses the
+// channel for as long as it asked.
+func (s *Sender) failed(err error, sent bool) *channels.Error {
+	e := classify(err, sent)
+	if e.RateLimited {
+		s.mu.Lock()
+		if until := s.now().Add(e.RetryAfter); until.After(s.pausedUntil) {
+			s.pausedUntil = until
+		}
+		s.mu.Unlock()
+		s.log.Warn("slack: rate limited; the channel waits as Slack asks", "retry_after", e.RetryAfter)
+	}
+	return e
+}
 
 // NewSender builds the deliverer.
 func NewSender(cfg Config, client *Client, st Store, render RenderFunc, log *slog.Logger) (*Sender, error) {
@@ -98,7 +125,7 @@ func NewSender(cfg Config, client *Client, st Store, render RenderFunc, log *slo
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Sender{client: client, resolver: NewResolver(client, st), render: render, now: cfg.Now, log: log, approvals: cfg.Approvals}, nil
+	return &Sender{client: client, resolver: NewResolver(client, st), render: render, now: cfg.Now, log: log}, nil
 }
 
 // Deliver renders and posts one job. A job that may have been sent and
@@ -107,7 +134,7 @@ func (s *Sender) Deliver(ctx context.Context, job *channels.Job) (*channels.Resu
 	d := job.Delivery
 	if d.MaybeSent && d.ProviderID != "" {
 		ch, ts, _ := strings.Cut(d.ProviderID, "/")
-		return &channels.Result{ProviderID: d.ProviderID, Receipt: channels.Receipt{
+		return &channels.Result{ProviderID: d.ProviderID, FollowDecision: len(d.ApprovalIDs) > 0, Receipt: channels.Receipt{
 			Data: map[string]any{"channel": ch, "ts": ts}, Meta: map[string]any{"source": "slack", "recovered": true}}}, nil
 	}
 	msg, err := s.render(job, s.now())
@@ -131,46 +158,20 @@ func (s *Sender) Deliver(ctx context.Context, job *channels.Job) (*channels.Resu
 	}
 	ch, ts, err := s.client.Post(ctx, to, Message{Text: msg.Text, Blocks: blocks, ThreadTS: d.Extra[ExtraThreadTS], DeliveryID: d.ID})
 	if err != nil {
-		return nil, classify(err, true)
+		return nil, s.failed(err, true)
 	}
 	data := map[string]any{"ok": true, "channel": ch, "ts": ts}
 	if to != d.To {
 		data["user"] = to
 	}
-	if s.rewriteIfDecided(ctx, d, ch, ts) {
-		data["rewritten"] = "decided before it was shown"
-	}
-	return &channels.Result{ProviderID: ch + "/" + ts, Receipt: channels.Receipt{Data: data,
+	// A message asking approvals decided before its ts is recorded (before
+	// the post, or while it was on its way) is rewritten by a follow-up
+	// that its record writes (FollowDecision): the decision's own found no
+	// message to rewrite.
+	return &channels.Result{ProviderID: ch + "/" + ts, FollowDecision: len(d.ApprovalIDs) > 0, Receipt: channels.Receipt{Data: data,
 		Meta: map[string]any{"source": "slack", "blocks": len(msg.Blocks), "truncated": msg.Truncated}}}, nil
 }
 
 // ExtraThreadTS is the delivery Extra key of the thread a message answers
 // in (a conversation's thread_ts).
 const ExtraThreadTS = envelope.ExtraThreadTS
-
-// rewriteIfDecided rewrites a just-posted message whose approvals were all
-// decided already. It reports whether it did; a failure is logged (the
-// message shows buttons that answer "already decided").
-func (s *Sender) rewriteIfDecided(ctx context.Context, d *store.Delivery, ch, ts string) bool {
-	if s.approvals == nil || len(d.ApprovalIDs) == 0 {
-		return false
-	}
-	var texts []string
-	for _, id := range d.ApprovalIDs {
-		a, err := s.approvals.Approval(ctx, id)
-		if err != nil || a.State == store.ApprovalPending {
-			return false
-		}
-		texts = append(texts, render.SlackEscape(strings.ReplaceAll(DecidedText(a), "**", "*")))
-	}
-	text := strings.Join(texts, "\n")
-	blocks, err := Blocks(&render.Slack{Blocks: []render.SlackBlock{{Type: "section", Text: &render.SlackText{Type: "mrkdwn", Text: text}}}})
-	if err == nil {
-		err = s.client.Update(ctx, ch, ts, Message{Text: text, Blocks: blocks})
-	}
-	if err != nil {
-		s.log.Warn("slack: rewrite a message decided before it was shown", "delivery_id", d.ID, "err", err)
-		return false
-	}
-	return true
-}

@@ -100,7 +100,7 @@ func (r *Recorder) Deliver(ctx context.Context, job *channels.Job) (*channels.Re
 		}
 	}
 	r.add(rec)
-	return &channels.Result{ProviderID: ch + "/" + rec.TS, Receipt: channels.Receipt{Data: map[string]any{"ok": true, "channel": ch, "ts": rec.TS},
+	return &channels.Result{ProviderID: ch + "/" + rec.TS, FollowDecision: len(d.ApprovalIDs) > 0, Receipt: channels.Receipt{Data: map[string]any{"ok": true, "channel": ch, "ts": rec.TS},
 		Meta: map[string]any{"source": "slack-dev", "recorded": true}}}, nil
 }
 

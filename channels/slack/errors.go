@@ -74,7 +74,7 @@ func classify(err error, sent bool) *channels.Error {
 	var ne net.Error
 	switch {
 	case errors.As(err, &rl):
-		out.RetryAfter = rl.RetryAfter
+		out.RetryAfter, out.RateLimited = rl.RetryAfter, true
 		if out.RetryAfter <= 0 {
 			out.RetryAfter = time.Second
 		}

@@ -192,6 +192,10 @@ type EventStore interface {
 	store.KV
 	MarkSeen(ctx context.Context, key string) (bool, error)
 	ForgetSeen(ctx context.Context, key string) error
+	// ConversationByThread finds the conversation of a thread
+	// (store.ThreadKey): a reply in a channel thread without a mention is
+	// taken only when the thread is one.
+	ConversationByThread(ctx context.Context, key string) (*store.Conversation, error)
 }
 
 // EventsConfig configures the Events API endpoint.
@@ -206,6 +210,8 @@ type EventsConfig struct {
 	// MaxBody bounds a request body; default MaxRequestBytes.
 	MaxBody int64
 	Now     func() time.Time
+	// Health, when set, counts the signed events received.
+	Health *Health
 }
 
 // EventHandler serves POST /v1/inbound/slack/events: Slack's Events API.
@@ -265,6 +271,7 @@ func (h *EventHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.reject(w, http.StatusUnauthorized, err.Error())
 		return
 	}
+	h.cfg.Health.Event(h.cfg.Now())
 	ev, err := ParseEvent(body)
 	if err != nil {
 		h.reject(w, http.StatusBadRequest, "slack event: "+err.Error())
@@ -341,6 +348,9 @@ func (h *EventHandler) process(ctx context.Context, ev *Event, retry string) (in
 	// What is not a person's new message is ignored before anything is
 	// written: the app's own answers come back as events too.
 	in, why := inboundOfEvent(ev, self, h.cfg.Now())
+	if why == "" && len(in.Recipients) == 0 {
+		why = h.threadReply(ctx, in)
+	}
 	if why != "" {
 		log.Info("slack event ignored", "type", ev.Message.Type, "reason", why)
 		return http.StatusOK, ""
@@ -378,6 +388,29 @@ func (h *EventHandler) process(ctx context.Context, ev *Event, retry string) (in
 	return http.StatusOK, ""
 }
 
+// threadReply says why a reply without a mention in a channel thread
+// (message.channels) is not taken, or "" when it continues a conversation:
+// its thread must be one beachd holds, and its writer one of the
+// conversation's participants (others talking in the thread are not
+// writing to the agent).
+func (h *EventHandler) threadReply(ctx context.Context, in envelope.Inbound) string {
+	ch, ts, _ := strings.Cut(in.To, "/")
+	c, err := h.store.ConversationByThread(ctx, store.ThreadKey(envelope.ChannelSlack, ch, ts))
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return "a reply in a channel thread that is no conversation, without a mention"
+	case err != nil:
+		// Not taken: a mention in the thread still is.
+		return "the thread's conversation could not be read: " + err.Error()
+	}
+	for _, p := range c.Participants {
+		if strings.EqualFold(p, in.From) {
+			return ""
+		}
+	}
+	return "a reply in a conversation's thread by someone not in it, without a mention"
+}
+
 func (h *EventHandler) handled(ctx context.Context, eventID string) {
 	if err := h.store.PutKV(ctx, eventHandledKey(eventID), []byte(h.cfg.Now().UTC().Format(time.RFC3339Nano))); err != nil {
 		// A retry asks the decider again, which knows the message.
@@ -397,8 +430,14 @@ func inboundOfEvent(ev *Event, self Identity, now time.Time) (envelope.Inbound, 
 	}
 	switch m.Type {
 	case "message":
-		if m.ChannelType != "im" {
-			return envelope.Inbound{}, "a message in a channel (" + m.ChannelType + "): only direct messages and mentions are taken"
+		switch {
+		case m.ChannelType == "im":
+		case m.ChannelType != "channel" && m.ChannelType != "group":
+			return envelope.Inbound{}, "a message in a " + m.ChannelType + ": only direct messages, mentions and replies in a conversation's thread are taken"
+		case m.ThreadTS == "" || m.ThreadTS == m.TS:
+			return envelope.Inbound{}, "a message in a channel that does not mention the app"
+		case self.UserID != "" && mentions(m.Text, self.UserID):
+			return envelope.Inbound{}, "a mention of the app: its app_mention event takes it"
 		}
 	case "app_mention":
 	default:
@@ -424,14 +463,20 @@ func inboundOfEvent(ev *Event, self Identity, now time.Time) (envelope.Inbound, 
 	if thread == "" {
 		thread = m.TS
 	}
-	where := SlackIM
-	if m.Type == "app_mention" {
-		where = m.Channel
+	// Where it was written, for the router: a direct message, a mention
+	// in a channel; none for a reply without a mention in a channel
+	// thread, which only continues that thread's conversation.
+	var where []string
+	switch {
+	case m.Type == "app_mention":
+		where = []string{m.Channel}
+	case m.ChannelType == "im":
+		where = []string{SlackIM}
 	}
 	text := messageText(m.Text, self.UserID)
 	return envelope.Inbound{
 		Channel: envelope.ChannelSlack, From: m.User,
-		To: m.Channel + "/" + thread, Recipients: []string{where},
+		To: m.Channel + "/" + thread, Recipients: where,
 		// A message is one in its conversation, whichever event brought
 		// it and however often.
 		MessageID:  "slack:" + m.Channel + ":" + m.TS,
@@ -445,6 +490,16 @@ func inboundOfEvent(ev *Event, self Identity, now time.Time) (envelope.Inbound, 
 
 // mention is a user mention in Slack's text markup, <@U…> or <@U…|name>.
 var mention = regexp.MustCompile(`<@([UW][A-Z0-9]{2,20})(\|[^>]*)?>`)
+
+// mentions reports whether text mentions user.
+func mentions(text, user string) bool {
+	for _, m := range mention.FindAllStringSubmatch(text, 100) {
+		if m[1] == user {
+			return true
+		}
+	}
+	return false
+}
 
 // messageText is a message's text as a person wrote it: mentions of the
 // app taken out (a leading mention when the app's user id is unknown),

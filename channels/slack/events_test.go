@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cool-ai/beachd/envelope"
+	"github.com/cool-ai/beachd/store"
 )
 
 // messageEvent is an event_callback of team T0TEAM001 carrying event.
@@ -265,4 +266,65 @@ func FuzzSlackEvent(f *testing.F) {
 			}
 		}
 	})
+}
+
+// threadStore is the store with one conversation held in a channel thread.
+type threadStore struct {
+	EventStore
+	key          string
+	participants []string
+}
+
+func (s threadStore) ConversationByThread(_ context.Context, key string) (*store.Conversation, error) {
+	if key != s.key {
+		return nil, store.ErrNotFound
+	}
+	return &store.Conversation{ID: "cnv_1", Participants: s.participants}, nil
+}
+
+// A reply without a mention in a channel thread (message.channels) is taken
+// only when the thread is a conversation beachd holds and its writer is one
+// of the conversation's participants: it goes on with no Recipients (it
+// continues that thread's conversation, it starts none). Other threads,
+// other people, top-level channel messages and replies that mention the
+// app (their app_mention event takes them) are ignored.
+func TestEventsThreadReply(t *testing.T) {
+	dec := &recordingDecider{res: envelope.InboundResult{Outcome: "turn"}}
+	st := threadStore{EventStore: openStore(t), key: store.ThreadKey(envelope.ChannelSlack, "C0DESK001", "1767225600.000100"),
+		participants: []string{"U0ANN0001"}}
+	h, err := NewEventHandler(EventsConfig{SigningSecret: testSecret, Now: testNow,
+		Self: func(context.Context) (Identity, error) {
+			return Identity{UserID: "U0BOT0001", BotID: "B0BOT0001", TeamID: "T0TEAM001"}, nil
+		}}, st, dec, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reply := func(user, channel, thread, text string) string {
+		return fmt.Sprintf(`{"type":"message","channel":%q,"channel_type":"channel","user":%q,"text":%q,"ts":"1767225700.000200","thread_ts":%q}`,
+			channel, user, text, thread)
+	}
+	for i, ev := range []string{
+		reply("U0ANN0001", "C0DESK001", "1767225600.000100", "and for six people"),
+		reply("U0BOB0001", "C0DESK001", "1767225600.000100", "me too"),
+		reply("U0ANN0001", "C0DESK001", "1767225500.000050", "another thread"),
+		reply("U0ANN0001", "C0OTHER01", "1767225600.000100", "another channel"),
+		reply("U0ANN0001", "C0DESK001", "1767225600.000100", "<@U0BOT0001> with a mention"),
+		`{"type":"message","channel":"C0DESK001","channel_type":"channel","user":"U0ANN0001","text":"top level","ts":"1767225600.000100","thread_ts":"1767225600.000100"}`,
+		`{"type":"message","channel":"C0DESK001","channel_type":"mpim","user":"U0ANN0001","text":"group dm","ts":"1767225700.000300","thread_ts":"1767225600.000100"}`,
+	} {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, signed(messageEvent(fmt.Sprintf("Ev20%05d", i), ev), testNow(), testSecret))
+		if w.Code != http.StatusOK {
+			t.Errorf("event %d: %d %s", i, w.Code, w.Body.String())
+		}
+	}
+	dec.mu.Lock()
+	defer dec.mu.Unlock()
+	if len(dec.got) != 1 {
+		t.Fatalf("%d events reached the decider, want the participant's reply only: %+v", len(dec.got), dec.got)
+	}
+	in := dec.got[0]
+	if in.From != "U0ANN0001" || in.To != "C0DESK001/1767225600.000100" || len(in.Recipients) != 0 || in.Text != "and for six people" {
+		t.Fatalf("the reply went on as %+v", in)
+	}
 }

@@ -46,42 +46,62 @@ type Updater struct {
 }
 
 // ApprovalDecided queues an update of every Slack message sent for a's
-// request that Slack accepted. A message not sent yet is not updated; its
-// buttons, pressed, answer that the request is decided. Errors are logged:
-// a decision never fails because a message could not be rewritten.
+// request that Slack accepted. A message whose ts is recorded after this
+// read of the deliveries is rewritten by MessageShown, from the follow-up
+// its record writes. Errors are logged: a decision never fails because a
+// message could not be rewritten.
 func (u *Updater) ApprovalDecided(ctx context.Context, a *store.Approval) {
 	if a == nil || a.State == store.ApprovalPending {
 		return
 	}
-	log := u.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
 	rec, err := u.DB.Envelope(ctx, a.EnvelopeID)
 	if err != nil {
-		log.Warn("slack update: read envelope", "approval_id", a.ID, "err", err)
+		u.log().Warn("slack update: read envelope", "approval_id", a.ID, "err", err)
 		return
 	}
-	text := DecidedText(a)
 	for _, id := range rec.DeliveryIDs {
-		d, err := u.DB.Delivery(ctx, id)
-		if err != nil {
-			log.Warn("slack update: read delivery", "approval_id", a.ID, "delivery_id", id, "err", err)
-			continue
-		}
-		if d.Channel != envelope.ChannelSlack || d.ProviderID == "" || !slices.Contains(d.ApprovalIDs, a.ID) {
-			continue
-		}
-		now := time.Now
-		if u.Now != nil {
-			now = u.Now
-		}
-		env := &envelope.Envelope{Role: "agent", Parts: []envelope.Part{{Text: &text, Metadata: map[string]any{"partType": envelope.PartResponse}}},
-			Meta: envelope.Meta{SessionID: "beachd-approvals", TurnID: "slack-update-" + a.ID, ProducedAt: now().UTC(), FinalizedBy: "complete"}}
-		if _, err := u.Enqueue.EnqueueReply(ctx, env, []envelope.Recipient{{Channel: envelope.ChannelSlack, Address: d.To}},
-			map[string]string{ExtraUpdate: d.ProviderID}, "", "approvals"); err != nil {
-			log.Error("slack update: enqueue", "approval_id", a.ID, "delivery_id", id, "err", err)
-		}
+		u.rewrite(ctx, a, id)
+	}
+}
+
+// MessageShown queues the update of one Slack message of a, decided before
+// the message's ts was recorded (the update after the decision did not
+// know it).
+func (u *Updater) MessageShown(ctx context.Context, a *store.Approval, deliveryID string) {
+	if a == nil || a.State == store.ApprovalPending {
+		return
+	}
+	u.rewrite(ctx, a, deliveryID)
+}
+
+func (u *Updater) log() *slog.Logger {
+	if u.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return u.Log
+}
+
+// rewrite queues the update of delivery id's message, if it is a Slack
+// message of a that Slack accepted.
+func (u *Updater) rewrite(ctx context.Context, a *store.Approval, id string) {
+	d, err := u.DB.Delivery(ctx, id)
+	if err != nil {
+		u.log().Warn("slack update: read delivery", "approval_id", a.ID, "delivery_id", id, "err", err)
+		return
+	}
+	if d.Channel != envelope.ChannelSlack || d.ProviderID == "" || !slices.Contains(d.ApprovalIDs, a.ID) {
+		return
+	}
+	now := time.Now
+	if u.Now != nil {
+		now = u.Now
+	}
+	text := DecidedText(a)
+	env := &envelope.Envelope{Role: "agent", Parts: []envelope.Part{{Text: &text, Metadata: map[string]any{"partType": envelope.PartResponse}}},
+		Meta: envelope.Meta{SessionID: "beachd-approvals", TurnID: "slack-update-" + a.ID, ProducedAt: now().UTC(), FinalizedBy: "complete"}}
+	if _, err := u.Enqueue.EnqueueReply(ctx, env, []envelope.Recipient{{Channel: envelope.ChannelSlack, Address: d.To}},
+		map[string]string{ExtraUpdate: d.ProviderID}, "", "approvals"); err != nil {
+		u.log().Error("slack update: enqueue", "approval_id", a.ID, "delivery_id", id, "err", err)
 	}
 }
 
@@ -154,7 +174,7 @@ func (s *Sender) update(ctx context.Context, where string, msg *render.Slack, bl
 		return errors.New("slack update: " + fmt.Sprintf("%q is not <channel>/<ts>", where))
 	}
 	if err := s.client.Update(ctx, ch, ts, Message{Text: msg.Text, Blocks: blocks}); err != nil {
-		return classify(err, false)
+		return s.failed(err, false)
 	}
 	return nil
 }

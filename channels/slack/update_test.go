@@ -2,7 +2,7 @@ package slack
 
 import (
 	"context"
-	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -11,41 +11,37 @@ import (
 	"github.com/cool-ai/beachd/store"
 )
 
-type approvalsByID map[string]*store.Approval
-
-func (m approvalsByID) Approval(_ context.Context, id string) (*store.Approval, error) {
-	if a, ok := m[id]; ok {
-		return a, nil
-	}
-	return nil, store.ErrNotFound
-}
-
-// A message whose approval was decided before it was posted (the update
-// that followed the decision had nothing to rewrite) is rewritten as soon
-// as it is posted; one still pending keeps its buttons.
-func TestMessageDecidedBeforeItWasShown(t *testing.T) {
+// A message asking approvals is posted with FollowDecision (its record
+// writes the follow-up that rewrites it if an approval was decided before
+// its ts was recorded); an update, and a message asking nothing, without.
+// The decided text keeps within a section and has no buttons.
+func TestMessageAskingApprovalsFollowsTheDecision(t *testing.T) {
 	fake := slacktest.StartFake(t)
-	req, _ := json.Marshal(map[string]string{"summary": "Book BA2043 for 6 people"})
-	aps := approvalsByID{"apr_1": {ID: "apr_1", State: store.ApprovalPending, Request: req}}
-	s, err := NewSender(Config{Approvals: aps}, newClient(t, fake.URL, nil), openStore(t), newRenderer(t), nil)
+	s, err := NewSender(Config{}, newClient(t, fake.URL, nil), openStore(t), newRenderer(t), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Deliver(context.Background(), approvalJob("dlv_1", "U012AB3CD")); err != nil {
-		t.Fatal(err)
+	res, err := s.Deliver(context.Background(), approvalJob("dlv_1", "U012AB3CD"))
+	if err != nil || !res.FollowDecision {
+		t.Fatalf("a message asking an approval: %+v, %v", res, err)
 	}
-	if _, ups, _ := fake.Snapshot(); len(ups) != 0 {
-		t.Fatalf("a pending approval's message rewritten: %+v", ups)
+	plain := approvalJob("dlv_2", "U012AB3CD")
+	plain.Delivery.ApprovalIDs = nil
+	if res, err := s.Deliver(context.Background(), plain); err != nil || res.FollowDecision {
+		t.Fatalf("a message asking nothing: %+v, %v", res, err)
 	}
-	aps["apr_1"] = &store.Approval{ID: "apr_1", State: store.ApprovalDenied, Request: req, DecidedBy: "alice@example.org",
-		Channel: "email", DecidedAt: time.Date(2026, 4, 20, 9, 0, 0, 0, time.UTC), Reason: strings.Repeat("r", 900)}
-	res, err := s.Deliver(context.Background(), approvalJob("dlv_2", "U012AB3CD"))
+	m, err := DecidedMessage("Book BA2043 for 6 people", store.ApprovalDenied, "alice@example.org",
+		strings.Repeat("r", 900), time.Date(2026, 4, 20, 9, 0, 0, 0, time.UTC))
 	if err != nil {
 		t.Fatal(err)
 	}
-	posts, ups, _ := fake.Snapshot()
-	if len(ups) != 1 || ups[0].TS != posts[1].TS || !strings.Contains(ups[0].Text, "*Denied* by alice@example.org (email)") ||
-		strings.Contains(ups[0].Blocks, "beachd_approve") || len(ups[0].Text) > 3000 || res.Receipt.Data.(map[string]any)["rewritten"] == nil {
-		t.Fatalf("updates %+v, receipt %+v", ups, res.Receipt)
+	posts, _, _ := fake.Snapshot()
+	up := approvalJob("dlv_3", "U012AB3CD")
+	up.Delivery.Extra = map[string]string{ExtraUpdate: posts[0].Channel + "/" + posts[0].TS}
+	if res, err := s.Deliver(context.Background(), up); err != nil || res.FollowDecision {
+		t.Fatalf("an update: %+v, %v", res, err)
+	}
+	if !strings.Contains(m.Text, "*Denied* by alice@example.org (slack)") || len(m.Text) > 3000 || strings.Contains(fmt.Sprint(m.Blocks), "beachd_approve") {
+		t.Fatalf("decided message %+v", m)
 	}
 }

@@ -74,10 +74,18 @@ type app struct {
 	enqueuer *api.Ingester
 	// slackClient is the Slack Web API client, when `slack:` is configured.
 	slackClient *slack.Client
+	// slackHealth is what beachd learnt of the Slack app (its client's,
+	// or in `beachd dev` the recorded Slack's events); slackDev the
+	// recorded Slack's dev handler.
+	slackHealth *slack.Health
+	slackDev    *slack.DevHandler
 	// messageURL links a delivery's full-message page (/m/…), once mounted.
 	messageURL func(deliveryID string) string
 	// onDecided are told of every decision (the Slack message updates).
 	onDecided []func(ctx context.Context, a *store.Approval)
+	// onMessageShown are told of a message recorded sent after the
+	// decision of an approval it asks (its Slack rewrite).
+	onMessageShown []func(ctx context.Context, a *store.Approval, deliveryID string)
 	// linkSecret is the approvals secret; full-message links derive their
 	// key from it.
 	linkSecret []byte

@@ -44,6 +44,12 @@ var bannerYou = regexp.MustCompile(`you@beachd\.localhost\s+password (\S+)`)
 
 func startDev(t *testing.T, mods ...func(*config.Config)) *devDaemon {
 	t.Helper()
+	return startDevApp(t, nil, mods...)
+}
+
+// startDevApp is startDev with hook called on the built app before it runs.
+func startDevApp(t *testing.T, hook func(*app), mods ...func(*config.Config)) *devDaemon {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -76,6 +82,9 @@ func startDev(t *testing.T, mods ...func(*config.Config)) *devDaemon {
 		t.Fatalf("dev banner lacks the mail server:\n%s", banner)
 	}
 	d.smtp, d.imap, d.you = m[1], m[2], y[1]
+	if hook != nil {
+		hook(a)
+	}
 	go func() { d.done <- a.run(ctx) }()
 	t.Cleanup(func() {
 		cancel()

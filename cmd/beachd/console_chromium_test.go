@@ -210,6 +210,7 @@ func TestConsoleInChromium(t *testing.T) {
 	d.requestApproval("appr_console", `[{"channel":"email","address":"you@beachd.localhost"},{"channel":"sms","address":"+15555550100"},{"channel":"whatsapp","address":"+15555550101"}]`)
 	d.requestApproval("appr_page", `[{"channel":"webhook","endpoint":"dev-sink"}]`)
 	d.requestApproval("appr_sms", `[{"channel":"sms","address":"+15555550199"}]`)
+	d.requestApproval("appr_slack_ui", `[{"channel":"slack","address":"U012AB3CD"}]`)
 	var dead []string
 	for i := range 2 {
 		body := fmt.Sprintf(`{"envelope":{"role":"agent","parts":[{"text":"Lead %d changed","metadata":{"partType":"response"}}],"meta":{"sessionId":"s","turnId":"t%d","producedAt":"2026-11-24T01:00:00Z","finalizedBy":"complete"}},"to":[{"channel":"webhook","endpoint":"partner-crm"}],"agent":"dev"}`, i, i)
@@ -462,6 +463,46 @@ func TestConsoleInChromium(t *testing.T) {
 	}
 	poll.Eventually(t, 20*time.Second, "the SMS reply to decide", func() bool { return d.approvalState("appr_sms") == "granted" })
 
+	// Slack, recorded: write to the dev agent as a Slack user, and press
+	// Deny on the approval's message as the user it went to.
+	b.open("/ui/dev")
+	b.do(chromedp.SetValue(chromedp.CSS("#s-user"), "U0ANN0001"), chromedp.SetValue(chromedp.CSS("#s-text"), "Flights to Lisbon?"))
+	b.press(`form[action="/ui/dev/slack/message"] button`)
+	if !strings.Contains(b.text(), "as if Slack had sent the event") {
+		t.Errorf("dev Slack message:\n%s", b.text())
+	}
+	poll.Eventually(t, 20*time.Second, "the dev agent's Slack answer", func() bool {
+		for _, m := range d.a.slackDev.Log.Messages() {
+			if m.Channel == "D0ANN0001" && m.ThreadTS != "" && strings.Contains(m.Text, "turn 1 of conversation") {
+				return true
+			}
+		}
+		return false
+	})
+	poll.Eventually(t, 20*time.Second, "the Slack approval message", func() bool {
+		for _, m := range d.a.slackDev.Log.Messages() {
+			if m.To == "U012AB3CD" && len(m.Buttons) == 2 {
+				return true
+			}
+		}
+		return false
+	})
+	b.open("/ui/dev")
+	if !strings.Contains(b.text(), "Flights to Lisbon?") && !strings.Contains(b.text(), "turn 1 of conversation") {
+		t.Errorf("the dev inbox lacks the Slack answer:\n%s", b.text())
+	}
+	b.check("dev-slack")
+	b.press(`form[action="/ui/dev/slack/click"] button[value="deny"]`)
+	if !strings.Contains(b.text(), "pressed as if in Slack") {
+		t.Errorf("dev Slack click:\n%s", b.text())
+	}
+	poll.Eventually(t, 20*time.Second, "the Slack click to decide", func() bool { return d.approvalState("appr_slack_ui") == "denied" })
+	b.open("/ui/slack")
+	if page := b.text(); !strings.Contains(page, "records Slack messages instead of posting them") || !strings.Contains(page, "rewrite after a decision") {
+		t.Errorf("the Slack screen:\n%s", page)
+	}
+	b.check("slack")
+
 	// The approval page a person opens from the link.
 	b.open(strings.TrimPrefix(link, d.base))
 	b.check("approval-page")
@@ -479,7 +520,7 @@ func TestConsoleInChromium(t *testing.T) {
 	b.open("/ui/")
 	b.press(`form[action="/ui/logout"] button`)
 	b.signIn(readKey)
-	for _, p := range []string{"/ui/deliveries/" + dead[1], "/ui/approvals/appr_console", "/ui/webhooks", "/ui/schedules", "/ui/dev", "/ui/retry?since=2020-01-01T00:00"} {
+	for _, p := range []string{"/ui/deliveries/" + dead[1], "/ui/approvals/appr_console", "/ui/webhooks", "/ui/schedules", "/ui/dev", "/ui/slack", "/ui/retry?since=2020-01-01T00:00"} {
 		b.open(p)
 		if n := b.count(`main form[method="post"], main button[type="submit"]:not(.link)`); n != 0 && !strings.HasPrefix(p, "/ui/retry") {
 			t.Errorf("read-only %s shows %d forms or buttons", p, n)

@@ -229,3 +229,58 @@ func TestDevSlackConversation(t *testing.T) {
 		t.Fatalf("a cross-site post to /dev/slack/message: %d, want 403", resp.StatusCode)
 	}
 }
+
+// A conversation started by a mention in a channel continues with a reply in
+// its thread that does not mention the app (a message.channels event) by
+// someone in the conversation; a reply there by someone else, and a
+// channel message outside a conversation's thread, start nothing.
+func TestSlackThreadReplyEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the daemon")
+	}
+	fake := slacktest.StartFake(t)
+	d := startDev(t, func(c *config.Config) {
+		c.Slack = &config.SlackConfig{BotToken: "xoxb-1234567890-abcdefghij", SigningSecret: e2eSlackSecret, APIBaseURL: fake.URL}
+	})
+	const ch, root = "C0DESK001", "1767225600.000100"
+	inThread := func() []string {
+		posts, _, _ := fake.Snapshot()
+		var out []string
+		for _, p := range posts {
+			if p.Channel == ch && p.ThreadTS == root {
+				out = append(out, p.Text)
+			}
+		}
+		return out
+	}
+	event := func(id string, ev map[string]any) {
+		t.Helper()
+		if st := slackEvent(t, d.base, e2eSlackSecret, fake.Team, id, ev, ""); st != http.StatusOK {
+			t.Fatalf("event %s: %d", id, st)
+		}
+	}
+	reply := func(user, ts, thread, text string) map[string]any {
+		return map[string]any{"type": "message", "channel": ch, "channel_type": "channel", "user": user, "text": text, "ts": ts, "thread_ts": thread}
+	}
+	event("Ev0MENTION1", map[string]any{"type": "app_mention", "channel": ch, "user": "U0ANN0001", "text": "<@" + fake.BotUser + "> flights to Lisbon?", "ts": root})
+	poll.Eventually(t, 20*time.Second, "the first answer in the thread", func() bool { return len(inThread()) == 1 })
+	cnv := regexp.MustCompile(`cnv_[0-9a-z]+`).FindString(inThread()[0])
+	if cnv == "" || !strings.Contains(inThread()[0], "turn 1 of conversation") {
+		t.Fatalf("first answer %q", inThread()[0])
+	}
+	// Someone else's reply, a top-level message and a reply in a thread that
+	// is no conversation: nothing.
+	event("Ev0OTHER01", reply("U0BOB0001", "1767225600.000200", root, "me too"))
+	event("Ev0TOPLVL1", map[string]any{"type": "message", "channel": ch, "channel_type": "channel", "user": "U0ANN0001", "text": "lunch?", "ts": "1767225600.000300"})
+	event("Ev0STRAY01", reply("U0ANN0001", "1767225600.000400", "1767225000.000001", "in another thread"))
+	// The participant's reply without a mention continues the conversation.
+	event("Ev0REPLY01", reply("U0ANN0001", "1767225600.000500", root, "for six, please"))
+	poll.Eventually(t, 20*time.Second, "the second answer in the thread", func() bool { return len(inThread()) >= 2 })
+	if got := inThread(); len(got) != 2 || !strings.Contains(got[1], "turn 2 of conversation "+cnv) {
+		t.Fatalf("answers in the thread: %q", got)
+	}
+	posts, _, _ := fake.Snapshot()
+	if len(posts) != 2 {
+		t.Fatalf("%d posts, want the two answers: %+v", len(posts), posts)
+	}
+}

@@ -8,14 +8,17 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/cool-ai/beachd/agent"
 	"github.com/cool-ai/beachd/agent/a2ajstest"
+	"github.com/cool-ai/beachd/channels"
 	"github.com/cool-ai/beachd/channels/slack"
 	"github.com/cool-ai/beachd/channels/slack/slacktest"
 	"github.com/cool-ai/beachd/config"
+	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/internal/testkit/poll"
 )
 
@@ -285,5 +288,93 @@ func TestSlackDevRecordsAndClicks(t *testing.T) {
 	}
 	if !note {
 		t.Errorf("no note for the user not asked: %+v", msgs.Messages)
+	}
+}
+
+// heldSlack holds each Slack post of a marked approval request, before it
+// reaches Slack (hold "before") or after Slack answered and before the
+// dispatcher records its ts (hold "after"), until the test lets it go.
+type heldSlack struct {
+	channels.Deliverer
+	mu      sync.Mutex
+	holds   map[string]string // approval id → "before" or "after"
+	entered chan string
+	release chan struct{}
+}
+
+func (h *heldSlack) Deliver(ctx context.Context, job *channels.Job) (*channels.Result, error) {
+	h.mu.Lock()
+	var where string
+	if job.Delivery.Extra[slack.ExtraUpdate] == "" {
+		for _, id := range job.Delivery.ApprovalIDs {
+			if w, ok := h.holds[id]; ok {
+				where = w
+				delete(h.holds, id)
+			}
+		}
+	}
+	h.mu.Unlock()
+	if where == "before" {
+		h.entered <- where
+		<-h.release
+	}
+	res, err := h.Deliverer.Deliver(ctx, job)
+	if where == "after" {
+		h.entered <- where
+		<-h.release
+	}
+	return res, err
+}
+
+// A Slack message whose approval is decided while its post is on its way
+// is rewritten once its ts is recorded: decided before the post reached
+// Slack, and decided after Slack answered but before the ts was recorded
+// (the rewrite that followed the decision read the deliveries without
+// it). The record writes a follow-up naming the message; the sweeper
+// fires it.
+func TestSlackMessageDecidedInFlightIsRewritten(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the daemon")
+	}
+	fake := slacktest.StartFake(t)
+	held := &heldSlack{holds: map[string]string{}, entered: make(chan string), release: make(chan struct{})}
+	d := startDevApp(t, func(a *app) {
+		held.Deliverer = a.deliverers[envelope.ChannelSlack]
+		a.deliverers[envelope.ChannelSlack] = held
+	}, func(c *config.Config) {
+		c.Slack = &config.SlackConfig{BotToken: "xoxb-1234567890-abcdefghij", SigningSecret: e2eSlackSecret, APIBaseURL: fake.URL}
+	})
+	for _, where := range []string{"before", "after"} {
+		id := "appr_inflight_" + where
+		held.mu.Lock()
+		held.holds[id] = where
+		held.mu.Unlock()
+		d.requestApproval(id, `[{"channel":"slack","address":"U012AB3CD"}]`)
+		select {
+		case <-held.entered:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%s: the post was not held", where)
+		}
+		body := strings.NewReader(`{"decision":"denied","reason":"decided while the post was on its way"}`)
+		var out map[string]any
+		if code := d.do("POST", "/v1/approvals/"+id+"/decision", body, "application/json", &out); code != 200 {
+			t.Fatalf("%s: decide: %d %v", where, code, out)
+		}
+		held.release <- struct{}{}
+		var post slacktest.Call
+		poll.Eventually(t, 20*time.Second, where+": the Slack message rewritten", func() bool {
+			posts, ups, _ := fake.Snapshot()
+			for _, p := range posts {
+				if strings.Contains(p.Blocks, "approval:"+id) {
+					post = p
+				}
+			}
+			for _, u := range ups {
+				if post.TS != "" && u.Channel == post.Channel && u.TS == post.TS {
+					return strings.Contains(u.Text, "Denied") && !strings.Contains(u.Blocks, "beachd_approve")
+				}
+			}
+			return false
+		})
 	}
 }

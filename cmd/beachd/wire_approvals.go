@@ -173,6 +173,11 @@ func (a *app) wireApprovals() error {
 				f(ctx, ap)
 			}
 		},
+		OnMessageShown: func(ctx context.Context, ap *store.Approval, deliveryID string) {
+			for _, f := range a.onMessageShown {
+				f(ctx, ap, deliveryID)
+			}
+		},
 	}, a.db, enq, inj, log)
 	if err != nil {
 		return err

@@ -73,6 +73,9 @@ func (a *app) wireConsole() error {
 	if a.dev {
 		deps.Dev = &devInbox{a: a}
 	}
+	if a.slackHealth != nil {
+		deps.Slack = slackConsole{a}
+	}
 	c, err := console.New(console.Config{Keys: keys, Secret: m.Sum(nil), PublicURL: a.cfg.PublicURL, Channels: a.channelNames(), Now: a.now}, deps)
 	if err != nil {
 		return err

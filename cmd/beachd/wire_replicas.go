@@ -135,7 +135,11 @@ func (a *app) readyDetails() map[string]any {
 	if held == nil {
 		held = []singleton.Held{}
 	}
-	return map[string]any{"store": a.cfg.Store.Driver, "holder": a.singletons.Holder(), "singletons": held}
+	out := map[string]any{"store": a.cfg.Store.Driver, "holder": a.singletons.Holder(), "singletons": held}
+	if s := a.slackReady(); s != nil {
+		out["slack"] = s
+	}
+	return out
 }
 
 // approvalKeyKV is where replicas on a shared store keep the approvals

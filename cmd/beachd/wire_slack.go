@@ -49,7 +49,7 @@ func (a *app) wireSlack() error {
 		return err
 	}
 	log := a.log.With("component", "slack")
-	sender, err := slack.NewSender(slack.Config{Now: a.now, Approvals: a.db}, client, a.db, slack.Renderer(r, a.registry, a.wireMessagePages(r)), log)
+	sender, err := slack.NewSender(slack.Config{Now: a.now}, client, a.db, slack.Renderer(r, a.registry, a.wireMessagePages(r)), log)
 	if err != nil {
 		return err
 	}
@@ -63,6 +63,7 @@ func (a *app) wireSlack() error {
 	a.deliverers[envelope.ChannelSlack] = sender
 	a.policies[envelope.ChannelSlack] = policy
 	a.slackClient = client
+	a.slackHealth = client.Health()
 
 	// Button clicks, verified with the signing secret, go to the same
 	// approvals service as every other channel's answers; after any
@@ -79,7 +80,7 @@ func (a *app) wireSlack() error {
 
 // wireSlackEvents mounts the Events API endpoint.
 func (a *app) wireSlackEvents(secret, team string, self func(context.Context) (slack.Identity, error), log *slog.Logger) (http.Handler, error) {
-	h, err := slack.NewEventHandler(slack.EventsConfig{SigningSecret: secret, TeamID: team, Self: self, Now: a.now},
+	h, err := slack.NewEventHandler(slack.EventsConfig{SigningSecret: secret, TeamID: team, Self: self, Now: a.now, Health: a.slackHealth},
 		a.db, lateDecider{a}, log)
 	if err != nil {
 		return nil, err
@@ -103,6 +104,7 @@ func (a *app) wireSlackInbound(secret, team string, notes slack.Noter, log *slog
 	a.routes = append(a.routes, api.Route{Method: "POST", Pattern: slackInteractionsPath, Handler: h, Auth: false})
 	up := &slack.Updater{DB: a.db, Enqueue: lateEnqueuer{a}, Now: a.now, Log: log}
 	a.onDecided = append(a.onDecided, up.ApprovalDecided)
+	a.onMessageShown = append(a.onMessageShown, up.MessageShown)
 	return h, nil
 }
 
@@ -111,6 +113,7 @@ func (a *app) wireSlackInbound(secret, team string, notes slack.Noter, log *slog
 // with which /dev/slack/click signs the clicks it makes.
 func (a *app) wireSlackRecorder(renderFn slack.RenderFunc) error {
 	rec := slack.NewRecorder(renderFn, a.now)
+	a.slackHealth = &slack.Health{}
 	a.deliverers[envelope.ChannelSlack] = rec
 	secret := randomToken(32)
 	h, err := a.wireSlackInbound(secret, "", rec, a.log.With("component", "slack-dev"))
@@ -124,6 +127,7 @@ func (a *app) wireSlackRecorder(renderFn slack.RenderFunc) error {
 		return err
 	}
 	dev := &slack.DevHandler{Log: rec, Interactions: h, Events: ev, Secret: secret, Now: a.now}
+	a.slackDev = dev
 	open := a.listener != nil && isLoopback(a.listener.Addr())
 	a.routes = append(a.routes,
 		api.Route{Method: "GET", Pattern: "/dev/slack/messages", Handler: http.HandlerFunc(dev.Messages), Auth: !open},

@@ -3,6 +3,7 @@ package bolt
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"time"
 
@@ -43,6 +44,9 @@ func (s *DB) Record(ctx context.Context, id string, leaseUntil time.Time, o stor
 		if err := putDeliveryTx(tx, &d, prev.State); err != nil {
 			return err
 		}
+		if err := putLateMessageTimersTx(tx, &d, &o, now); err != nil {
+			return err
+		}
 		var k [4]byte
 		binary.BigEndian.PutUint32(k[:], uint32(o.Attempt.N))
 		if err := putJSON(tx.Bucket(bAttempts), append([]byte(d.ID+"/"), k[:]...), o.Attempt); err != nil {
@@ -55,6 +59,28 @@ func (s *DB) Record(ctx context.Context, id string, leaseUntil time.Time, o stor
 		return nil, fmt.Errorf("record attempt of %s: %w", id, err)
 	}
 	return out, nil
+}
+
+// putLateMessageTimersTx writes the timers of d's approvals decided before
+// its provider id was recorded (store.LateMessageTimers). bbolt's writes
+// are serial: a decision committed before this transaction is seen, one
+// after it reads the recorded provider id.
+func putLateMessageTimersTx(tx *bbolt.Tx, d *store.Delivery, o *store.Outcome, now time.Time) error {
+	if !o.FollowDecision || o.State != store.StateSent || d.ProviderID == "" || len(d.ApprovalIDs) == 0 {
+		return nil
+	}
+	decided := map[string]bool{}
+	for _, id := range d.ApprovalIDs {
+		var a store.Approval
+		switch err := getJSON(tx.Bucket(bApprovals), []byte(id), &a); {
+		case errors.Is(err, store.ErrNotFound):
+		case err != nil:
+			return fmt.Errorf("approval %q: %w", id, err)
+		default:
+			decided[id] = a.State != store.ApprovalPending
+		}
+	}
+	return putTimersTx(tx, store.LateMessageTimers(d, o, decided, now))
 }
 
 // Release puts a claimed job back in the queue without counting an attempt

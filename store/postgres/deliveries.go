@@ -752,7 +752,53 @@ func (s *DB) recordTx(ctx context.Context, tx pgx.Tx, rs []*recordReq) error {
 		}
 		r.out = d
 	}
+	if err := queueLateMessageTimers(ctx, tx, b, rs, now); err != nil {
+		return err
+	}
 	return runBatch(ctx, tx, b)
+}
+
+// queueLateMessageTimers queues the timers of the approvals decided before
+// the provider ids of rs were recorded (store.LateMessageTimers). The
+// approvals' rows are read FOR SHARE: a decision (which locks its row FOR
+// UPDATE) that commits first is seen, and one that has not waits for this
+// transaction, so that the work after it reads the recorded provider id.
+func queueLateMessageTimers(ctx context.Context, tx pgx.Tx, b *pgx.Batch, rs []*recordReq, now time.Time) error {
+	var ids []string
+	for _, r := range rs {
+		if r.out != nil && r.o.FollowDecision && r.o.State == store.StateSent && r.out.ProviderID != "" {
+			ids = append(ids, r.out.ApprovalIDs...)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	rows, err := tx.Query(ctx, `SELECT id, state FROM approvals WHERE id = ANY($1) ORDER BY id FOR SHARE`, ids)
+	if err != nil {
+		return fmt.Errorf("read the approvals of sent messages: %w", err)
+	}
+	decided := map[string]bool{}
+	for rows.Next() {
+		var id, state string
+		if err := rows.Scan(&id, &state); err != nil {
+			rows.Close()
+			return err
+		}
+		decided[id] = state != store.ApprovalPending
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read the approvals of sent messages: %w", err)
+	}
+	for _, r := range rs {
+		if r.out == nil {
+			continue
+		}
+		if err := queueTimers(b, store.LateMessageTimers(r.out, &r.o, decided, now)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Release puts a claimed job back in the queue without counting an attempt

@@ -15,6 +15,7 @@ var timerCases = []testCase{
 	{"timers/a timer of an approval no longer pending is removed and does nothing", timersOfDecidedApproval},
 	{"timers/racing firings of one timer: exactly one fires", timersRace},
 	{"timers/a decision with a follow-up writes its timer in its transaction; a decision that changes nothing writes none", timersFollowUp},
+	{"timers/a message recorded sent after its approval's decision gets a follow-up naming it; one recorded before, or without FollowDecision, none", timersLateMessage},
 }
 
 // ingestLadder stores approval id (quorum 2, alice and bob asked by email)
@@ -216,5 +217,57 @@ func timersFollowUp(e *env) {
 	}
 	if again, _ := e.s.FireApprovalTimer(e.ctx, store.TimerFire{Timer: ts[0]}); again.Fired {
 		e.t.Fatalf("fired twice: %+v", again)
+	}
+}
+
+func timersLateMessage(e *env) {
+	e.ingestQuorum("t6")
+	ds := e.claim(10)
+	if len(ds) != 2 {
+		e.t.Fatalf("claimed %d", len(ds))
+	}
+	record := func(d *store.Delivery, pid string, follow bool) {
+		e.t.Helper()
+		_, err := e.s.Record(e.ctx, d.ID, d.LeaseUntil, store.Outcome{State: store.StateSent, ProviderID: pid, FollowDecision: follow})
+		e.ok(err, "record "+d.ID)
+	}
+	// Recorded while the approval is pending: nothing to follow.
+	record(ds[0], "C1/1.1", true)
+	if ts, _ := e.s.ApprovalTimersOf(e.ctx, "t6"); len(ts) != 0 {
+		e.t.Fatalf("timers of a message recorded before the decision: %+v", ts)
+	}
+	_, _, err := e.s.Decide(e.ctx, store.Decision{ApprovalID: "t6", State: store.ApprovalDenied, DecidedBy: "operator", Channel: "operator",
+		At: e.now(), InjectionID: "inj-t6"})
+	e.ok(err, "decide")
+	record(ds[1], "C1/1.2", true)
+	ts, err := e.s.ApprovalTimersOf(e.ctx, "t6")
+	e.ok(err, "timers")
+	if len(ts) != 1 || ts[0].Kind != store.TimerDecided || ts[0].Delivery != ds[1].ID || !ts[0].Due.Equal(e.now()) {
+		e.t.Fatalf("timers of a message recorded after the decision: %+v", ts)
+	}
+	due, err := e.s.DueApprovalTimers(e.ctx, e.now(), 10)
+	e.ok(err, "due")
+	if len(due) != 1 || due[0].Delivery != ds[1].ID {
+		e.t.Fatalf("due %+v", due)
+	}
+	fired, err := e.s.FireApprovalTimer(e.ctx, store.TimerFire{Timer: due[0]})
+	e.ok(err, "fire")
+	if !fired.Fired || len(fired.Deliveries) != 0 {
+		e.t.Fatalf("fired %+v", fired)
+	}
+	if ts, _ := e.s.ApprovalTimersOf(e.ctx, "t6"); len(ts) != 0 {
+		e.t.Fatalf("left %+v", ts)
+	}
+	// Without FollowDecision (a message that cannot change): none.
+	e.ingestQuorum("t7")
+	ds = e.claim(10)
+	_, _, err = e.s.Decide(e.ctx, store.Decision{ApprovalID: "t7", State: store.ApprovalDenied, DecidedBy: "operator", Channel: "operator",
+		At: e.now(), InjectionID: "inj-t7"})
+	e.ok(err, "decide")
+	for _, d := range ds {
+		record(d, "x-"+d.ID, false)
+	}
+	if ts, _ := e.s.ApprovalTimersOf(e.ctx, "t7"); len(ts) != 0 {
+		e.t.Fatalf("timers without FollowDecision: %+v", ts)
 	}
 }

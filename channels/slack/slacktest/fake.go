@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Fake is a Slack Web API that keeps what beachd posted, updated and
@@ -23,11 +24,51 @@ type Fake struct {
 	// and its workspace.
 	BotUser, BotID, Team string
 
+	// Scopes is the X-OAuth-Scopes header of every answer (Slack names the
+	// token's scopes there); empty: none.
+	Scopes string
+
 	mu         sync.Mutex
 	n          int
 	Posts      []Call
 	Updates    []Call
 	Ephemerals []Call
+	faults     Faults
+	attempts   []Attempt
+}
+
+// Faults are what the fake refuses, as Slack would (set with SetFaults).
+type Faults struct {
+	// Refuse answers chat.postMessage to these channels with their error
+	// (not_in_channel, channel_not_found, is_archived).
+	Refuse map[string]string
+	// Token, when set, answers every call with this error (invalid_auth,
+	// token_revoked, token_expired): the token is refused.
+	Token string
+	// RateLimited is how many chat.postMessage calls, from now, are
+	// answered 429 with Retry-After: RetryAfter seconds (1 when 0).
+	RateLimited, RetryAfter int
+}
+
+// Attempt is one chat.postMessage the fake answered: to where, when, and
+// what it answered ("ok", "ratelimited" or the error).
+type Attempt struct {
+	Channel, Text, Answer string
+	At                    time.Time
+}
+
+// SetFaults replaces the fake's faults.
+func (f *Fake) SetFaults(x Faults) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.faults = x
+}
+
+// Attempts returns every chat.postMessage the fake answered.
+func (f *Fake) Attempts() []Attempt {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]Attempt(nil), f.attempts...)
 }
 
 // Call is one request: its form (or JSON) fields.
@@ -55,8 +96,38 @@ func (f *Fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
-	switch strings.TrimPrefix(r.URL.Path, "/") {
+	if f.Scopes != "" {
+		w.Header().Set("X-OAuth-Scopes", f.Scopes)
+	}
+	method := strings.TrimPrefix(r.URL.Path, "/")
+	refuse := func(answer string) {
+		if method == "chat.postMessage" {
+			f.attempts = append(f.attempts, Attempt{Channel: c.Channel, Text: c.Text, Answer: answer, At: time.Now()})
+		}
+		json.NewEncoder(w).Encode(map[string]any{"ok": false, "error": answer})
+	}
+	if f.faults.Token != "" {
+		refuse(f.faults.Token)
+		return
+	}
+	if method == "chat.postMessage" && f.faults.RateLimited > 0 {
+		f.faults.RateLimited--
+		after := f.faults.RetryAfter
+		if after <= 0 {
+			after = 1
+		}
+		w.Header().Set("Retry-After", fmt.Sprint(after))
+		w.WriteHeader(http.StatusTooManyRequests)
+		refuse("ratelimited")
+		return
+	}
+	if why, ok := f.faults.Refuse[c.Channel]; ok && method == "chat.postMessage" {
+		refuse(why)
+		return
+	}
+	switch method {
 	case "chat.postMessage":
+		f.attempts = append(f.attempts, Attempt{Channel: c.Channel, Text: c.Text, Answer: "ok", At: time.Now()})
 		f.n++
 		c.TS = fmt.Sprintf("1767225600.%06d", f.n)
 		ch := c.Channel
