@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	bbolt "go.etcd.io/bbolt"
 
 	"github.com/cool-ai/beachd/channels/email/smtptest"
@@ -171,7 +172,9 @@ func postMarked(hc *http.Client, base, marker, recipients string) []crashAck {
 // that duplicates are recognisable (webhook-id, Message-ID, To+Body at
 // Twilio) and no more than the jobs that could be in flight at the kills,
 // that the recorded Twilio SID is one Twilio created, and that the bbolt
-// file passes bbolt's consistency check and the outbox invariants.
+// file passes bbolt's consistency check and the outbox invariants. On
+// PostgreSQL, every job leased at a kill names a holder with a liveness
+// lease (checkHolders).
 func TestCrashLoopMixed(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the daemon")
@@ -286,6 +289,11 @@ twilio:
 		d.kill()
 		cancel()
 		wg.Wait()
+		if dsn != "" {
+			// The killed daemon's jobs in flight are re-queued once its
+			// liveness lease runs out: each names a holder that has one.
+			checkHolders(t, dsn, fmt.Sprintf("after kill %d", k+1))
+		}
 	}
 	d.start()
 	mu.Lock()
@@ -416,5 +424,41 @@ twilio:
 	if p := os.Getenv("BEACHD_CRASH_JSON"); p != "" {
 		b, _ := json.Marshal(summary)
 		os.WriteFile(p, b, 0o644)
+	}
+}
+
+// checkHolders fails the test for every delivery in the PostgreSQL store
+// at dsn that is leased under a holder without a liveness lease: another
+// replica could not tell when that holder died, and the job would wait
+// for its own lease (minutes) instead of the holder's liveness lease.
+func checkHolders(t *testing.T, dsn string, when string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	rows, err := c.Query(ctx, `SELECT d.id, d.channel, coalesce(d.lease_holder, '') FROM deliveries d WHERE d.lease_until_ns IS NOT NULL
+		AND NOT EXISTS (SELECT 1 FROM singleton_leases l WHERE l.name = $1 || d.lease_holder) ORDER BY d.id`, store.LivenessLease(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	orphans := 0
+	for rows.Next() {
+		var id, channel, holder string
+		if err := rows.Scan(&id, &channel, &holder); err != nil {
+			t.Fatal(err)
+		}
+		t.Errorf("%s: %s %s is leased by %q, which has no liveness lease", when, channel, id, holder)
+		orphans++
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if orphans > 0 {
+		t.FailNow() // rather than wait minutes for those leases
 	}
 }
