@@ -227,11 +227,36 @@ func buildApp(ctx context.Context, cfg *config.Config, reg *envelope.Registry, l
 		{name: "retention", run: a.singleton(singletonRetention, a.prune), started: a.singletonStarted(singletonRetention, nil)}}, a.workers...)
 	if a.db.Shared() {
 		// This replica's liveness: while it holds the lease, the jobs it
-		// leased are its own; once it dies, the others re-queue them.
-		a.workers = append(a.workers, worker{name: "liveness", run: a.singleton(store.LivenessLease(holder), func(ctx context.Context) error {
+		// leased are its own; once it dies, the others re-queue them. A
+		// job leased before the lease is in the store would instead wait
+		// for its own lease (four and a half minutes for email) if the
+		// replica died then: the other workers, which lease jobs (the
+		// dispatcher, and through it ingest's hand-offs; the injector; the
+		// conversations), start once the lease is held.
+		live := store.LivenessLease(holder)
+		taken := a.singletons.Taken(live)
+		for i, w := range a.workers {
+			a.workers[i].run = func(ctx context.Context) error {
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-taken:
+				}
+				return w.run(ctx)
+			}
+		}
+		// First: /readyz names it while the others wait for it.
+		a.workers = append([]worker{{name: "liveness", run: a.singleton(live, func(ctx context.Context) error {
 			<-ctx.Done()
 			return nil
-		})})
+		}), started: func() bool {
+			select {
+			case <-taken:
+				return true
+			default:
+				return false
+			}
+		}}}, a.workers...)
 	}
 	a.wireWakeups()
 	return a, nil

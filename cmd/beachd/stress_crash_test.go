@@ -10,11 +10,13 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	bbolt "go.etcd.io/bbolt"
 
 	"github.com/cool-ai/beachd/channels/email/smtptest"
@@ -34,37 +36,88 @@ type crashAck struct {
 	id, channel, to, marker string
 }
 
-// pendingRetries asks the daemon about deliveries that have not reached
-// their sink: pending is true when every one is still queued, sending or
-// retrying (waiting, not lost); report has a line each.
-func (d *daemon) pendingRetries(missing []crashAck) (pending bool, report string) {
-	pending = true
-	for _, a := range missing {
-		req, _ := http.NewRequest("GET", d.base+"/v1/deliveries/"+a.id, nil)
-		req.Header.Set("Authorization", "Bearer "+e2eKey)
-		var v struct {
-			State, LastError, DeadReason string
-			NextAttemptAt                time.Time
-			Attempts                     int
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err == nil {
-			err = json.NewDecoder(resp.Body).Decode(&v)
-			resp.Body.Close()
-		}
-		switch {
-		case err != nil:
-			pending = false
-			report += fmt.Sprintf("  %s %s: %v\n", a.channel, a.id, err)
-		default:
-			if v.State != "queued" && v.State != "sending" && v.State != "retrying" {
-				pending = false
-			}
-			report += fmt.Sprintf("  %s %s: %s after %d attempts, next %s, last error %q %s\n", a.channel, a.id, v.State, v.Attempts,
-				v.NextAttemptAt.Format(time.RFC3339), v.LastError, v.DeadReason)
-		}
+// deliveryReport asks the daemon about delivery a: its state (the error
+// reading it, if any) and a line for a report.
+func (d *daemon) deliveryReport(a crashAck) (state, line string) {
+	req, _ := http.NewRequest("GET", d.base+"/v1/deliveries/"+a.id, nil)
+	req.Header.Set("Authorization", "Bearer "+e2eKey)
+	var v struct {
+		State, LastError, DeadReason string
+		NextAttemptAt                time.Time
+		Attempts                     int
 	}
-	return pending, report
+	resp, err := http.DefaultClient.Do(req)
+	if err == nil {
+		err = json.NewDecoder(resp.Body).Decode(&v)
+		resp.Body.Close()
+	}
+	if err != nil {
+		return err.Error(), fmt.Sprintf("  %s %s: %v\n", a.channel, a.id, err)
+	}
+	return v.State, fmt.Sprintf("  %s %s: %s after %d attempts, next %s, last error %q %s\n", a.channel, a.id, v.State, v.Attempts,
+		v.NextAttemptAt.Format(time.RFC3339), v.LastError, v.DeadReason)
+}
+
+// pendingRetries asks the daemon about deliveries; report has a line each.
+func (d *daemon) pendingRetries(missing []crashAck) (report string) {
+	for _, a := range missing {
+		_, line := d.deliveryReport(a)
+		report += line
+	}
+	return report
+}
+
+// waiting reports whether a delivery in state s is still to be attempted
+// (queued, sending or retrying).
+func waiting(s string) bool { return s == "queued" || s == "sending" || s == "retrying" }
+
+// awaitSinks waits until count finds every acknowledged delivery at its
+// sink. One whose attempt failed on a loaded machine (an SMTP timeout)
+// waits for its retry, minutes away by the email policy: after two
+// minutes the daemon d is asked about each one missing, and the wait goes
+// on, up to 8 minutes in all, only while each is still waiting. The
+// daemon's answer comes after the count: a delivery it says is sent (or
+// dead) may have reached its sink in between, so it is counted again; one
+// recorded as done and still not at its sink is a failure at once.
+func awaitSinks(t *testing.T, d *daemon, all []crashAck, count func(crashAck) int) {
+	t.Helper()
+	deadline, hardStop := time.Now().Add(120*time.Second), time.Now().Add(8*time.Minute)
+	for {
+		var missing []crashAck
+		for _, a := range all {
+			if count(a) == 0 {
+				missing = append(missing, a)
+			}
+		}
+		if len(missing) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			var report string
+			lost, pending := 0, 0
+			for _, a := range missing {
+				state, line := d.deliveryReport(a)
+				switch {
+				case waiting(state):
+					pending++
+				case count(a) > 0:
+					line = strings.TrimSuffix(line, "\n") + " (at its sink when counted again)\n"
+				default:
+					lost++
+				}
+				report += line
+			}
+			if lost > 0 || (pending > 0 && time.Now().After(hardStop)) {
+				t.Fatalf("%d of %d acknowledged deliveries never reached their sink (%d recorded as done):\n%s\n%s",
+					lost+pending, len(all), lost, report, d.stderr)
+			}
+			if pending > 0 {
+				t.Logf("still waiting for retries:\n%s", report)
+			}
+			deadline = time.Now().Add(30 * time.Second)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // deliveryState is the state the daemon reports for delivery id, or the
@@ -119,7 +172,9 @@ func postMarked(hc *http.Client, base, marker, recipients string) []crashAck {
 // that duplicates are recognisable (webhook-id, Message-ID, To+Body at
 // Twilio) and no more than the jobs that could be in flight at the kills,
 // that the recorded Twilio SID is one Twilio created, and that the bbolt
-// file passes bbolt's consistency check and the outbox invariants.
+// file passes bbolt's consistency check and the outbox invariants. On
+// PostgreSQL, every job leased at a kill names a holder with a liveness
+// lease (checkHolders).
 func TestCrashLoopMixed(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the daemon")
@@ -145,7 +200,12 @@ func crashLoopMixed(t *testing.T, dsn string) {
 		t.Fatal(err)
 	}
 	seed := uint64(time.Now().UnixNano())
-	t.Logf("kill timing seed %d", seed)
+	if v := os.Getenv("BEACHD_CRASH_SEED"); v != "" {
+		if seed, err = strconv.ParseUint(v, 10, 64); err != nil {
+			t.Fatalf("BEACHD_CRASH_SEED: %v", err)
+		}
+	}
+	t.Logf("kill timing seed %d (BEACHD_CRASH_SEED sets it)", seed)
 	rng := rand.New(rand.NewPCG(seed, 8))
 
 	// Peers.
@@ -229,6 +289,11 @@ twilio:
 		d.kill()
 		cancel()
 		wg.Wait()
+		if dsn != "" {
+			// The killed daemon's jobs in flight are re-queued once its
+			// liveness lease runs out: each names a holder that has one.
+			checkHolders(t, dsn, fmt.Sprintf("after kill %d", k+1))
+		}
 	}
 	d.start()
 	mu.Lock()
@@ -248,33 +313,7 @@ twilio:
 		t.Fatalf("unexpected channel %q", a.channel)
 		return 0
 	}
-	// Wait for every acknowledged delivery. One whose attempt failed on a
-	// loaded machine (an SMTP timeout) waits for its retry, minutes away by
-	// the email policy: at the deadline the daemon is asked about each one
-	// missing, and the wait goes on, up to 8 minutes in all, only for those
-	// still queued or retrying. A missing one recorded as sent or dead is a
-	// failure at once.
-	deadline, hardStop := time.Now().Add(120*time.Second), time.Now().Add(8*time.Minute)
-	for {
-		var missing []crashAck
-		for _, a := range all {
-			if count(a) == 0 {
-				missing = append(missing, a)
-			}
-		}
-		if len(missing) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			pending, report := d.pendingRetries(missing)
-			if !pending || time.Now().After(hardStop) {
-				t.Fatalf("%d of %d acknowledged deliveries never reached their sink:\n%s\n%s", len(missing), len(all), report, d.stderr)
-			}
-			t.Logf("still waiting for retries:\n%s", report)
-			deadline = time.Now().Add(30 * time.Second)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	awaitSinks(t, d, all, count)
 	// A delivery sent just before a kill but not yet recorded is sent again
 	// by the restarted daemon; its first copy is already at the sink, so
 	// the daemon is stopped only once it has recorded every outcome.
@@ -283,7 +322,7 @@ twilio:
 	for {
 		var still []crashAck
 		for _, a := range unsettled {
-			if s := d.deliveryState(a.id); s == "queued" || s == "sending" || s == "retrying" {
+			if waiting(d.deliveryState(a.id)) {
 				still = append(still, a)
 			}
 		}
@@ -291,7 +330,7 @@ twilio:
 			break
 		}
 		if time.Now().After(settle) {
-			_, report := d.pendingRetries(unsettled)
+			report := d.pendingRetries(unsettled)
 			t.Fatalf("%d of %d deliveries at their sinks were never recorded as done:\n%s\n%s", len(unsettled), len(all), report, d.stderr)
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -385,5 +424,41 @@ twilio:
 	if p := os.Getenv("BEACHD_CRASH_JSON"); p != "" {
 		b, _ := json.Marshal(summary)
 		os.WriteFile(p, b, 0o644)
+	}
+}
+
+// checkHolders fails the test for every delivery in the PostgreSQL store
+// at dsn that is leased under a holder without a liveness lease: another
+// replica could not tell when that holder died, and the job would wait
+// for its own lease (minutes) instead of the holder's liveness lease.
+func checkHolders(t *testing.T, dsn string, when string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	rows, err := c.Query(ctx, `SELECT d.id, d.channel, coalesce(d.lease_holder, '') FROM deliveries d WHERE d.lease_until_ns IS NOT NULL
+		AND NOT EXISTS (SELECT 1 FROM singleton_leases l WHERE l.name = $1 || d.lease_holder) ORDER BY d.id`, store.LivenessLease(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	orphans := 0
+	for rows.Next() {
+		var id, channel, holder string
+		if err := rows.Scan(&id, &channel, &holder); err != nil {
+			t.Fatal(err)
+		}
+		t.Errorf("%s: %s %s is leased by %q, which has no liveness lease", when, channel, id, holder)
+		orphans++
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if orphans > 0 {
+		t.FailNow() // rather than wait minutes for those leases
 	}
 }

@@ -245,27 +245,7 @@ twilio:
 		t.Fatalf("unexpected channel %q", a.channel)
 		return 0
 	}
-	deadline, hardStop := time.Now().Add(120*time.Second), time.Now().Add(8*time.Minute)
-	for {
-		var missing []crashAck
-		for _, a := range all {
-			if count(a) == 0 {
-				missing = append(missing, a)
-			}
-		}
-		if len(missing) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			pending, report := reps[0].pendingRetries(missing)
-			if !pending || time.Now().After(hardStop) {
-				t.Fatalf("%d of %d acknowledged deliveries never reached their sink:\n%s\n%s", len(missing), len(all), report, reps[0].stderr)
-			}
-			t.Logf("still waiting for retries:\n%s", report)
-			deadline = time.Now().Add(30 * time.Second)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	awaitSinks(t, reps[0], all, count)
 	dups, delivered := 0, 0
 	for _, a := range all {
 		if n := count(a); n > 0 {

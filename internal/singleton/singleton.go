@@ -97,6 +97,9 @@ type state struct {
 	held    bool
 	gen     uint64
 	since   time.Time
+	// taken is closed when this process first holds the lease.
+	taken    chan struct{}
+	wasTaken bool
 }
 
 // NewHolderID returns a holder id for this process: host name, process
@@ -170,6 +173,15 @@ func (r *Runner) Settled(name string) bool {
 	return s != nil && s.settled
 }
 
+// Taken is closed once this process has first held name's lease (it
+// stays closed when the lease is lost later). Work that must not begin
+// before the lease exists in the store waits for it.
+func (r *Runner) Taken(name string) <-chan struct{} {
+	var ch chan struct{}
+	r.update(name, func(s *state) { ch = s.taken })
+	return ch
+}
+
 // known lists every singleton Run was called for, held or not.
 func (r *Runner) known() map[string]state {
 	r.mu.Lock()
@@ -186,7 +198,7 @@ func (r *Runner) update(name string, f func(*state)) {
 	defer r.mu.Unlock()
 	s := r.names[name]
 	if s == nil {
-		s = &state{}
+		s = &state{taken: make(chan struct{})}
 		r.names[name] = s
 	}
 	f(s)
@@ -320,7 +332,13 @@ type renewal struct {
 // was lost and fn has returned.
 func (r *Runner) hold(ctx context.Context, name string, l store.Lease, t0 time.Time, fn func(context.Context) error) (done bool, err error) {
 	gen := l.Generation
-	r.update(name, func(s *state) { s.held, s.settled, s.gen, s.since = true, true, gen, t0 })
+	r.update(name, func(s *state) {
+		s.held, s.settled, s.gen, s.since = true, true, gen, t0
+		if !s.wasTaken {
+			s.wasTaken = true
+			close(s.taken)
+		}
+	})
 	r.cfg.Log.Info("singleton taken", "singleton", name, "generation", gen)
 	// deadline is when this process stops acting unless a renewal moved it:
 	// the store's lease ends no earlier than t0+TTL.

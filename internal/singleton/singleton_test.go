@@ -336,6 +336,36 @@ func TestGracefulStopHandsOverAtOnce(t *testing.T) {
 	}
 }
 
+// Taken is closed once the process holds the lease, not while another
+// holds it, and stays closed once the lease is given up.
+func TestTakenOnceHeld(t *testing.T) {
+	clk := newFakeClock()
+	db := openStore(t, clk)
+	sh := &shared{}
+	a := startReplica(t, clk, db, "a", sh, false)
+	waitReal(t, "a to run the singleton", a.running.Load)
+	b := startReplica(t, clk, db, "b", sh, false)
+	waitReal(t, "b to settle", func() bool { return b.r.Settled("scheduler") })
+	closed := func(ch <-chan struct{}) bool {
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	}
+	if !closed(a.r.Taken("scheduler")) || closed(b.r.Taken("scheduler")) {
+		t.Fatalf("Taken while a holds the lease: a %v, b %v", closed(a.r.Taken("scheduler")), closed(b.r.Taken("scheduler")))
+	}
+	stoppedAt := clk.Now()
+	a.stop(t)
+	advanceTo(clk, stoppedAt.Add(ttl/3+step))
+	waitReal(t, "b to take over", func() bool { return b.r.Holds("scheduler") })
+	if !closed(a.r.Taken("scheduler")) || !closed(b.r.Taken("scheduler")) {
+		t.Fatalf("Taken after b took over: a %v, b %v", closed(a.r.Taken("scheduler")), closed(b.r.Taken("scheduler")))
+	}
+}
+
 // When renewals fail (the database is unreachable, or does not answer),
 // the singleton's context is cancelled before its lease's end; when the
 // store answers again, the lease is taken again and the singleton runs
