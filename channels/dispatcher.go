@@ -470,7 +470,9 @@ func (d *Dispatcher) envelope(ctx context.Context, id string) (*envelope.Envelop
 	if err := envelope.UnmarshalStored(rec.Envelope, env); err != nil {
 		return nil, Permanent(fmt.Errorf("stored envelope %s is unreadable: %w", id, err))
 	}
-	d.cfg.Envelopes.Put(id, env, len(rec.Envelope))
+	// Taken already: kept for the envelope's other deliveries while no
+	// envelope yet to be taken needs the room.
+	d.cfg.Envelopes.KeepUsed(id, env, len(rec.Envelope))
 	return env, nil
 }
 
