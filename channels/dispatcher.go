@@ -209,13 +209,18 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// Each worker's own context: an attempt registers its
+			// shutdown grace (context.AfterFunc) with it, not with Run's
+			// context, whose lock every worker would otherwise share.
+			wctx, cancel := context.WithCancel(ctx)
+			defer cancel()
 			for j := range jobs {
 				d.buf.taken(j.handed)
-				if ctx.Err() != nil {
+				if wctx.Err() != nil {
 					d.release(j.del)
 					continue
 				}
-				d.work(ctx, j.del)
+				d.work(wctx, j.del)
 				select {
 				case freed <- struct{}{}:
 				default:
