@@ -209,13 +209,18 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// Each worker's own context: an attempt registers its
+			// shutdown grace (context.AfterFunc) with it, not with Run's
+			// context, whose lock every worker would otherwise share.
+			wctx, cancel := context.WithCancel(ctx)
+			defer cancel()
 			for j := range jobs {
 				d.buf.taken(j.handed)
-				if ctx.Err() != nil {
+				if wctx.Err() != nil {
 					d.release(j.del)
 					continue
 				}
-				d.work(ctx, j.del)
+				d.work(wctx, j.del)
 				select {
 				case freed <- struct{}{}:
 				default:
@@ -476,7 +481,9 @@ func (d *Dispatcher) envelope(ctx context.Context, id string) (*envelope.Envelop
 	if err := envelope.UnmarshalStored(rec.Envelope, env); err != nil {
 		return nil, Permanent(fmt.Errorf("stored envelope %s is unreadable: %w", id, err))
 	}
-	d.cfg.Envelopes.Put(id, env, len(rec.Envelope))
+	// Taken already: kept for the envelope's other deliveries while no
+	// envelope yet to be taken needs the room.
+	d.cfg.Envelopes.KeepUsed(id, env, len(rec.Envelope))
 	return env, nil
 }
 

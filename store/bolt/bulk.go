@@ -33,7 +33,7 @@ func (s *DB) IngestBulk(ctx context.Context, ins []store.Ingest) ([]*store.Inges
 			for i := range ids {
 				ids[i] = s.NewID("dlv_")
 			}
-			res, err := s.writeIngestTx(tx, &in, s.NewID("env_"), ids, now)
+			res, err := s.writeIngestTx(tx, &in, prepareIngest(&in, s.NewID("env_"), ids, now), now)
 			if err != nil {
 				return err
 			}

@@ -155,35 +155,63 @@ func takeLease(tx *bbolt.Tx, id string, leaseUntil time.Time) (*store.Delivery, 
 // process, so every lease is stale. Leases are few (the jobs in flight), so
 // it walks them all.
 func (s *DB) RequeueExpired(ctx context.Context, before time.Time) (int, error) {
+	expired := func(v []byte) bool { return len(v) != 8 || !unbe64(v).After(before) }
+	// The dispatcher asks every 10 s, and a lease seldom runs out (a worker
+	// hung past it): look first, so that a sweep with nothing to do costs
+	// no write transaction (an fsync'd commit holding the writer's lock).
+	found := false
+	_ = s.bolt.View(func(tx *bbolt.Tx) error {
+		c := tx.Bucket(bLeases).Cursor()
+		for k, v := c.First(); k != nil && !found; k, v = c.Next() {
+			found = expired(v)
+		}
+		return nil
+	})
+	if !found {
+		return 0, nil
+	}
 	now := s.now()
 	n := 0
-	err := s.bolt.Update(func(tx *bbolt.Tx) error {
+	// In the group's commit, beside ingests, claims and records.
+	err := s.write(func(tx *bbolt.Tx) error {
 		n = 0
+		// Everything is read and checked before the first write: a
+		// failure after it would abort the other callers' work in the
+		// shared commit too.
 		var ids [][]byte
+		var dels []*store.Delivery
 		if err := tx.Bucket(bLeases).ForEach(func(k, v []byte) error {
-			if len(v) != 8 || !unbe64(v).After(before) {
-				ids = append(ids, append([]byte(nil), k...))
+			if !expired(v) {
+				return nil
 			}
+			ids = append(ids, append([]byte(nil), k...))
+			d := new(store.Delivery)
+			switch err := getDelivery(tx.Bucket(bDeliveries), k, d); {
+			case errors.Is(err, store.ErrNotFound):
+				d = nil
+			case err != nil:
+				return err
+			case d.State == store.StateSending || !d.State.Valid() || !validChannelName(d.Channel):
+				return fmt.Errorf("%w: delivery %s in state %q, channel %q", store.ErrBadState, k, d.State, d.Channel)
+			}
+			dels = append(dels, d)
 			return nil
 		}); err != nil {
-			return err
+			return refuse(err)
 		}
-		for _, id := range ids {
+		for i, id := range ids {
 			if err := tx.Bucket(bLeases).Delete(id); err != nil {
 				return err
 			}
-			var d store.Delivery
-			if err := getDelivery(tx.Bucket(bDeliveries), id, &d); err != nil {
-				if errors.Is(err, store.ErrNotFound) {
-					continue
-				}
-				return err
+			d := dels[i]
+			if d == nil {
+				continue
 			}
 			// The lease ran out mid-send: the job may have reached its peer.
 			d.MaybeSent = true
 			d.NextAttemptAt = now
 			d.UpdatedAt = now
-			if err := putDeliveryTx(tx, &d, d.State); err != nil {
+			if err := putDeliveryTx(tx, d, d.State); err != nil {
 				return err
 			}
 			n++

@@ -158,3 +158,34 @@ func TestMigrateSchema3DueIndex(t *testing.T) {
 		t.Fatalf("claimed %v, %v; want %v", ids(got), err, want)
 	}
 }
+
+// The dispatcher's periodic sweep of leases that ran out writes nothing
+// when none has: no commit (an fsync holding the writer's lock) for an
+// empty sweep. One that has run out is re-queued, maybe sent.
+func TestRequeueExpiredWritesOnlyWhenALeaseRanOut(t *testing.T) {
+	db, err := Open(filepath.Join(t.TempDir(), "b.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	id := ingestTo(t, db, "webhook", "a")
+	claimed, err := db.Claim(ctx, 1, time.Hour, nil)
+	if err != nil || len(claimed) != 1 {
+		t.Fatalf("claim: %v %v", claimed, err)
+	}
+	pagesWritten := func() int64 { st := db.bolt.Stats(); return st.TxStats.GetWrite() }
+	writes := pagesWritten()
+	if n, err := db.RequeueExpired(ctx, time.Now()); n != 0 || err != nil {
+		t.Fatalf("sweep: %d re-queued, %v", n, err)
+	}
+	if w := pagesWritten(); w != writes {
+		t.Fatalf("a sweep with no lease run out wrote %d pages", w-writes)
+	}
+	if n, err := db.RequeueExpired(ctx, time.Now().Add(2*time.Hour)); n != 1 || err != nil {
+		t.Fatalf("sweep after the lease: %d re-queued, %v", n, err)
+	}
+	d, err := db.Delivery(ctx, id)
+	if err != nil || d.State != store.StateQueued || !d.MaybeSent {
+		t.Fatalf("after the sweep: %+v %v", d, err)
+	}
+}

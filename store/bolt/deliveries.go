@@ -32,6 +32,13 @@ func putNewDeliveryTx(tx *bbolt.Tx, d *store.Delivery, leaseUntil time.Time) err
 }
 
 func putDeliveryLeasedTx(tx *bbolt.Tx, d *store.Delivery, old store.State, leaseUntil time.Time) error {
+	return putDeliveryEncodedTx(tx, d, old, leaseUntil, nil)
+}
+
+// putDeliveryEncodedTx is putDeliveryLeasedTx with d's record already
+// encoded (enc, from encodeNewDelivery) before the shared commit, or nil to
+// encode it here.
+func putDeliveryEncodedTx(tx *bbolt.Tx, d *store.Delivery, old store.State, leaseUntil time.Time, enc []byte) error {
 	if d.State == store.StateSending || !d.State.Valid() {
 		return fmt.Errorf("%w: cannot store a delivery in state %q", store.ErrBadState, d.State)
 	}
@@ -53,6 +60,9 @@ func putDeliveryLeasedTx(tx *bbolt.Tx, d *store.Delivery, old store.State, lease
 	default:
 		d.NextAttemptAt = time.Time{}
 	}
+	if enc == nil {
+		enc = encodeDelivery(d)
+	}
 	if old != d.State {
 		if old != "" {
 			if err := byState.Delete(stateKey(old, d.ID)); err != nil {
@@ -63,7 +73,16 @@ func putDeliveryLeasedTx(tx *bbolt.Tx, d *store.Delivery, old store.State, lease
 			return err
 		}
 	}
-	return tx.Bucket(bDeliveries).Put([]byte(d.ID), encodeDelivery(d))
+	return tx.Bucket(bDeliveries).Put([]byte(d.ID), enc)
+}
+
+// encodeNewDelivery encodes d as putDeliveryEncodedTx stores it: a delivery
+// that is not queued or retrying has no next attempt.
+func encodeNewDelivery(d *store.Delivery) []byte {
+	if d.State != store.StateQueued && d.State != store.StateRetrying {
+		d.NextAttemptAt = time.Time{}
+	}
+	return encodeDelivery(d)
 }
 
 // dueValue is what a due-index entry carries besides its key: the job's

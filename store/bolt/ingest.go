@@ -3,6 +3,7 @@ package bolt
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -44,6 +45,18 @@ func (s *DB) Ingest(ctx context.Context, in store.Ingest) (*store.IngestResult, 
 	for i := range ids {
 		ids[i] = s.NewID("dlv_")
 	}
+	// Everything the transaction writes is encoded here, before the shared
+	// commit: the body's compression, the records, the idempotency entry.
+	// The writer's lock is held by one commit at a time, and what runs
+	// under it runs on one core.
+	p := prepareIngest(&in, envID, ids, now)
+	var idem []byte
+	if in.IdempotencyKey != "" {
+		var err error
+		if idem, err = json.Marshal(idemRecord{Hash: in.RequestHash[:], EnvelopeID: envID, CreatedAt: now}); err != nil {
+			return nil, fmt.Errorf("ingest: encode idempotency record: %w", err)
+		}
+	}
 	var res *store.IngestResult
 	err := s.write(func(tx *bbolt.Tx) error {
 		res = nil
@@ -69,13 +82,12 @@ func (s *DB) Ingest(ctx context.Context, in store.Ingest) (*store.IngestResult, 
 				return refuse(err)
 			}
 		}
-		out, err := s.writeIngestTx(tx, &in, envID, ids, now)
+		out, err := s.writeIngestTx(tx, &in, p, now)
 		if err != nil {
 			return err
 		}
 		if in.IdempotencyKey != "" {
-			if err := putJSON(tx.Bucket(bIdempotency), []byte(in.IdempotencyKey),
-				idemRecord{Hash: in.RequestHash[:], EnvelopeID: envID, CreatedAt: now}); err != nil {
+			if err := tx.Bucket(bIdempotency).Put([]byte(in.IdempotencyKey), idem); err != nil {
 				return err
 			}
 		}
@@ -88,21 +100,31 @@ func (s *DB) Ingest(ctx context.Context, in store.Ingest) (*store.IngestResult, 
 	return res, nil
 }
 
-// writeIngestTx writes one accepted envelope, its deliveries (due at
-// in.NotBefore or now, or leased when handed off) and its approvals. Ingest and IngestBulk share it.
-func (s *DB) writeIngestTx(tx *bbolt.Tx, in *store.Ingest, envID string, ids []string, now time.Time) (*store.IngestResult, error) {
+// preparedIngest is an accepted envelope and its deliveries as an ingest
+// stores them, encoded before the write transaction.
+type preparedIngest struct {
+	rec  store.EnvelopeRecord
+	body []byte // encodeBody(in.Envelope)
+	recB []byte // encodeEnvelope(&rec)
+	dels []*store.Delivery
+	encs [][]byte // encodeNewDelivery(dels[i])
+}
+
+// prepareIngest builds and encodes what writeIngestTx writes for in: the
+// envelope envID and its deliveries ids (due at in.NotBefore or now, or
+// leased when handed off). It reads nothing from the store.
+func prepareIngest(in *store.Ingest, envID string, ids []string, now time.Time) *preparedIngest {
 	first := now
 	if in.NotBefore.After(now) {
 		first = in.NotBefore
 	}
-	if err := checkApprovalsTx(tx, in.Approvals); err != nil {
-		return nil, err
+	p := &preparedIngest{
+		rec:  store.EnvelopeRecord{ID: envID, Agent: in.Agent, Envelope: in.Envelope, CreatedAt: now, DeliveryIDs: ids, Source: in.Source},
+		body: encodeBody(in.Envelope),
+		dels: make([]*store.Delivery, len(in.Deliveries)),
+		encs: make([][]byte, len(in.Deliveries)),
 	}
-	rec := store.EnvelopeRecord{ID: envID, Agent: in.Agent, Envelope: in.Envelope, CreatedAt: now, DeliveryIDs: ids, Source: in.Source}
-	if err := putEnvelopeTx(tx, &rec); err != nil {
-		return nil, err
-	}
-	out := &store.IngestResult{EnvelopeID: envID}
+	p.recB = encodeEnvelope(&p.rec)
 	for i, nd := range in.Deliveries {
 		d := &store.Delivery{ID: ids[i], EnvelopeID: envID, Channel: nd.Channel, To: nd.To, Agent: in.Agent,
 			State: store.StateQueued, CreatedAt: now, UpdatedAt: now, NextAttemptAt: first,
@@ -110,7 +132,33 @@ func (s *DB) writeIngestTx(tx *bbolt.Tx, in *store.Ingest, envID string, ids []s
 		if nd.Held {
 			d.State = store.StateHeld
 		}
-		if err := putNewDeliveryTx(tx, d, nd.LeaseUntil); err != nil {
+		p.dels[i], p.encs[i] = d, encodeNewDelivery(d)
+	}
+	return p
+}
+
+// writeIngestTx writes one prepared envelope, its deliveries and its
+// approvals. Ingest and IngestBulk share it. The body has a bucket of its
+// own (so that it is never re-encoded or decoded to reach it), apart from
+// the record.
+func (s *DB) writeIngestTx(tx *bbolt.Tx, in *store.Ingest, p *preparedIngest, now time.Time) (*store.IngestResult, error) {
+	if err := checkApprovalsTx(tx, in.Approvals); err != nil {
+		return nil, err
+	}
+	fillForAppends(tx)
+	if err := tx.Bucket(bEnvelopeBodies).Put([]byte(p.rec.ID), p.body); err != nil {
+		return nil, err
+	}
+	if err := tx.Bucket(bEnvelopes).Put([]byte(p.rec.ID), p.recB); err != nil {
+		return nil, err
+	}
+	out := &store.IngestResult{EnvelopeID: p.rec.ID, Deliveries: make([]*store.Delivery, 0, len(p.dels))}
+	for i, nd := range in.Deliveries {
+		// A copy: a commit that fails is not run again, but the prepared
+		// value stays as encoded.
+		d := new(store.Delivery)
+		*d = *p.dels[i]
+		if err := putDeliveryEncodedTx(tx, d, "", nd.LeaseUntil, p.encs[i]); err != nil {
 			return nil, err
 		}
 		if err := indexConversationDeliveryTx(tx, d); err != nil {
@@ -122,7 +170,7 @@ func (s *DB) writeIngestTx(tx *bbolt.Tx, in *store.Ingest, envID string, ids []s
 		}
 		out.Deliveries = append(out.Deliveries, d)
 	}
-	if err := s.putApprovalsTx(tx, envID, in.Approvals, now); err != nil {
+	if err := s.putApprovalsTx(tx, p.rec.ID, in.Approvals, now); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -168,15 +216,4 @@ func (s *DB) Envelope(ctx context.Context, id string) (*store.EnvelopeRecord, er
 		return nil, err
 	}
 	return &rec, nil
-}
-
-// putEnvelopeTx stores an envelope: its body as sent, in its own bucket (so
-// that it is never re-encoded or decoded to reach it), and the record
-// without the body.
-func putEnvelopeTx(tx *bbolt.Tx, rec *store.EnvelopeRecord) error {
-	fillForAppends(tx)
-	if err := tx.Bucket(bEnvelopeBodies).Put([]byte(rec.ID), encodeBody(rec.Envelope)); err != nil {
-		return err
-	}
-	return tx.Bucket(bEnvelopes).Put([]byte(rec.ID), encodeEnvelope(rec))
 }
