@@ -93,21 +93,8 @@ func TestA2AGenerationsEndToEnd(t *testing.T) {
 			}
 
 			// A cron turn.
-			if code := d.do("POST", "/v1/schedules/brief/run", nil, "", nil); code != 202 {
-				t.Fatalf("run now: %d", code)
-			}
-			poll.Eventually(t, 30*time.Second, "the scheduled turn's result at the sink", func() bool {
-				var sink struct {
-					Received []struct{ Envelope json.RawMessage }
-				}
-				d.do("GET", "/dev/sink", nil, "", &sink)
-				for _, r := range sink.Received {
-					if bytes.Contains(r.Envelope, []byte("Today's brief: Today's tasks")) {
-						return true
-					}
-				}
-				return false
-			})
+			d.runNow("brief")
+			d.waitSink("the scheduled turn's result at the sink", "Today's brief: Today's tasks")
 
 			// An approval held in input-required.
 			client, err := agent.New(map[string]agent.Target{"travel": {URL: p.url}}, nil)

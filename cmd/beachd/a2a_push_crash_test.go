@@ -1,18 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"fmt"
-	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/cool-ai/beachd/agent/a2ajstest"
-	"github.com/cool-ai/beachd/channels/webhook"
 	"github.com/cool-ai/beachd/internal/testkit/poll"
 )
 
@@ -32,40 +24,11 @@ func TestA2APushAcrossAKill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	js := a2ajstest.Start(t, a2ajstest.Options{Push: true, Slow: 3 * time.Second})
-	secret := "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
-	secrets, _ := webhook.ParseSecrets([]string{secret})
-	sink := webhook.NewSink(webhook.SinkConfig{Secrets: secrets, Keep: 100})
-	srv := httptest.NewServer(sink)
-	defer srv.Close()
+	p := startPushBrief(t, 3*time.Second, "Crash brief")
+	js := p.js
 
-	dir := t.TempDir()
 	addr := freeAddr(t)
-	cfg := fmt.Sprintf(`listen: %[1]s
-data_dir: %[2]s
-public_url: http://%[1]s
-api_keys: ["%[3]s"]
-log: {level: info}
-agents:
-  brief:
-    a2a_url: "%[4]s"
-    timeout: 10s
-webhooks:
-  endpoints:
-    sink: {url: "%[5]s/hook", secret: "%[6]s"}
-schedules:
-  - name: brief
-    cron: "0 0 29 2 *"
-    agent: brief
-    message: "slow:Crash brief"
-    to: [ { channel: webhook, endpoint: sink } ]
-    timeout: 1m
-`, addr, filepath.Join(dir, "data"), e2eKey, js.JSONRPC, srv.URL, secret)
-	cfgPath := filepath.Join(dir, "beachd.yaml")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	d := &daemon{t: t, bin: bin, cfg: cfgPath, base: "http://" + addr}
+	d := newDaemon(t, bin, addr, addr, "log: {level: info}\n"+p.yaml)
 	d.start()
 	defer func() {
 		if t.Failed() {
@@ -73,27 +36,10 @@ schedules:
 		}
 	}()
 
-	req, _ := http.NewRequest("POST", d.base+"/v1/schedules/brief/run", nil)
-	req.Header.Set("Authorization", "Bearer "+e2eKey)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
+	if code := d.runNow("brief"); code != 202 {
+		t.Fatalf("run now: %d", code)
 	}
-	resp.Body.Close()
-	if resp.StatusCode != 202 {
-		t.Fatalf("run now: %d", resp.StatusCode)
-	}
-	type runView struct{ State, TaskID, AnsweredBy, EnvelopeID string }
-	var list struct {
-		Schedules []struct{ Last *runView }
-	}
-	last := func() *runView {
-		list.Schedules = nil
-		if _, err := getJSON(d.base, "/v1/schedules", &list); err != nil || len(list.Schedules) != 1 {
-			return nil
-		}
-		return list.Schedules[0].Last
-	}
+	last := d.lastRun
 	// The turn is in flight at the agent, its task recorded: kill.
 	poll.Eventually(t, 20*time.Second, "the run's task to be recorded", func() bool {
 		r := last()
@@ -121,15 +67,7 @@ schedules:
 	if r.AnsweredBy != "poll" {
 		t.Errorf("the resumed run was answered by %q, want poll (its push went to the killed daemon)", r.AnsweredBy)
 	}
-	answers := func() int {
-		n := 0
-		for _, rec := range sink.Received() {
-			if bytes.Contains(rec.Envelope, []byte("Today's brief: Crash brief")) {
-				n++
-			}
-		}
-		return n
-	}
+	answers := p.answers
 	poll.Eventually(t, 20*time.Second, "the answer's delivery to be sent", func() bool {
 		var dl struct{ Deliveries []struct{ State string } }
 		getJSON(d.base, "/v1/deliveries?limit=10", &dl)
@@ -144,13 +82,7 @@ schedules:
 	if err != nil {
 		t.Fatal(err)
 	}
-	sends := 0
-	for _, e := range rec.Events {
-		if e.Kind == "call" && e.Method == "SendMessage" {
-			sends++
-		}
-	}
-	if sends != 1 {
+	if sends := agentCalls(rec, "SendMessage"); sends != 1 {
 		t.Errorf("the agent served %d SendMessage, want 1 (the run resumed its task): %+v", sends, rec.Events)
 	}
 	d.stop()

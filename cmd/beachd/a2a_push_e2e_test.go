@@ -3,7 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
+	"fmt"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/cool-ai/beachd/agent"
 	"github.com/cool-ai/beachd/agent/a2ajstest"
 	"github.com/cool-ai/beachd/agent/agenttest"
+	"github.com/cool-ai/beachd/channels/webhook"
 	"github.com/cool-ai/beachd/config"
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/internal/testkit/poll"
@@ -44,68 +46,28 @@ func TestA2APushEndToEnd(t *testing.T) {
 					Message: "slow:Today's tasks", To: []envelope.Recipient{{Channel: envelope.ChannelWebhook, Endpoint: devSinkEndpoint}}}}
 			})
 			// The scheduled turn.
-			if code := d.do("POST", "/v1/schedules/brief/run", nil, "", nil); code != 202 {
-				t.Fatalf("run now: %d", code)
-			}
-			poll.Eventually(t, 30*time.Second, "the scheduled turn's result at the sink", func() bool {
-				var sink struct {
-					Received []struct{ Envelope json.RawMessage }
-				}
-				d.do("GET", "/dev/sink", nil, "", &sink)
-				for _, r := range sink.Received {
-					if bytes.Contains(r.Envelope, []byte("Today's brief: Today's tasks")) {
-						return true
-					}
-				}
-				return false
-			})
-			var list struct {
-				Schedules []struct {
-					Last struct{ State, AnsweredBy string }
-				}
-			}
-			poll.Eventually(t, 10*time.Second, "the run's record", func() bool {
-				d.do("GET", "/v1/schedules", nil, "", &list)
-				return len(list.Schedules) == 1 && list.Schedules[0].Last.State == "succeeded"
-			})
-			if got := list.Schedules[0].Last.AnsweredBy; got != want {
+			d.runNow("brief")
+			d.waitSink("the scheduled turn's result at the sink", "Today's brief: Today's tasks")
+			if got := d.succeededRun(10*time.Second, "the run's record"); got != want {
 				t.Errorf("the run was answered by %q, want %q", got, want)
 			}
 			gets := checkPushes(t, js, push, 1)
 
 			// A conversation turn.
-			const person = "+447700900778"
-			res := d.devSay(`{"channel":"sms","from":"` + person + `","text":"slow:Flights to Lisbon"}`)
-			if res.Outcome != envelope.DispositionTurn {
-				t.Fatalf("message: %+v", res)
-			}
-			poll.Eventually(t, 30*time.Second, "the conversation turn's answer by SMS", func() bool {
-				for _, m := range d.messages().Messages {
-					if m.To == person && strings.Contains(m.Body, "Today's brief: Flights to Lisbon") {
-						return true
-					}
-				}
-				return false
-			})
+			d.smsTurn("+447700900778")
 			if n := checkPushes(t, js, push, 2); !push && n <= gets {
 				t.Errorf("pushes off: the conversation turn was not polled (%d GetTask before it, %d after)", gets, n)
 			}
 			// The turn says how its answer arrived, in the turns list and
 			// on its conversation (beside the person's message).
-			var turns struct {
-				Turns []struct{ State, AnsweredBy, ConversationID string }
-			}
-			poll.Eventually(t, 10*time.Second, "the turn's answered record", func() bool {
-				d.do("GET", "/v1/turns?state=answered", nil, "", &turns)
-				return len(turns.Turns) == 1
-			})
-			if got := turns.Turns[0].AnsweredBy; got != want {
+			turn := d.answeredTurn()
+			if got := turn.AnsweredBy; got != want {
 				t.Errorf("the conversation turn was answered by %q, want %q", got, want)
 			}
 			var conv struct {
 				Messages []struct{ Direction, AnsweredBy string }
 			}
-			d.do("GET", "/v1/conversations/"+turns.Turns[0].ConversationID, nil, "", &conv)
+			d.do("GET", "/v1/conversations/"+turn.ConversationID, nil, "", &conv)
 			if len(conv.Messages) == 0 || conv.Messages[0].Direction != "in" || conv.Messages[0].AnsweredBy != want {
 				t.Errorf("the conversation's messages %+v: the person's message was not answered by %q", conv.Messages, want)
 			}
@@ -134,13 +96,101 @@ func checkPushes(t *testing.T, js *a2ajstest.Server, push bool, turns int) int {
 	if !push && (pushes != 0 || gets == 0) {
 		t.Errorf("pushes off: %d pushes, %d GetTask: %+v", pushes, gets, rec.Events)
 	}
-	all := 0
-	for _, e := range rec.Events {
-		if e.Kind == "call" && e.Method == "GetTask" {
-			all++
+	return agentCalls(rec, "GetTask")
+}
+
+// pushBrief is what the A2A push tests of the built daemon run against:
+// the JS SDK 1.x agent, whose card offers pushes, and a webhook sink. Its
+// yaml configures that agent as "brief" and a schedule "brief" (never due;
+// run by hand) that asks it "slow:"+message and sends the answer to the
+// sink.
+type pushBrief struct {
+	js      *a2ajstest.Server
+	sink    *webhook.Sink
+	yaml    string
+	message string
+}
+
+// startPushBrief starts the agent (working slow on each slow: task) and
+// the sink; the test's end stops them.
+func startPushBrief(t *testing.T, slow time.Duration, message string) *pushBrief {
+	t.Helper()
+	js := a2ajstest.Start(t, a2ajstest.Options{Push: true, Slow: slow})
+	secret := "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	secrets, _ := webhook.ParseSecrets([]string{secret})
+	sink := webhook.NewSink(webhook.SinkConfig{Secrets: secrets, Keep: 100})
+	srv := httptest.NewServer(sink)
+	t.Cleanup(srv.Close)
+	yaml := fmt.Sprintf(`agents:
+  brief:
+    a2a_url: "%s"
+    timeout: 10s
+webhooks:
+  endpoints:
+    sink: {url: "%s/hook", secret: "%s"}
+schedules:
+  - name: brief
+    cron: "0 0 29 2 *"
+    agent: brief
+    message: "slow:%s"
+    to: [ { channel: webhook, endpoint: sink } ]
+    timeout: 1m
+`, js.JSONRPC, srv.URL, secret, message)
+	return &pushBrief{js: js, sink: sink, yaml: yaml, message: message}
+}
+
+// answers counts the agent's answers to the schedule at the sink.
+func (p *pushBrief) answers() int {
+	n := 0
+	for _, rec := range p.sink.Received() {
+		if bytes.Contains(rec.Envelope, []byte("Today's brief: "+p.message)) {
+			n++
 		}
 	}
-	return all
+	return n
+}
+
+// agentCalls counts the calls of method the agent served.
+func agentCalls(rec *a2ajstest.Received, method string) int {
+	n := 0
+	for _, e := range rec.Events {
+		if e.Kind == "call" && e.Method == method {
+			n++
+		}
+	}
+	return n
+}
+
+// smsTurn sends "slow:Flights to Lisbon" by SMS from person through the
+// dev channel, which starts a conversation turn, and waits for the
+// agent's answer to reach person by SMS.
+func (d *devDaemon) smsTurn(person string) {
+	d.t.Helper()
+	res := d.devSay(`{"channel":"sms","from":"` + person + `","text":"slow:Flights to Lisbon"}`)
+	if res.Outcome != envelope.DispositionTurn {
+		d.t.Fatalf("message: %+v", res)
+	}
+	poll.Eventually(d.t, 30*time.Second, "the conversation turn's answer by SMS", func() bool {
+		for _, m := range d.messages().Messages {
+			if m.To == person && strings.Contains(m.Body, "Today's brief: Flights to Lisbon") {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// answeredTurn waits for the one answered turn in /v1/turns and returns it.
+func (d *devDaemon) answeredTurn() (turn struct{ State, AnsweredBy, ConversationID string }) {
+	d.t.Helper()
+	var turns struct {
+		Turns []struct{ State, AnsweredBy, ConversationID string }
+	}
+	poll.Eventually(d.t, 10*time.Second, "the turn's answered record", func() bool {
+		d.do("GET", "/v1/turns?state=answered", nil, "", &turns)
+		return len(turns.Turns) == 1
+	})
+	return turns.Turns[0]
 }
 
 // TestA2APushEndToEnd03 is TestA2APushEndToEnd against an A2A 0.3 agent
@@ -198,56 +248,15 @@ func TestA2APushEndToEnd03(t *testing.T) {
 				what, pushes, done, settled, gets, errs, ag.Events())
 		}
 	}
-	if code := d.do("POST", "/v1/schedules/brief/run", nil, "", nil); code != 202 {
-		t.Fatalf("run now: %d", code)
-	}
-	poll.Eventually(t, 30*time.Second, "the scheduled turn's result at the sink", func() bool {
-		var sink struct {
-			Received []struct{ Envelope json.RawMessage }
-		}
-		d.do("GET", "/dev/sink", nil, "", &sink)
-		for _, r := range sink.Received {
-			if bytes.Contains(r.Envelope, []byte("Today's brief: Today's tasks")) {
-				return true
-			}
-		}
-		return false
-	})
-	var list struct {
-		Schedules []struct {
-			Last struct{ State, AnsweredBy string }
-		}
-	}
-	poll.Eventually(t, 10*time.Second, "the run's record", func() bool {
-		d.do("GET", "/v1/schedules", nil, "", &list)
-		return len(list.Schedules) == 1 && list.Schedules[0].Last.State == "succeeded"
-	})
-	if got := list.Schedules[0].Last.AnsweredBy; got != agent.AnsweredByPush {
+	d.runNow("brief")
+	d.waitSink("the scheduled turn's result at the sink", "Today's brief: Today's tasks")
+	if got := d.succeededRun(10*time.Second, "the run's record"); got != agent.AnsweredByPush {
 		t.Errorf("the run was answered by %q, want push", got)
 	}
 	check("the scheduled turn", 1)
 
-	const person = "+447700900779"
-	res := d.devSay(`{"channel":"sms","from":"` + person + `","text":"slow:Flights to Lisbon"}`)
-	if res.Outcome != envelope.DispositionTurn {
-		t.Fatalf("message: %+v", res)
-	}
-	poll.Eventually(t, 30*time.Second, "the conversation turn's answer by SMS", func() bool {
-		for _, m := range d.messages().Messages {
-			if m.To == person && strings.Contains(m.Body, "Today's brief: Flights to Lisbon") {
-				return true
-			}
-		}
-		return false
-	})
-	var turns struct {
-		Turns []struct{ State, AnsweredBy string }
-	}
-	poll.Eventually(t, 10*time.Second, "the turn's answered record", func() bool {
-		d.do("GET", "/v1/turns?state=answered", nil, "", &turns)
-		return len(turns.Turns) == 1
-	})
-	if got := turns.Turns[0].AnsweredBy; got != agent.AnsweredByPush {
+	d.smsTurn("+447700900779")
+	if got := d.answeredTurn().AnsweredBy; got != agent.AnsweredByPush {
 		t.Errorf("the conversation turn was answered by %q, want push", got)
 	}
 	check("the conversation turn", 2)
@@ -259,25 +268,15 @@ func TestA2APushEndToEnd03(t *testing.T) {
 // push.
 func TestDevAgent03Pushes(t *testing.T) {
 	d := startDev(t, func(c *config.Config) { c.DevAgentA2A = "0.3" })
-	if code := d.do("POST", "/v1/schedules/"+config.DevScheduleName+"/run", nil, "", nil); code != 202 {
-		t.Fatalf("run now: %d", code)
-	}
-	var runs struct {
-		Schedules []struct {
-			Last struct{ State, AnsweredBy string }
-		}
-	}
-	poll.Eventually(t, 30*time.Second, "the succeeded run", func() bool {
-		d.do("GET", "/v1/schedules", nil, "", &runs)
-		return len(runs.Schedules) == 1 && runs.Schedules[0].Last.State == "succeeded"
-	})
+	d.runNow(config.DevScheduleName)
+	answeredBy := d.succeededRun(30*time.Second, "the succeeded run")
 	if st, _ := d.a.agents.Status(devAgentName); st.Generation != agent.V03 {
 		t.Fatalf("the dev agent speaks %q, want 0.3", st.Generation)
 	}
 	d.a.devAgent.mu.Lock()
 	pushes := d.a.devAgent.pushes
 	d.a.devAgent.mu.Unlock()
-	if got := runs.Schedules[0].Last.AnsweredBy; got != agent.AnsweredByPush || pushes == 0 {
+	if got := answeredBy; got != agent.AnsweredByPush || pushes == 0 {
 		t.Errorf("the 0.3 dev agent's run was answered by %q after %d accepted pushes, want push", got, pushes)
 	}
 }

@@ -1,19 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/cool-ai/beachd/agent/a2ajstest"
-	"github.com/cool-ai/beachd/channels/webhook"
 	"github.com/cool-ai/beachd/internal/testkit/poll"
 	"github.com/cool-ai/beachd/store/postgres/pgtest"
 )
@@ -34,46 +27,18 @@ func TestA2APushOtherReplica(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	js := a2ajstest.Start(t, a2ajstest.Options{Push: true, Slow: time.Second})
-	secret := "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
-	secrets, _ := webhook.ParseSecrets([]string{secret})
-	sink := webhook.NewSink(webhook.SinkConfig{Secrets: secrets, Keep: 100})
-	srv := httptest.NewServer(sink)
-	defer srv.Close()
+	p := startPushBrief(t, time.Second, "Replica brief")
+	js := p.js
 
 	addrs := []string{freeAddr(t), freeAddr(t)}
 	ds := make([]*daemon, 2)
 	for i := range ds {
-		dir := t.TempDir()
-		cfg := fmt.Sprintf(`listen: %[1]s
-data_dir: %[2]s
-public_url: http://%[3]s
-api_keys: ["%[4]s"]
-log: {level: debug}
+		d := newDaemon(t, bin, addrs[i], addrs[1-i], fmt.Sprintf(`log: {level: debug}
 store:
   driver: postgres
-  dsn: %[5]q
-approvals: {secret: %[6]q}
-agents:
-  brief:
-    a2a_url: "%[7]s"
-    timeout: 10s
-webhooks:
-  endpoints:
-    sink: {url: "%[8]s/hook", secret: "%[9]s"}
-schedules:
-  - name: brief
-    cron: "0 0 29 2 *"
-    agent: brief
-    message: "slow:Replica brief"
-    to: [ { channel: webhook, endpoint: sink } ]
-    timeout: 1m
-`, addrs[i], filepath.Join(dir, "data"), addrs[1-i], e2eKey, dsn, replicaSecret, js.JSONRPC, srv.URL, secret)
-		path := filepath.Join(dir, "beachd.yaml")
-		if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		d := &daemon{t: t, bin: bin, cfg: path, base: "http://" + addrs[i]}
+  dsn: %q
+approvals: {secret: %q}
+`, dsn, replicaSecret)+p.yaml)
 		d.start()
 		t.Cleanup(func() {
 			if d.cmd.ProcessState == nil {
@@ -88,26 +53,10 @@ schedules:
 		}
 	}
 
-	req, _ := http.NewRequest("POST", ds[0].base+"/v1/schedules/brief/run", nil)
-	req.Header.Set("Authorization", "Bearer "+e2eKey)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
+	if code := ds[0].runNow("brief"); code != 202 {
+		t.Fatalf("run now: %d", code)
 	}
-	resp.Body.Close()
-	if resp.StatusCode != 202 {
-		t.Fatalf("run now: %d", resp.StatusCode)
-	}
-	type runView struct{ State, AnsweredBy string }
-	last := func() *runView {
-		var list struct {
-			Schedules []struct{ Last *runView }
-		}
-		if _, err := getJSON(ds[0].base, "/v1/schedules", &list); err != nil || len(list.Schedules) != 1 {
-			return nil
-		}
-		return list.Schedules[0].Last
-	}
+	last := ds[0].lastRun
 	poll.Eventually(t, 30*time.Second, "the run to succeed", func() bool {
 		r := last()
 		return r != nil && r.State == "succeeded"
@@ -116,27 +65,13 @@ schedules:
 		t.Errorf("the run was answered by %q, want push", r.AnsweredBy)
 	}
 	checkPushes(t, js, true, 1)
-	answers := func() int {
-		n := 0
-		for _, rec := range sink.Received() {
-			if bytes.Contains(rec.Envelope, []byte("Today's brief: Replica brief")) {
-				n++
-			}
-		}
-		return n
-	}
+	answers := p.answers
 	poll.Eventually(t, 20*time.Second, "the answer at the sink", func() bool { return answers() > 0 })
 	rec, err := js.Received(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	gets := 0
-	for _, e := range rec.Events {
-		if e.Kind == "call" && e.Method == "GetTask" {
-			gets++
-		}
-	}
-	if gets != 0 {
+	if gets := agentCalls(rec, "GetTask"); gets != 0 {
 		t.Errorf("the agent served %d GetTask, want none: %+v", gets, rec.Events)
 	}
 	for _, d := range ds {

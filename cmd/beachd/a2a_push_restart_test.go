@@ -8,11 +8,8 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/http/httptrace"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -20,8 +17,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cool-ai/beachd/agent"
-	"github.com/cool-ai/beachd/agent/a2ajstest"
-	"github.com/cool-ai/beachd/channels/webhook"
 	"github.com/cool-ai/beachd/internal/testkit/poll"
 	"github.com/cool-ai/beachd/store/postgres/pgtest"
 )
@@ -47,68 +42,24 @@ func TestA2APushDuringRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	js := a2ajstest.Start(t, a2ajstest.Options{Push: true, Slow: 3 * time.Second})
-	secret := "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
-	secrets, _ := webhook.ParseSecrets([]string{secret})
-	sink := webhook.NewSink(webhook.SinkConfig{Secrets: secrets, Keep: 100})
-	srv := httptest.NewServer(sink)
-	defer srv.Close()
-	dir := t.TempDir()
+	p := startPushBrief(t, 3*time.Second, "Restart brief")
 	addr := freeAddr(t)
-	cfg := fmt.Sprintf(`listen: %[1]s
-data_dir: %[2]s
-public_url: http://%[1]s
-api_keys: ["%[3]s"]
-log: {level: info}
+	d := newDaemon(t, bin, addr, addr, fmt.Sprintf(`log: {level: info}
 store:
   driver: postgres
-  dsn: %[4]q
+  dsn: %q
   lease_ttl: 3s
-approvals: {secret: %[5]q}
-agents:
-  brief:
-    a2a_url: "%[6]s"
-    timeout: 10s
-webhooks:
-  endpoints:
-    sink: {url: "%[7]s/hook", secret: "%[8]s"}
-schedules:
-  - name: brief
-    cron: "0 0 29 2 *"
-    agent: brief
-    message: "slow:Restart brief"
-    to: [ { channel: webhook, endpoint: sink } ]
-    timeout: 1m
-`, addr, filepath.Join(dir, "data"), e2eKey, dsn, replicaSecret, js.JSONRPC, srv.URL, secret)
-	cfgPath := filepath.Join(dir, "beachd.yaml")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	d := &daemon{t: t, bin: bin, cfg: cfgPath, base: "http://" + addr}
+approvals: {secret: %q}
+`, dsn, replicaSecret)+p.yaml)
 	d.start()
 	defer func() {
 		if t.Failed() {
 			t.Logf("daemon log:\n%s", d.stderr)
 		}
 	}()
-	req, _ := http.NewRequest("POST", d.base+"/v1/schedules/brief/run", nil)
-	req.Header.Set("Authorization", "Bearer "+e2eKey)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	type runView struct{ State, TaskID, AnsweredBy string }
-	last := func() *runView {
-		var list struct {
-			Schedules []struct{ Last *runView }
-		}
-		if _, err := getJSON(d.base, "/v1/schedules", &list); err != nil || len(list.Schedules) != 1 {
-			return nil
-		}
-		return list.Schedules[0].Last
-	}
-	var run *runView
+	d.runNow("brief")
+	last := d.lastRun
+	var run *scheduleRun
 	poll.Eventually(t, 20*time.Second, "the run's task to be recorded", func() bool {
 		run = last()
 		return run != nil && run.State == "running" && run.TaskID != ""
@@ -138,7 +89,7 @@ schedules:
 		t.Fatal(err)
 	}
 	d.stderr = &bytes.Buffer{}
-	d.cmd = exec.Command(bin, "serve", "--config", cfgPath)
+	d.cmd = exec.Command(bin, "serve", "--config", d.cfg)
 	d.cmd.Stderr = d.stderr
 	if err := d.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -213,15 +164,7 @@ schedules:
 	if r := last(); r.AnsweredBy != agent.AnsweredByPoll {
 		t.Errorf("the resumed run was answered by %q, want poll", r.AnsweredBy)
 	}
-	answers := func() int {
-		n := 0
-		for _, rec := range sink.Received() {
-			if bytes.Contains(rec.Envelope, []byte("Today's brief: Restart brief")) {
-				n++
-			}
-		}
-		return n
-	}
+	answers := p.answers
 	poll.Eventually(t, 20*time.Second, "the answer at the sink", func() bool { return answers() > 0 })
 	d.stop()
 	if n := answers(); n != 1 {

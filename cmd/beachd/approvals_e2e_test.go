@@ -122,6 +122,48 @@ func (d *devDaemon) do(method, path string, body io.Reader, contentType string, 
 	return resp.StatusCode
 }
 
+// runNow fires the schedule name by hand (POST /v1/schedules/name/run).
+func (d *devDaemon) runNow(name string) {
+	d.t.Helper()
+	if code := d.do("POST", "/v1/schedules/"+name+"/run", nil, "", nil); code != 202 {
+		d.t.Fatalf("run now: %d", code)
+	}
+}
+
+// waitSink waits (what, up to 30s) for an envelope carrying text at the
+// dev webhook sink.
+func (d *devDaemon) waitSink(what, text string) {
+	d.t.Helper()
+	poll.Eventually(d.t, 30*time.Second, what, func() bool {
+		var sink struct {
+			Received []struct{ Envelope json.RawMessage }
+		}
+		d.do("GET", "/dev/sink", nil, "", &sink)
+		for _, r := range sink.Received {
+			if bytes.Contains(r.Envelope, []byte(text)) {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// succeededRun waits (what, up to limit) for the only schedule's last run
+// to have succeeded and returns how it was answered (push or poll).
+func (d *devDaemon) succeededRun(limit time.Duration, what string) (answeredBy string) {
+	d.t.Helper()
+	var list struct {
+		Schedules []struct {
+			Last struct{ State, AnsweredBy string }
+		}
+	}
+	poll.Eventually(d.t, limit, what, func() bool {
+		d.do("GET", "/v1/schedules", nil, "", &list)
+		return len(list.Schedules) == 1 && list.Schedules[0].Last.State == "succeeded"
+	})
+	return list.Schedules[0].Last.AnsweredBy
+}
+
 // approve posts dev-approval.json with a fresh approval id and recipients.
 func (d *devDaemon) requestApproval(id string, to string) {
 	d.t.Helper()

@@ -95,6 +95,54 @@ func (d *daemon) stop() {
 
 const e2eKey = "e2e-key-0123456789abcdef"
 
+// newDaemon writes the configuration of the built beachd bin: listening on
+// addr, its data_dir in a fresh directory, its public_url http://public,
+// the test API key, and the sections in yaml. It returns the daemon, not
+// started.
+func newDaemon(t *testing.T, bin, addr, public, yaml string) *daemon {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := fmt.Sprintf(`listen: %s
+data_dir: %s
+public_url: http://%s
+api_keys: ["%s"]
+%s`, addr, filepath.Join(dir, "data"), public, e2eKey, yaml)
+	path := filepath.Join(dir, "beachd.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return &daemon{t: t, bin: bin, cfg: path, base: "http://" + addr}
+}
+
+// runNow fires the schedule name by hand and returns the HTTP status of
+// the answer.
+func (d *daemon) runNow(name string) int {
+	d.t.Helper()
+	req, _ := http.NewRequest("POST", d.base+"/v1/schedules/"+name+"/run", nil)
+	req.Header.Set("Authorization", "Bearer "+e2eKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// scheduleRun is a schedule's last run as /v1/schedules lists it.
+type scheduleRun struct{ State, TaskID, AnsweredBy string }
+
+// lastRun returns the last run of the daemon's only schedule; nil when it
+// has none, or the daemon does not answer.
+func (d *daemon) lastRun() *scheduleRun {
+	var list struct {
+		Schedules []struct{ Last *scheduleRun }
+	}
+	if _, err := getJSON(d.base, "/v1/schedules", &list); err != nil || len(list.Schedules) != 1 {
+		return nil
+	}
+	return list.Schedules[0].Last
+}
+
 // Credentials the daemon tests' fake Twilio (twiliotest) accepts.
 const (
 	fakeTwilioAccount = "AC0123456789abcdef0123456789abcdef"

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -36,22 +35,8 @@ func scheduleEndToEnd(t *testing.T, dsn string) {
 				{Channel: envelope.ChannelWebhook, Endpoint: devSinkEndpoint},
 				{Channel: envelope.ChannelEmail, Address: "you@beachd.localhost"}}}}
 	})
-	if code := d.do("POST", "/v1/schedules/morning-brief/run", nil, "", nil); code != 202 {
-		t.Fatalf("run now: %d", code)
-	}
-	want := "The dev agent received: Today's tasks"
-	poll.Eventually(t, 30*time.Second, "the scheduled turn's result at the sink", func() bool {
-		var sink struct {
-			Received []struct{ Envelope json.RawMessage }
-		}
-		d.do("GET", "/dev/sink", nil, "", &sink)
-		for _, r := range sink.Received {
-			if bytes.Contains(r.Envelope, []byte(want)) {
-				return true
-			}
-		}
-		return false
-	})
+	d.runNow("morning-brief")
+	d.waitSink("the scheduled turn's result at the sink", "The dev agent received: Today's tasks")
 	poll.Eventually(t, 30*time.Second, "the scheduled turn's result in the mailbox", func() bool {
 		for _, m := range d.inbox("") {
 			var b bytes.Buffer
@@ -96,36 +81,15 @@ func TestDevSampleSchedule(t *testing.T) {
 		list.Schedules[0].Agent != devAgentName || list.Schedules[0].Next.IsZero() || list.Schedules[0].Next.Hour() != 8 {
 		t.Fatalf("dev schedules: %+v", list)
 	}
-	if code := d.do("POST", "/v1/schedules/"+config.DevScheduleName+"/run", nil, "", nil); code != 202 {
-		t.Fatalf("run now: %d", code)
-	}
-	poll.Eventually(t, 30*time.Second, "the sample schedule's result at the sink", func() bool {
-		var sink struct {
-			Received []struct{ Envelope json.RawMessage }
-		}
-		d.do("GET", "/dev/sink", nil, "", &sink)
-		for _, r := range sink.Received {
-			if bytes.Contains(r.Envelope, []byte("The dev agent received: Today's tasks")) {
-				return true
-			}
-		}
-		return false
-	})
+	d.runNow(config.DevScheduleName)
+	d.waitSink("the sample schedule's result at the sink", "The dev agent received: Today's tasks")
 	// The dev agent's card offers push notifications: it answers the turn
 	// working, then pushes the completed task, and the run says so.
-	var runs struct {
-		Schedules []struct {
-			Last struct{ State, AnsweredBy string }
-		}
-	}
-	poll.Eventually(t, 30*time.Second, "the succeeded run", func() bool {
-		d.do("GET", "/v1/schedules", nil, "", &runs)
-		return len(runs.Schedules) == 1 && runs.Schedules[0].Last.State == "succeeded"
-	})
+	answeredBy := d.succeededRun(30*time.Second, "the succeeded run")
 	d.a.devAgent.mu.Lock()
 	pushes := d.a.devAgent.pushes
 	d.a.devAgent.mu.Unlock()
-	if got := runs.Schedules[0].Last.AnsweredBy; got != "push" || pushes != 1 {
+	if got := answeredBy; got != "push" || pushes != 1 {
 		t.Errorf("the dev agent's run was answered by %q after %d accepted pushes, want push after 1", got, pushes)
 	}
 }
