@@ -269,17 +269,25 @@ func openStore(t *testing.T, clk *fakeClock) store.Leases {
 	return storetest.Open(t, bolt.Options{Now: clk.Now})
 }
 
+// startPair starts replicas a and b of the singleton on one store, b once
+// a runs it, and waits for b to settle.
+func startPair(t *testing.T) (clk *fakeClock, db store.Leases, sh *shared, a, b *replica) {
+	t.Helper()
+	clk = newFakeClock()
+	db = openStore(t, clk)
+	sh = &shared{}
+	a = startReplica(t, clk, db, "a", sh, false)
+	waitReal(t, "a to run the singleton", a.running.Load)
+	b = startReplica(t, clk, db, "b", sh, false)
+	waitReal(t, "b to settle", func() bool { return b.r.Settled("scheduler") })
+	return clk, db, sh, a, b
+}
+
 // Two replicas on one store: exactly one runs the singleton, through
 // renewals; when its holder is killed (no release) the other takes over
 // once the lease has run out, not before.
 func TestOneHolderAtATimeAndTakeoverAfterKill(t *testing.T) {
-	clk := newFakeClock()
-	db := openStore(t, clk)
-	sh := &shared{}
-	a := startReplica(t, clk, db, "a", sh, false)
-	waitReal(t, "a to run the singleton", a.running.Load)
-	b := startReplica(t, clk, db, "b", sh, false)
-	waitReal(t, "b to settle", func() bool { return b.r.Settled("scheduler") })
+	clk, db, sh, a, b := startPair(t)
 	if b.r.Holds("scheduler") {
 		t.Fatal("b holds the singleton a holds")
 	}
@@ -313,13 +321,7 @@ func TestOneHolderAtATimeAndTakeoverAfterKill(t *testing.T) {
 // A replica that stops cleanly releases its lease: the other takes over at
 // its next look, within ttl/3, well before the lease would have run out.
 func TestGracefulStopHandsOverAtOnce(t *testing.T) {
-	clk := newFakeClock()
-	db := openStore(t, clk)
-	sh := &shared{}
-	a := startReplica(t, clk, db, "a", sh, false)
-	waitReal(t, "a to run the singleton", a.running.Load)
-	b := startReplica(t, clk, db, "b", sh, false)
-	waitReal(t, "b to settle", func() bool { return b.r.Settled("scheduler") })
+	clk, db, sh, a, b := startPair(t)
 	renew(t, clk, db, 4)
 	stoppedAt := clk.Now()
 	a.stop(t)
@@ -339,13 +341,7 @@ func TestGracefulStopHandsOverAtOnce(t *testing.T) {
 // Taken is closed once the process holds the lease, not while another
 // holds it, and stays closed once the lease is given up.
 func TestTakenOnceHeld(t *testing.T) {
-	clk := newFakeClock()
-	db := openStore(t, clk)
-	sh := &shared{}
-	a := startReplica(t, clk, db, "a", sh, false)
-	waitReal(t, "a to run the singleton", a.running.Load)
-	b := startReplica(t, clk, db, "b", sh, false)
-	waitReal(t, "b to settle", func() bool { return b.r.Settled("scheduler") })
+	clk, _, _, a, b := startPair(t)
 	closed := func(ch <-chan struct{}) bool {
 		select {
 		case <-ch:
@@ -469,13 +465,7 @@ func TestSingletonErrorEndsRun(t *testing.T) {
 // The metrics say which singletons this replica holds, with the lease's
 // generation.
 func TestMetrics(t *testing.T) {
-	clk := newFakeClock()
-	db := openStore(t, clk)
-	sh := &shared{}
-	a := startReplica(t, clk, db, "a", sh, false)
-	waitReal(t, "a to run the singleton", a.running.Load)
-	b := startReplica(t, clk, db, "b", sh, false)
-	waitReal(t, "b to settle", func() bool { return b.r.Settled("scheduler") })
+	_, _, _, a, b := startPair(t)
 	for _, c := range []struct {
 		r         *Runner
 		held, gen string
