@@ -38,13 +38,7 @@ func TestA2APushEndToEnd(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			js := a2ajstest.Start(t, a2ajstest.Options{Push: push})
-			d := startDev(t, func(c *config.Config) {
-				ag := c.Agents[devAgentName]
-				ag.A2AURL = js.JSONRPC
-				c.Agents[devAgentName] = ag
-				c.Schedules = []config.ScheduleConfig{{Name: "brief", Cron: "0 8 * * *", Agent: devAgentName,
-					Message: "slow:Today's tasks", To: []envelope.Recipient{{Channel: envelope.ChannelWebhook, Endpoint: devSinkEndpoint}}}}
-			})
+			d := startDev(t, devBrief(js.JSONRPC))
 			// The scheduled turn.
 			d.runNow("brief")
 			d.waitSink("the scheduled turn's result at the sink", "Today's brief: Today's tasks")
@@ -72,6 +66,19 @@ func TestA2APushEndToEnd(t *testing.T) {
 				t.Errorf("the conversation's messages %+v: the person's message was not answered by %q", conv.Messages, want)
 			}
 		})
+	}
+}
+
+// devBrief points the dev agent at the agent at url and gives the daemon
+// a schedule "brief" asking it "slow:Today's tasks", its answer to the
+// dev sink.
+func devBrief(url string) func(*config.Config) {
+	return func(c *config.Config) {
+		a := c.Agents[devAgentName]
+		a.A2AURL = url
+		c.Agents[devAgentName] = a
+		c.Schedules = []config.ScheduleConfig{{Name: "brief", Cron: "0 8 * * *", Agent: devAgentName,
+			Message: "slow:Today's tasks", To: []envelope.Recipient{{Channel: envelope.ChannelWebhook, Endpoint: devSinkEndpoint}}}}
 	}
 }
 
@@ -205,13 +212,7 @@ func TestA2APushEndToEnd03(t *testing.T) {
 	}
 	ag := agenttest.StartWith(nil, agenttest.Options{Card: true, Push: true})
 	defer ag.Close()
-	d := startDev(t, func(c *config.Config) {
-		a := c.Agents[devAgentName]
-		a.A2AURL = ag.URL
-		c.Agents[devAgentName] = a
-		c.Schedules = []config.ScheduleConfig{{Name: "brief", Cron: "0 8 * * *", Agent: devAgentName,
-			Message: "slow:Today's tasks", To: []envelope.Recipient{{Channel: envelope.ChannelWebhook, Endpoint: devSinkEndpoint}}}}
-	})
+	d := startDev(t, devBrief(ag.URL))
 	check := func(what string, settled int) {
 		t.Helper()
 		// The agent records a push once beachd has answered it.
