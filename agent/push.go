@@ -22,8 +22,11 @@ import (
 // carries a push configuration: the URL <public_url>/v1/a2a/push/{id},
 // where id is beachd's own random id of the turn, and a token that is
 // HMAC-SHA256 of the id under a key derived from beachd's secret. Nothing
-// is stored per turn, a token survives restarts and is good for its turn
-// only, and every replica sharing the secret can check it. The agent
+// is stored per turn here, a token survives restarts and is good for its
+// turn only, and every replica sharing the secret can check it. A turn
+// left in flight by a process that stopped is resumed under the push id
+// its record kept (ResumeTurn): same URL, same token, so the agent's
+// later pushes answer it. The agent
 // POSTs task updates there with the token in X-A2A-Notification-Token;
 // the route takes no API key.
 //
@@ -86,8 +89,12 @@ type Pushes struct {
 // replica's to give. Each turn that asks for pushes has a record while a
 // replica waits for it.
 type PushRelay interface {
-	// Open records that turn id waits for pushes.
+	// Open records that turn id, a new one, waits for pushes.
 	Open(ctx context.Context, id string) error
+	// Reopen records that turn id, one a process that stopped was waiting
+	// for, waits for pushes again, on this replica; the pushes its record
+	// holds are kept for Take.
+	Reopen(ctx context.Context, id string) error
 	// Close removes turn id's record: later pushes for it are refused.
 	Close(ctx context.Context, id string) error
 	// Forward appends body, a push for turn id received by this replica,
@@ -228,8 +235,31 @@ type pushTurn struct {
 // register makes a new turn id that accepts pushes until release: on
 // every replica, when p relays.
 func (p *Pushes) register(ctx context.Context, agentName string) *pushTurn {
+	return p.registerID(ctx, agentName, randomID(), false)
+}
+
+// ValidPushID reports whether id can be a turn's push id: what randomID
+// makes, as a run's record keeps it across a restart.
+func ValidPushID(id string) bool {
+	h, ok := strings.CutPrefix(id, "beachd-")
+	if !ok || len(h) != 32 {
+		return false
+	}
+	for _, c := range []byte(h) {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// registerID makes turn id accept pushes until release. reopened: id is a
+// turn a previous process (or replica) started and recorded; its relay
+// record passes to this replica, keeping the pushes it holds, which the
+// waiter takes at once.
+func (p *Pushes) registerID(ctx context.Context, agentName, id string, reopened bool) *pushTurn {
 	now := time.Now()
-	pt := &pushTurn{id: randomID(), agent: agentName, wake: make(chan struct{}, 1), added: now}
+	pt := &pushTurn{id: id, agent: agentName, wake: make(chan struct{}, 1), added: now}
 	p.mu.Lock()
 	p.turns[pt.id] = pt
 	if p.added++; p.added%256 == 0 {
@@ -241,10 +271,18 @@ func (p *Pushes) register(ctx context.Context, agentName string) *pushTurn {
 	}
 	p.mu.Unlock()
 	if p.relay != nil {
-		if err := p.relay.Open(ctx, pt.id); err != nil {
+		open := p.relay.Open
+		if reopened {
+			open = p.relay.Reopen
+		}
+		if err := open(ctx, pt.id); err != nil {
 			// Pushes that reach another replica are refused; this one
 			// takes its own, and polls.
 			p.log.Warn("a2a push: record the turn for the other replicas", "turn", pt.id, "err", err)
+		} else if reopened {
+			// Pushes other replicas took while no process waited.
+			pt.relayed = true
+			pt.wake <- struct{}{}
 		}
 	}
 	return pt
