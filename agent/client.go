@@ -455,6 +455,9 @@ func (c *Client) WaitTurn(ctx context.Context, agentName string, turn *Turn, pol
 			task, err = b.getTask(ctx, turn.TaskID)
 			return err
 		})
+		if err == nil && turn.push != nil {
+			c.push.seed(turn.push, task)
+		}
 		if err != nil {
 			if IsPermanent(err) || ctx.Err() != nil {
 				return nil, fmt.Errorf("get task %s on %s: %w", turn.TaskID, agentName, err)

@@ -312,6 +312,22 @@ func (p *Pushes) setTask(pt *pushTurn, taskID string) {
 	}
 }
 
+// seed makes task, as beachd read it from the agent, the base the turn's
+// later pushes build on, when no push arrived yet: a turn resumed after a
+// restart missed the whole task its first pushes carried, and an agent may
+// push only changes.
+func (p *Pushes) seed(pt *pushTurn, task *Task) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if pt.task != nil || task == nil || (pt.taskID != "" && task.ID != "" && task.ID != pt.taskID) {
+		return
+	}
+	pt.task, pt.snapshot = cloneTask(task), true
+	if pt.taskID == "" {
+		pt.taskID = task.ID
+	}
+}
+
 // settled returns the turn's task as the pushes built it, when it has
 // settled and nothing was missed.
 func (p *Pushes) settled(pt *pushTurn) (*Task, bool) {

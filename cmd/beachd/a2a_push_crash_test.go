@@ -155,3 +155,152 @@ schedules:
 	}
 	d.stop()
 }
+
+// TestA2APushAfterAKill: the built daemon starts a scheduled turn (run
+// now) at the JS SDK 1.x agent, whose card offers push notifications, on a
+// task the agent holds until the test releases it; the daemon is
+// SIGKILLed while the agent works and started again on the same store. The
+// run is resumed under the push id it recorded with its task: once the
+// resumed run has read the task (so it waits), the task is released and
+// the agent pushes its final update — to the URL and token it was given
+// before the kill — to the new process, which accepts it and answers the
+// run by push (not by the slowed poll), delivered once; the agent served
+// one SendMessage.
+func TestA2APushAfterAKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the daemon")
+	}
+	bin, err := buildOnce()
+	if err != nil {
+		t.Fatal(err)
+	}
+	js := a2ajstest.Start(t, a2ajstest.Options{Push: true})
+	secret := "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	secrets, _ := webhook.ParseSecrets([]string{secret})
+	sink := webhook.NewSink(webhook.SinkConfig{Secrets: secrets, Keep: 100})
+	srv := httptest.NewServer(sink)
+	defer srv.Close()
+
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	cfg := fmt.Sprintf(`listen: %[1]s
+data_dir: %[2]s
+public_url: http://%[1]s
+api_keys: ["%[3]s"]
+log: {level: info}
+agents:
+  brief:
+    a2a_url: "%[4]s"
+    timeout: 10s
+webhooks:
+  endpoints:
+    sink: {url: "%[5]s/hook", secret: "%[6]s"}
+schedules:
+  - name: brief
+    cron: "0 0 29 2 *"
+    agent: brief
+    message: "hold:Held brief"
+    to: [ { channel: webhook, endpoint: sink } ]
+    timeout: 1m
+`, addr, filepath.Join(dir, "data"), e2eKey, js.JSONRPC, srv.URL, secret)
+	cfgPath := filepath.Join(dir, "beachd.yaml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := &daemon{t: t, bin: bin, cfg: cfgPath, base: "http://" + addr}
+	d.start()
+	defer func() {
+		if t.Failed() {
+			t.Logf("daemon log:\n%s", d.stderr)
+		}
+	}()
+
+	req, _ := http.NewRequest("POST", d.base+"/v1/schedules/brief/run", nil)
+	req.Header.Set("Authorization", "Bearer "+e2eKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 202 {
+		t.Fatalf("run now: %d", resp.StatusCode)
+	}
+	type runView struct{ State, TaskID, AnsweredBy, EnvelopeID string }
+	last := func() *runView {
+		var list struct {
+			Schedules []struct{ Last *runView }
+		}
+		if _, err := getJSON(d.base, "/v1/schedules", &list); err != nil || len(list.Schedules) != 1 {
+			return nil
+		}
+		return list.Schedules[0].Last
+	}
+	poll.Eventually(t, 20*time.Second, "the run's task to be recorded", func() bool {
+		r := last()
+		return r != nil && r.State == "running" && r.TaskID != ""
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	getTasks := func() int {
+		rec, err := js.Received(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, e := range rec.Events {
+			if e.Kind == "call" && e.Method == "GetTask" {
+				n++
+			}
+		}
+		return n
+	}
+	d.kill()
+	before := getTasks()
+
+	d.start()
+	// The resumed run reads its task first: from then on it waits, and
+	// has registered for the turn's pushes.
+	poll.Eventually(t, 20*time.Second, "the resumed run to read its task", func() bool { return getTasks() > before })
+	if n, err := js.Release(ctx); err != nil || n != 1 {
+		t.Fatalf("release the held task: %d, %v", n, err)
+	}
+	poll.Eventually(t, 30*time.Second, "the resumed run to succeed", func() bool {
+		r := last()
+		return r != nil && r.State == "succeeded"
+	})
+	if r := last(); r.AnsweredBy != "push" {
+		t.Errorf("the resumed run was answered by %q, want push (the agent pushed after the restart)", r.AnsweredBy)
+	}
+	answers := func() int {
+		n := 0
+		for _, rec := range sink.Received() {
+			if bytes.Contains(rec.Envelope, []byte("Today's brief: Held brief")) {
+				n++
+			}
+		}
+		return n
+	}
+	var dl struct{ Deliveries []struct{ State string } }
+	poll.Eventually(t, 20*time.Second, "the answer's delivery to be sent", func() bool {
+		dl.Deliveries = nil
+		getJSON(d.base, "/v1/deliveries?limit=10", &dl)
+		return len(dl.Deliveries) > 0 && dl.Deliveries[0].State == "sent" && answers() > 0
+	})
+	d.stop()
+	if n := answers(); n != 1 || len(dl.Deliveries) != 1 {
+		t.Errorf("the answer reached the sink %d times in %d deliveries, want once", n, len(dl.Deliveries))
+	}
+	rec, err := js.Received(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sends := 0
+	for _, e := range rec.Events {
+		if e.Kind == "call" && e.Method == "SendMessage" {
+			sends++
+		}
+	}
+	if sends != 1 {
+		t.Errorf("the agent served %d SendMessage, want 1 (the run resumed its task): %+v", sends, rec.Events)
+	}
+}
