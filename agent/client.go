@@ -366,7 +366,7 @@ func (c *Client) ResumeTurn(ctx context.Context, agentName, contextID, taskID, p
 			"task", clip(taskID), "push_id", clip(pushID))
 		return turn
 	}
-	pt := c.push.registerID(ctx, agentName, pushID, true)
+	pt := c.push.registerID(ctx, agentName, pushID)
 	c.push.setTask(pt, taskID)
 	turn.push, turn.PushID = pt, pt.id
 	return turn

@@ -89,12 +89,11 @@ type Pushes struct {
 // replica's to give. Each turn that asks for pushes has a record while a
 // replica waits for it.
 type PushRelay interface {
-	// Open records that turn id, a new one, waits for pushes.
+	// Open records that turn id waits for pushes, on this replica: a new
+	// record, which replaces any the turn had (a turn resumed after a
+	// restart passes to the replica that resumes it; the pushes its old
+	// record held are older than the task the resumed turn reads first).
 	Open(ctx context.Context, id string) error
-	// Reopen records that turn id, one a process that stopped was waiting
-	// for, waits for pushes again, on this replica; the pushes its record
-	// holds are kept for Take.
-	Reopen(ctx context.Context, id string) error
 	// Close removes turn id's record: later pushes for it are refused.
 	Close(ctx context.Context, id string) error
 	// Forward appends body, a push for turn id received by this replica,
@@ -235,7 +234,7 @@ type pushTurn struct {
 // register makes a new turn id that accepts pushes until release: on
 // every replica, when p relays.
 func (p *Pushes) register(ctx context.Context, agentName string) *pushTurn {
-	return p.registerID(ctx, agentName, randomID(), false)
+	return p.registerID(ctx, agentName, randomID())
 }
 
 // ValidPushID reports whether id can be a turn's push id: what randomID
@@ -253,11 +252,10 @@ func ValidPushID(id string) bool {
 	return true
 }
 
-// registerID makes turn id accept pushes until release. reopened: id is a
-// turn a previous process (or replica) started and recorded; its relay
-// record passes to this replica, keeping the pushes it holds, which the
-// waiter takes at once.
-func (p *Pushes) registerID(ctx context.Context, agentName, id string, reopened bool) *pushTurn {
+// registerID makes turn id accept pushes until release: a new turn, or
+// one a previous process started and recorded (ResumeTurn), whose relay
+// record passes to this replica.
+func (p *Pushes) registerID(ctx context.Context, agentName, id string) *pushTurn {
 	now := time.Now()
 	pt := &pushTurn{id: id, agent: agentName, wake: make(chan struct{}, 1), added: now}
 	p.mu.Lock()
@@ -271,18 +269,10 @@ func (p *Pushes) registerID(ctx context.Context, agentName, id string, reopened 
 	}
 	p.mu.Unlock()
 	if p.relay != nil {
-		open := p.relay.Open
-		if reopened {
-			open = p.relay.Reopen
-		}
-		if err := open(ctx, pt.id); err != nil {
+		if err := p.relay.Open(ctx, pt.id); err != nil {
 			// Pushes that reach another replica are refused; this one
 			// takes its own, and polls.
 			p.log.Warn("a2a push: record the turn for the other replicas", "turn", pt.id, "err", err)
-		} else if reopened {
-			// Pushes other replicas took while no process waited.
-			pt.relayed = true
-			pt.wake <- struct{}{}
 		}
 	}
 	return pt

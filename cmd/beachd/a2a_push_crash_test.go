@@ -3,17 +3,22 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/cool-ai/beachd/agent/a2ajstest"
 	"github.com/cool-ai/beachd/channels/webhook"
 	"github.com/cool-ai/beachd/internal/testkit/poll"
+	"github.com/cool-ai/beachd/store/postgres/pgtest"
 )
 
 // TestA2APushAcrossAKill: the built daemon starts a scheduled turn (run
@@ -165,11 +170,17 @@ schedules:
 // the agent pushes its final update — to the URL and token it was given
 // before the kill — to the new process, which accepts it and answers the
 // run by push (not by the slowed poll), delivered once; the agent served
-// one SendMessage.
+// one SendMessage. On PostgreSQL the turn's relay record (kv
+// a2a-push/<id>) names the new process once the run is resumed.
 func TestA2APushAfterAKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the daemon")
 	}
+	t.Run("bolt", func(t *testing.T) { testA2APushAfterAKill(t, "") })
+	t.Run("postgres", func(t *testing.T) { testA2APushAfterAKill(t, pgtest.DSN(t)) })
+}
+
+func testA2APushAfterAKill(t *testing.T, dsn string) {
 	bin, err := buildOnce()
 	if err != nil {
 		t.Fatal(err)
@@ -203,6 +214,10 @@ schedules:
     to: [ { channel: webhook, endpoint: sink } ]
     timeout: 1m
 `, addr, filepath.Join(dir, "data"), e2eKey, js.JSONRPC, srv.URL, secret)
+	if dsn != "" {
+		// A short lease: the scheduler passes to the restarted process soon.
+		cfg += fmt.Sprintf("store: {driver: postgres, dsn: %q, lease_ttl: 3s}\n", dsn)
+	}
 	cfgPath := filepath.Join(dir, "beachd.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -254,6 +269,28 @@ schedules:
 		}
 		return n
 	}
+	// The turn's relay record on PostgreSQL, and the replica it names.
+	var conn *pgx.Conn
+	holder := func() (id, holder string) {
+		var key string
+		var val []byte
+		if err := conn.QueryRow(ctx, `SELECT key, value FROM kv WHERE key LIKE 'a2a-push/%'`).Scan(&key, &val); err != nil {
+			return "", ""
+		}
+		var rec struct{ Holder string }
+		json.Unmarshal(val, &rec)
+		return strings.TrimPrefix(key, "a2a-push/"), rec.Holder
+	}
+	var pushID, killedHolder string
+	if dsn != "" {
+		if conn, err = pgx.Connect(ctx, dsn); err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(context.Background())
+		if pushID, killedHolder = holder(); pushID == "" || killedHolder == "" {
+			t.Fatalf("the turn's relay record: push id %q, holder %q", pushID, killedHolder)
+		}
+	}
 	d.kill()
 	before := getTasks()
 
@@ -261,6 +298,12 @@ schedules:
 	// The resumed run reads its task first: from then on it waits, and
 	// has registered for the turn's pushes.
 	poll.Eventually(t, 20*time.Second, "the resumed run to read its task", func() bool { return getTasks() > before })
+	if dsn != "" {
+		if id, h := holder(); id != pushID || h == "" || h == killedHolder {
+			t.Errorf("the resumed turn's relay record: push id %q holder %q; want push id %q held by the new process, not %q",
+				id, h, pushID, killedHolder)
+		}
+	}
 	if n, err := js.Release(ctx); err != nil || n != 1 {
 		t.Fatalf("release the held task: %d, %v", n, err)
 	}

@@ -27,8 +27,9 @@ type kvUpdater interface {
 // folds them into the turn. The record of a turn whose replica died
 // waiting stays: a push for it is refused, and the record removed, once
 // that replica's liveness lease has run out, or pushRelayMaxAge after the
-// turn started. A replica that resumes a turn after a restart takes its
-// record over (Reopen), with the pushes it holds.
+// turn started. A replica that resumes a turn after a restart opens its
+// record again, as its own: the pushes the old record held are dropped,
+// the resumed turn reading the task first.
 type pushRelay struct {
 	db     store.KV
 	up     kvUpdater
@@ -56,22 +57,6 @@ var errNotWaiting = errors.New("no replica waits for this turn")
 func (r *pushRelay) Open(ctx context.Context, id string) error {
 	b, _ := json.Marshal(pushRecord{Opened: r.now(), Holder: r.holder})
 	return r.db.PutKV(ctx, pushRelayKey+id, b)
-}
-
-// Reopen passes turn id's record to this replica, which resumes the turn
-// after a restart, keeping the pushes it holds (received while no process
-// waited); a turn without a record gets a new one.
-func (r *pushRelay) Reopen(ctx context.Context, id string) error {
-	return r.up.UpdateKV(ctx, pushRelayKey+id, "", func(val []byte, ok bool) ([]byte, error) {
-		var rec pushRecord
-		if ok {
-			if err := json.Unmarshal(val, &rec); err != nil {
-				rec = pushRecord{Dropped: true} // unreadable: a gap, read the task
-			}
-		}
-		rec.Opened, rec.Holder = r.now(), r.holder
-		return json.Marshal(rec)
-	})
 }
 
 func (r *pushRelay) Close(ctx context.Context, id string) error {
