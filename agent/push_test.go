@@ -176,7 +176,21 @@ func TestResumeTurnPushJS(t *testing.T) {
 		t.Fatalf("push id %q is not valid", first.PushID)
 	}
 
-	// The next process: the first one's turn is never waited for.
+	// The first process takes the task's first pushes (the whole task,
+	// then its working status), then stops: its turn is never waited for.
+	for pushes := 0; pushes < 2; {
+		rec, err := js.Received(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pushes = 0
+		for _, e := range rec.Events {
+			if e.Kind == "push" {
+				pushes++
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	c := client()
 	if bad := c.ResumeTurn(ctx, "travel", first.ContextID, first.TaskID, "beachd-../x"); bad.PushID != "" {
 		t.Fatalf("a malformed push id was registered: %+v", bad)
