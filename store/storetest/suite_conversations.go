@@ -284,9 +284,9 @@ func turnClaimRecordRetry(e *env) {
 	if again := e.claimTurns(); len(again) != 0 {
 		e.t.Fatalf("claimed a turn in flight again: %+v", again)
 	}
-	e.ok(e.s.SetTurnTask(e.ctx, got[0], "task-1", ""), "set task")
-	if t, _ := e.s.Turn(e.ctx, got[0].ID); t.TaskID != "task-1" {
-		e.t.Fatalf("task id %q", t.TaskID)
+	e.ok(e.s.SetTurnTask(e.ctx, got[0], "task-1", "push-1"), "set task")
+	if t, _ := e.s.Turn(e.ctx, got[0].ID); t.TaskID != "task-1" || t.PushID != "push-1" {
+		e.t.Fatalf("task id %q, push id %q", t.TaskID, t.PushID)
 	}
 	next := e.now().Add(5 * time.Minute)
 	queued := e.recordTurn(got[0], store.TurnOutcome{State: store.TurnQueued, NextAt: next, Error: "agent busy", At: e.now()})
