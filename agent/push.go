@@ -26,9 +26,8 @@ import (
 // turn only, and every replica sharing the secret can check it. A turn
 // left in flight by a process that stopped is resumed under the push id
 // its record kept (ResumeTurn): same URL, same token, so the agent's
-// later pushes answer it. The agent
-// POSTs task updates there with the token in X-A2A-Notification-Token;
-// the route takes no API key.
+// later pushes answer it. The agent POSTs task updates there with the
+// token in X-A2A-Notification-Token; the route takes no API key.
 //
 // Pushes serves that route: the token is checked in constant time before
 // anything else (a wrong one is 401 whatever the turn), then the body is
