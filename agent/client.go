@@ -348,6 +348,30 @@ func (c *Client) SendMessage(ctx context.Context, agentName string, msg *Message
 	return turn, nil
 }
 
+// ResumeTurn is a turn a previous process started and left in flight at
+// the agent — its task taskID in contextID, recorded —, to wait for with
+// WaitTurn. pushID is the turn's push id as SendMessage gave it
+// (Turn.PushID), "" when it asked for no pushes: the turn accepts pushes
+// under it again — the URL and token the agent holds — so that an update
+// the agent pushes after the restart answers it; on a shared store, this
+// replica becomes the one that waits for them. A push id that is not one
+// beachd makes is ignored (the turn is polled).
+func (c *Client) ResumeTurn(ctx context.Context, agentName, contextID, taskID, pushID string) *Turn {
+	turn := &Turn{ContextID: contextID, TaskID: taskID}
+	if c.push == nil || pushID == "" || !c.Has(agentName) {
+		return turn
+	}
+	if !ValidPushID(pushID) {
+		c.push.log.Warn("a2a push: a resumed turn's recorded push id is malformed; polling it", "agent", agentName,
+			"task", clip(taskID), "push_id", clip(pushID))
+		return turn
+	}
+	pt := c.push.registerID(ctx, agentName, pushID)
+	c.push.setTask(pt, taskID)
+	turn.push, turn.PushID = pt, pt.id
+	return turn
+}
+
 // checkOutgoing refuses a message no agent could read: a role other than
 // user, no part, or a part without exactly one content.
 func checkOutgoing(m *Message) error {
@@ -431,6 +455,9 @@ func (c *Client) WaitTurn(ctx context.Context, agentName string, turn *Turn, pol
 			task, err = b.getTask(ctx, turn.TaskID)
 			return err
 		})
+		if err == nil && turn.push != nil {
+			c.push.seed(turn.push, task)
+		}
 		if err != nil {
 			if IsPermanent(err) || ctx.Err() != nil {
 				return nil, fmt.Errorf("get task %s on %s: %w", turn.TaskID, agentName, err)

@@ -22,10 +22,12 @@ import (
 // carries a push configuration: the URL <public_url>/v1/a2a/push/{id},
 // where id is beachd's own random id of the turn, and a token that is
 // HMAC-SHA256 of the id under a key derived from beachd's secret. Nothing
-// is stored per turn, a token survives restarts and is good for its turn
-// only, and every replica sharing the secret can check it. The agent
-// POSTs task updates there with the token in X-A2A-Notification-Token;
-// the route takes no API key.
+// is stored per turn here, a token survives restarts and is good for its
+// turn only, and every replica sharing the secret can check it. A turn
+// left in flight by a process that stopped is resumed under the push id
+// its record kept (ResumeTurn): same URL, same token, so the agent's
+// later pushes answer it. The agent POSTs task updates there with the
+// token in X-A2A-Notification-Token; the route takes no API key.
 //
 // Pushes serves that route: the token is checked in constant time before
 // anything else (a wrong one is 401 whatever the turn), then the body is
@@ -86,7 +88,10 @@ type Pushes struct {
 // replica's to give. Each turn that asks for pushes has a record while a
 // replica waits for it.
 type PushRelay interface {
-	// Open records that turn id waits for pushes.
+	// Open records that turn id waits for pushes, on this replica: a new
+	// record, which replaces any the turn had (a turn resumed after a
+	// restart passes to the replica that resumes it; the pushes its old
+	// record held are older than the task the resumed turn reads first).
 	Open(ctx context.Context, id string) error
 	// Close removes turn id's record: later pushes for it are refused.
 	Close(ctx context.Context, id string) error
@@ -228,8 +233,30 @@ type pushTurn struct {
 // register makes a new turn id that accepts pushes until release: on
 // every replica, when p relays.
 func (p *Pushes) register(ctx context.Context, agentName string) *pushTurn {
+	return p.registerID(ctx, agentName, randomID())
+}
+
+// ValidPushID reports whether id can be a turn's push id: what randomID
+// makes, as a run's record keeps it across a restart.
+func ValidPushID(id string) bool {
+	h, ok := strings.CutPrefix(id, "beachd-")
+	if !ok || len(h) != 32 {
+		return false
+	}
+	for _, c := range []byte(h) {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// registerID makes turn id accept pushes until release: a new turn, or
+// one a previous process started and recorded (ResumeTurn), whose relay
+// record passes to this replica.
+func (p *Pushes) registerID(ctx context.Context, agentName, id string) *pushTurn {
 	now := time.Now()
-	pt := &pushTurn{id: randomID(), agent: agentName, wake: make(chan struct{}, 1), added: now}
+	pt := &pushTurn{id: id, agent: agentName, wake: make(chan struct{}, 1), added: now}
 	p.mu.Lock()
 	p.turns[pt.id] = pt
 	if p.added++; p.added%256 == 0 {
@@ -271,6 +298,22 @@ func (p *Pushes) setTask(pt *pushTurn, taskID string) {
 	defer p.mu.Unlock()
 	if pt.taskID == "" {
 		pt.taskID = taskID
+	}
+}
+
+// seed makes task, as beachd read it from the agent, the base the turn's
+// later pushes build on, when no push arrived yet: a turn resumed after a
+// restart missed the whole task its first pushes carried, and an agent may
+// push only changes.
+func (p *Pushes) seed(pt *pushTurn, task *Task) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if pt.task != nil || task == nil || (pt.taskID != "" && task.ID != "" && task.ID != pt.taskID) {
+		return
+	}
+	pt.task, pt.snapshot = cloneTask(task), true
+	if pt.taskID == "" {
+		pt.taskID = task.ID
 	}
 }
 

@@ -5,12 +5,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/cool-ai/beachd/agent"
 	"github.com/cool-ai/beachd/agent/a2ajstest"
 	"github.com/cool-ai/beachd/agent/agenttest"
+	"github.com/cool-ai/beachd/envelope"
 )
 
 // TestPushJS starts turns on the official JavaScript SDK 1.x agent over
@@ -133,5 +135,123 @@ func TestPushWhileGetTaskFails(t *testing.T) {
 	}
 	if len(env.Parts) == 0 || env.Parts[0].Text == nil || *env.Parts[0].Text != "Today's brief: Lisbon" {
 		t.Fatalf("answer %+v", env.Parts)
+	}
+}
+
+// TestResumeTurnPushJS: a turn started at the JS SDK 1.x agent (a task it
+// holds) by one process is resumed by the next — a new Client and Pushes
+// on the same secret and URL, as after a restart — under the push id it
+// started with (ResumeTurn). Once the resumed turn read the task, the
+// task is released: the agent's pushes, to the URL and token it was given
+// before, answer the resumed turn, with the pushed artifact. A push id
+// beachd does not make is not registered: that turn is polled.
+func TestResumeTurnPushJS(t *testing.T) {
+	js := a2ajstest.Start(t, a2ajstest.Options{Push: true})
+	var handler atomic.Pointer[agent.Pushes]
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		handler.Load().ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	secret := []byte(strings.Repeat("k", 32))
+	client := func() *agent.Client {
+		p := agent.NewPushes(secret, srv.URL, nil)
+		handler.Store(p)
+		c, err := agent.New(map[string]agent.Target{"travel": {URL: js.Origin + "/a2a"}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.UsePush(p)
+		return c
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	first, err := client().StartTurn(ctx, "travel", "hold:Porto", "ctx-resume")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.PushID == "" || first.Task == nil {
+		t.Fatalf("turn %+v: want a task with a push id", first)
+	}
+	if !agent.ValidPushID(first.PushID) {
+		t.Fatalf("push id %q is not valid", first.PushID)
+	}
+
+	// The first process takes the task's first pushes (the whole task,
+	// then its working status), then stops: its turn is never waited for.
+	for pushes := 0; pushes < 2; {
+		rec, err := js.Received(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pushes = 0
+		for _, e := range rec.Events {
+			if e.Kind == "push" {
+				pushes++
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	c := client()
+	if bad := c.ResumeTurn(ctx, "travel", first.ContextID, first.TaskID, "beachd-../x"); bad.PushID != "" {
+		t.Fatalf("a malformed push id was registered: %+v", bad)
+	}
+	turn := c.ResumeTurn(ctx, "travel", first.ContextID, first.TaskID, first.PushID)
+	if turn.PushID != first.PushID {
+		t.Fatalf("resumed under push id %q, want %q", turn.PushID, first.PushID)
+	}
+	gets := func() int {
+		rec, err := js.Received(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, e := range rec.Events {
+			if e.Kind == "call" && e.Method == "GetTask" {
+				n++
+			}
+		}
+		return n
+	}
+	type result struct {
+		env *envelope.Envelope
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		// Polling every 2s (slowed 20s with pushes): the answer comes by push.
+		env, err := c.WaitTurn(ctx, "travel", turn, 2*time.Second)
+		done <- result{env, err}
+	}()
+	for gets() == 0 {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n, err := js.Release(ctx); err != nil || n != 1 {
+		t.Fatalf("release: %d %v", n, err)
+	}
+	r := <-done
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if turn.AnsweredBy != agent.AnsweredByPush {
+		t.Errorf("the resumed turn was answered by %q, want push", turn.AnsweredBy)
+	}
+	if len(r.env.Parts) == 0 || r.env.Parts[0].Text == nil || *r.env.Parts[0].Text != "Today's brief: Porto" {
+		t.Fatalf("answer %+v lacks the pushed artifact", r.env.Parts)
+	}
+}
+
+func TestValidPushID(t *testing.T) {
+	for id, want := range map[string]bool{
+		"beachd-0123456789abcdef0123456789abcdef":  true,
+		"beachd-0123456789ABCDEF0123456789abcdef":  false,
+		"beachd-0123456789abcdef0123456789abcde":   false,
+		"beachd-0123456789abcdef0123456789abcdef0": false,
+		"0123456789abcdef0123456789abcdef":         false,
+		"beachd-../../../../../../../../../../xx":  false,
+		"": false,
+	} {
+		if got := agent.ValidPushID(id); got != want {
+			t.Errorf("ValidPushID(%q) = %v, want %v", id, got, want)
+		}
 	}
 }

@@ -167,6 +167,14 @@ func (r *Router) attempt(ctx context.Context, t *store.Turn) {
 	}
 }
 
+// resumer is an Agent that resumes a turn a previous process left in
+// flight under its push id (agent.Client.ResumeTurn).
+type resumer interface {
+	ResumeTurn(ctx context.Context, agentName, contextID, taskID, pushID string) *agent.Turn
+}
+
+var _ resumer = (*agent.Client)(nil)
+
 // run sends the turn (or, after a restart, polls the task it already
 // started), waits for the answer and ingests it. answeredBy says how the
 // answer arrived (agent.AnsweredBy*).
@@ -185,7 +193,13 @@ func (r *Router) run(ctx context.Context, t *store.Turn) (envID, channel, answer
 	}
 	var turn *agent.Turn
 	if t.TaskID != "" {
-		turn = &agent.Turn{ContextID: c.ID, TaskID: t.TaskID}
+		if ra, ok := r.ag.(resumer); ok {
+			// Under the push id the turn started with: the agent's pushes
+			// after the restart answer it.
+			turn = ra.ResumeTurn(ctx, t.Agent, c.ID, t.TaskID, t.PushID)
+		} else {
+			turn = &agent.Turn{ContextID: c.ID, TaskID: t.TaskID}
+		}
 	} else {
 		msg, err := r.buildMessage(ctx, c, rec, t)
 		if err != nil {
@@ -197,7 +211,7 @@ func (r *Router) run(ctx context.Context, t *store.Turn) (envID, channel, answer
 		}
 		r.cfg.Metrics.observeTurn(channel, "started")
 		if turn.Task != nil && turn.TaskID != "" {
-			if err := r.db.SetTurnTask(ctx, t, turn.TaskID); err != nil {
+			if err := r.db.SetTurnTask(ctx, t, turn.TaskID, turn.PushID); err != nil {
 				return "", channel, "", err
 			}
 		}

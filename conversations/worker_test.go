@@ -37,7 +37,13 @@ func (f *fakeAgent) SendMessage(ctx context.Context, name string, msg *agent.Mes
 		return nil, f.sendErr
 	}
 	id := fmt.Sprintf("task-%d", len(f.sent))
-	return &agent.Turn{ContextID: msg.ContextID, TaskID: id, Task: &agent.Task{ID: id, ContextID: msg.ContextID}}, nil
+	return &agent.Turn{ContextID: msg.ContextID, TaskID: id, Task: &agent.Task{ID: id, ContextID: msg.ContextID},
+		PushID: "push-" + id}, nil
+}
+
+// ResumeTurn resumes a turn under its push id, as agent.Client does.
+func (f *fakeAgent) ResumeTurn(ctx context.Context, name, contextID, taskID, pushID string) *agent.Turn {
+	return &agent.Turn{ContextID: contextID, TaskID: taskID, PushID: pushID}
 }
 
 func (f *fakeAgent) WaitTurn(ctx context.Context, name string, t *agent.Turn, poll time.Duration) (*envelope.Envelope, error) {
@@ -93,8 +99,8 @@ func TestCrashBeforeSendIsOneTurn(t *testing.T) {
 }
 
 // beachd stops while the agent works on the turn (the message was sent,
-// the task id stored): the restarted worker polls that task and sends
-// nothing again.
+// the task id and push id stored): the restarted worker waits for that
+// task, under the turn's push id, and sends nothing again.
 func TestCrashWhileWaitingPollsTheSameTask(t *testing.T) {
 	clock := fakeclock.NewOffset()
 	fa := &fakeAgent{block: true}
@@ -112,7 +118,7 @@ func TestCrashWhileWaitingPollsTheSameTask(t *testing.T) {
 	}
 	h.stop() // the attempt ends with its context: nothing is recorded, the claim stays
 	rec, _ := h.db.InboundByMessageID(h.ctx, "email", "<c2@x>")
-	if tr, _ := h.db.Turn(h.ctx, rec.TurnID); tr.State != store.TurnSending || tr.TaskID != "task-1" {
+	if tr, _ := h.db.Turn(h.ctx, rec.TurnID); tr.State != store.TurnSending || tr.TaskID != "task-1" || tr.PushID != "push-task-1" {
 		t.Fatalf("turn at the crash %+v", tr)
 	}
 	h.db.Close()
@@ -124,7 +130,8 @@ func TestCrashWhileWaitingPollsTheSameTask(t *testing.T) {
 		t.Fatalf("turn %+v", turn)
 	}
 	s, w := fa.counts()
-	if s != 1 || w != 2 || fa.waits[1].TaskID != "task-1" || fa.waits[1].ContextID != res.Conversation {
+	if s != 1 || w != 2 || fa.waits[1].TaskID != "task-1" || fa.waits[1].ContextID != res.Conversation ||
+		fa.waits[1].PushID != "push-task-1" {
 		t.Fatalf("%d sends, %d waits (last %+v)", s, w, fa.waits[len(fa.waits)-1])
 	}
 }

@@ -51,14 +51,14 @@ func (s *Scheduler) perform(ctx context.Context, def Definition, run store.Sched
 		if !resumed {
 			// The task id is recorded only while the attempt's turn is in
 			// flight: a restart resumes that turn, never an earlier one.
-			run.ContextID, run.TaskID = "", ""
+			run.ContextID, run.TaskID, run.PushID = "", "", ""
 		}
 		if attempt > first {
 			s.record(run)
 		}
 		res := s.attempt(ctx, def, run, resumed)
 		envID, err := res.envID, res.err
-		run.ContextID, run.TaskID, run.AnsweredBy = res.contextID, res.taskID, res.answeredBy
+		run.ContextID, run.TaskID, run.PushID, run.AnsweredBy = res.contextID, res.taskID, res.pushID, res.answeredBy
 		if err == nil {
 			run.State, run.EnvelopeID, run.Reason = store.RunSucceeded, envID, ""
 			log.Info("schedule run succeeded", "attempt", attempt, "envelope_id", envID, "answered_by", res.answeredBy)
@@ -88,7 +88,7 @@ func (s *Scheduler) perform(ctx context.Context, def Definition, run store.Sched
 		// Without the failed attempt's task: a restart during the wait
 		// must not take it for a turn in flight.
 		waiting := run
-		waiting.TaskID = ""
+		waiting.TaskID, waiting.PushID = "", ""
 		s.record(waiting)
 		log.Warn("schedule run attempt failed; retrying", "attempt", attempt, "retry_in", def.RetryDelay, "err", err)
 		if !sleep(ctx, def.RetryDelay) {
@@ -112,6 +112,7 @@ func (s *Scheduler) perform(ctx context.Context, def Definition, run store.Sched
 
 type attemptResult struct {
 	envID, contextID, taskID string
+	pushID                   string // the turn's push id (agent.Turn.PushID)
 	answeredBy               string // agent.AnsweredBy*
 	// inflight: the turn's task was recorded (or resumed) as in flight at
 	// the agent.
@@ -171,7 +172,13 @@ func (s *Scheduler) turn(ctx context.Context, def Definition, run store.Schedule
 	var r attemptResult
 	var t *agent.Turn
 	if resumed {
-		t = &agent.Turn{ContextID: contextID, TaskID: run.TaskID}
+		if ra, ok := s.agents.(resumer); ok {
+			// Under the push id the turn started with: the agent's
+			// pushes after the restart answer it.
+			t = ra.ResumeTurn(ctx, def.Agent, contextID, run.TaskID, run.PushID)
+		} else {
+			t = &agent.Turn{ContextID: contextID, TaskID: run.TaskID}
+		}
 		r.inflight = true
 	} else {
 		var err error
@@ -188,12 +195,12 @@ func (s *Scheduler) turn(ctx context.Context, def Definition, run store.Schedule
 			// The turn is in flight at the agent: a restart from here on
 			// resumes it (waits for this task) instead of losing it.
 			inflight := run
-			inflight.ContextID, inflight.TaskID = t.ContextID, t.TaskID
+			inflight.ContextID, inflight.TaskID, inflight.PushID = t.ContextID, t.TaskID, t.PushID
 			s.record(inflight)
 			r.inflight = true
 		}
 	}
-	r.contextID, r.taskID = t.ContextID, t.TaskID
+	r.contextID, r.taskID, r.pushID = t.ContextID, t.TaskID, t.PushID
 	env, err := s.agents.WaitTurn(ctx, def.Agent, t, s.cfg.Poll)
 	r.answeredBy = t.AnsweredBy
 	if err != nil {
@@ -256,6 +263,14 @@ func (s *Scheduler) turn(ctx context.Context, def Definition, run store.Schedule
 	r.envID = id
 	return r
 }
+
+// resumer is an Agents that resumes a turn a previous process left in
+// flight under its push id (agent.Client.ResumeTurn).
+type resumer interface {
+	ResumeTurn(ctx context.Context, agentName, contextID, taskID, pushID string) *agent.Turn
+}
+
+var _ resumer = (*agent.Client)(nil)
 
 // keyedEnqueuer is an Enqueuer that stores an envelope once per key (a
 // repeat answers the first envelope id): api.Ingester.

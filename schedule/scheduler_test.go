@@ -28,8 +28,10 @@ type call struct{ Agent, Text, ContextID string }
 type fakeAgents struct {
 	mu    sync.Mutex
 	calls []call
-	start func(ctx context.Context, n int, c call) (*agent.Turn, error)
-	wait  func(ctx context.Context, n int, t *agent.Turn) (*envelope.Envelope, error)
+	// resumed: context/task/push id of each turn resumed after a restart.
+	resumed []string
+	start   func(ctx context.Context, n int, c call) (*agent.Turn, error)
+	wait    func(ctx context.Context, n int, t *agent.Turn) (*envelope.Envelope, error)
 }
 
 func (f *fakeAgents) StartTurn(ctx context.Context, agentName, text, contextID string) (*agent.Turn, error) {
@@ -54,6 +56,14 @@ func (f *fakeAgents) WaitTurn(ctx context.Context, agentName string, t *agent.Tu
 		return wait(ctx, n, t)
 	}
 	return textEnvelope("brief " + t.TaskID), nil
+}
+
+// ResumeTurn resumes a turn under its push id, as agent.Client does.
+func (f *fakeAgents) ResumeTurn(ctx context.Context, agentName, contextID, taskID, pushID string) *agent.Turn {
+	f.mu.Lock()
+	f.resumed = append(f.resumed, contextID+"/"+taskID+"/"+pushID)
+	f.mu.Unlock()
+	return &agent.Turn{ContextID: contextID, TaskID: taskID, PushID: pushID}
 }
 
 func (f *fakeAgents) Calls() []call {
@@ -404,7 +414,7 @@ func TestRunInFlightAtACrashIsResumed(t *testing.T) {
 			if _, err := db.ClaimScheduleSlot(context.Background(), run); err != nil {
 				t.Fatal(err)
 			}
-			run.ContextID, run.TaskID = "ctx-9", "task-9"
+			run.ContextID, run.TaskID, run.PushID = "ctx-9", "task-9", "push-9"
 			if err := db.UpdateScheduleRun(context.Background(), run); err != nil {
 				t.Fatal(err)
 			}
@@ -417,7 +427,7 @@ func TestRunInFlightAtACrashIsResumed(t *testing.T) {
 			var mu sync.Mutex
 			h.agents.wait = func(ctx context.Context, n int, tn *agent.Turn) (*envelope.Envelope, error) {
 				mu.Lock()
-				waited = append(waited, tn.ContextID+"/"+tn.TaskID)
+				waited = append(waited, tn.ContextID+"/"+tn.TaskID+"/"+tn.PushID)
 				mu.Unlock()
 				return textEnvelope("brief " + tn.TaskID), nil
 			}
@@ -429,8 +439,14 @@ func TestRunInFlightAtACrashIsResumed(t *testing.T) {
 			}
 			mu.Lock()
 			defer mu.Unlock()
-			if len(waited) != 1 || waited[0] != "ctx-9/task-9" {
-				t.Fatalf("waited for %v, want the recorded task ctx-9/task-9", waited)
+			if len(waited) != 1 || waited[0] != "ctx-9/task-9/push-9" {
+				t.Fatalf("waited for %v, want the recorded task ctx-9/task-9 under its push id push-9", waited)
+			}
+			h.agents.mu.Lock()
+			resumed := h.agents.resumed
+			h.agents.mu.Unlock()
+			if len(resumed) != 1 || resumed[0] != "ctx-9/task-9/push-9" {
+				t.Fatalf("resumed %v, want the recorded turn ctx-9/task-9 under its push id push-9", resumed)
 			}
 			if got := h.enq.Got(); len(got) != 1 || *got[0].Env.Parts[0].Text != "brief task-9" {
 				t.Fatalf("enqueued %d envelopes, want the answer once", len(got))

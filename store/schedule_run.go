@@ -64,7 +64,10 @@ type ScheduleRun struct {
 	FinishedAt time.Time `json:"finishedAt,omitzero"`
 	ContextID  string    `json:"contextId,omitempty"`
 	TaskID     string    `json:"taskId,omitempty"`
-	EnvelopeID string    `json:"envelopeId,omitempty"`
+	// PushID is the in-flight turn's A2A push id (agent.Turn.PushID), kept
+	// with TaskID so that a resumed turn accepts the agent's pushes again.
+	PushID     string `json:"pushId,omitempty"`
+	EnvelopeID string `json:"envelopeId,omitempty"`
 	// AnsweredBy says how the agent's answer arrived: send (the answer to
 	// the message itself), push (an A2A push notification) or poll.
 	AnsweredBy string `json:"answeredBy,omitempty"`

@@ -145,7 +145,7 @@ type Conversations interface {
 type Turns interface {
 	ClaimTurns(ctx context.Context, now time.Time, max int, lease time.Duration) ([]*Turn, error)
 	NextTurn() (time.Time, bool)
-	SetTurnTask(ctx context.Context, claimed *Turn, taskID string) error
+	SetTurnTask(ctx context.Context, claimed *Turn, taskID, pushID string) error
 	RecordTurn(ctx context.Context, claimed *Turn, o TurnOutcome) (*Turn, error)
 	RequeueClaimedTurns(ctx context.Context, before, at time.Time) (int, error)
 	Turn(ctx context.Context, id string) (*Turn, error)

@@ -19,15 +19,19 @@ type Turn struct {
 	InboundID      string `json:"inboundId"`
 	// MessageID is the A2A messageId, derived from the provider's id so
 	// that a message delivered twice is one turn.
-	MessageID        string    `json:"messageId"`
-	State            string    `json:"state"`
-	Attempts         int       `json:"attempts"`
-	Claims           int       `json:"claims"`
-	NextAttemptAt    time.Time `json:"nextAttemptAt,omitzero"`
-	LeaseUntil       time.Time `json:"leaseUntil,omitzero"`
-	LastError        string    `json:"lastError,omitempty"`
-	TaskID           string    `json:"taskId,omitempty"`
-	AnswerEnvelopeID string    `json:"answerEnvelopeId,omitempty"`
+	MessageID     string    `json:"messageId"`
+	State         string    `json:"state"`
+	Attempts      int       `json:"attempts"`
+	Claims        int       `json:"claims"`
+	NextAttemptAt time.Time `json:"nextAttemptAt,omitzero"`
+	LeaseUntil    time.Time `json:"leaseUntil,omitzero"`
+	LastError     string    `json:"lastError,omitempty"`
+	TaskID        string    `json:"taskId,omitempty"`
+	// PushID is the turn's A2A push id (agent.Turn.PushID), recorded with
+	// TaskID so that a turn resumed after a restart accepts the agent's
+	// pushes again.
+	PushID           string `json:"pushId,omitempty"`
+	AnswerEnvelopeID string `json:"answerEnvelopeId,omitempty"`
 	// AnsweredBy says how the agent's answer arrived: send (the answer to
 	// SendMessage itself), push (an A2A push notification) or poll
 	// (GetTask); set when the turn is answered.

@@ -333,6 +333,24 @@ func (s *Server) Received(ctx context.Context) (*Received, error) {
 	return &r, nil
 }
 
+// Release completes the "hold:" tasks at work and returns how many.
+func (s *Server) Release(ctx context.Context) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.Origin+"/release", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	var v struct{ Released int }
+	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
+		return 0, fmt.Errorf("decode /release: %w", err)
+	}
+	return v.Released, nil
+}
+
 // WaitApprovals polls until the agent holds at least n approval-responses.
 func (s *Server) WaitApprovals(ctx context.Context, n int) ([]Approval, error) {
 	for {

@@ -27,7 +27,9 @@ type kvUpdater interface {
 // folds them into the turn. The record of a turn whose replica died
 // waiting stays: a push for it is refused, and the record removed, once
 // that replica's liveness lease has run out, or pushRelayMaxAge after the
-// turn started.
+// turn started. A replica that resumes a turn after a restart opens its
+// record again, as its own: the pushes the old record held are dropped,
+// the resumed turn reading the task first.
 type pushRelay struct {
 	db     store.KV
 	up     kvUpdater
@@ -134,7 +136,7 @@ func (r *pushRelay) Take(ctx context.Context, id string) (pushes [][]byte, dropp
 			return nil, nil
 		}
 		pushes, dropped = rec.Pushes, rec.Dropped
-		return json.Marshal(pushRecord{Opened: rec.Opened})
+		return json.Marshal(pushRecord{Opened: rec.Opened, Holder: rec.Holder})
 	})
 	return pushes, dropped, err
 }

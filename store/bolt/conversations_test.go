@@ -141,7 +141,7 @@ func TestRecordInboundDuplicateFloodAndThread(t *testing.T) {
 	if more, _ := db.ClaimTurns(ctx, c.Now(), 10, time.Minute); len(more) != 0 {
 		t.Fatalf("claimed a second turn of the conversation in flight: %d", len(more))
 	}
-	if err := db.SetTurnTask(ctx, turns[0], "task-1"); err != nil {
+	if err := db.SetTurnTask(ctx, turns[0], "task-1", ""); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.RecordTurn(ctx, turns[0], store.TurnOutcome{State: store.TurnAnswered, AnswerEnvelopeID: "env_1", At: c.Now()}); err != nil {

@@ -97,24 +97,29 @@ func claimedTurnTx(tx *bbolt.Tx, claimed *store.Turn) (*store.Turn, error) {
 	return &t, nil
 }
 
-// SetTurnTask records the agent's task id of a claimed turn, so that after
-// a restart the turn's task is polled instead of sending the message again.
-func (s *DB) SetTurnTask(ctx context.Context, claimed *store.Turn, taskID string) error {
+// SetTurnTask records the agent's task id of a claimed turn, and its push
+// id ("" when it asked for no pushes), so that after a restart the turn's
+// task is waited for — under the same push id — instead of sending the
+// message again.
+func (s *DB) SetTurnTask(ctx context.Context, claimed *store.Turn, taskID, pushID string) error {
 	if len(taskID) > store.MaxKey {
 		return fmt.Errorf("turn %s: task id of %d bytes; at most %d", claimed.ID, len(taskID), store.MaxKey)
+	}
+	if len(pushID) > store.MaxKey {
+		return fmt.Errorf("turn %s: push id of %d bytes; at most %d", claimed.ID, len(pushID), store.MaxKey)
 	}
 	err := s.bolt.Batch(func(tx *bbolt.Tx) error {
 		t, err := claimedTurnTx(tx, claimed)
 		if err != nil {
 			return err
 		}
-		t.TaskID = taskID
+		t.TaskID, t.PushID = taskID, pushID
 		return putJSON(tx.Bucket(bTurns), []byte(t.ID), t)
 	})
 	if err != nil {
 		return fmt.Errorf("set task of turn %s: %w", claimed.ID, err)
 	}
-	claimed.TaskID = taskID
+	claimed.TaskID, claimed.PushID = taskID, pushID
 	return nil
 }
 

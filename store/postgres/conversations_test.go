@@ -102,7 +102,7 @@ func TestRecordInboundDuplicateFloodAndThread(t *testing.T) {
 	if more, _ := db.ClaimTurns(ctx, c.Now(), 10, time.Minute); len(more) != 0 {
 		t.Fatalf("claimed a second turn of the conversation in flight: %d", len(more))
 	}
-	if err := db.SetTurnTask(ctx, turns[0], "task-1"); err != nil {
+	if err := db.SetTurnTask(ctx, turns[0], "task-1", ""); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := db.Turn(ctx, turns[0].ID); got.TaskID != "task-1" || got.State != store.TurnSending {
@@ -126,7 +126,7 @@ func TestRecordInboundDuplicateFloodAndThread(t *testing.T) {
 	if _, err := db.RecordTurn(ctx, next[0], store.TurnOutcome{State: store.TurnDead, At: c.Now()}); !errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("stale claim recorded: %v", err)
 	}
-	if err := db.SetTurnTask(ctx, next[0], "task-2"); !errors.Is(err, store.ErrLeaseLost) {
+	if err := db.SetTurnTask(ctx, next[0], "task-2", ""); !errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("stale claim set its task: %v", err)
 	}
 	again, _ := db.ClaimTurns(ctx, c.Now(), 10, time.Minute)

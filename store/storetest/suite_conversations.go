@@ -284,9 +284,9 @@ func turnClaimRecordRetry(e *env) {
 	if again := e.claimTurns(); len(again) != 0 {
 		e.t.Fatalf("claimed a turn in flight again: %+v", again)
 	}
-	e.ok(e.s.SetTurnTask(e.ctx, got[0], "task-1"), "set task")
-	if t, _ := e.s.Turn(e.ctx, got[0].ID); t.TaskID != "task-1" {
-		e.t.Fatalf("task id %q", t.TaskID)
+	e.ok(e.s.SetTurnTask(e.ctx, got[0], "task-1", "push-1"), "set task")
+	if t, _ := e.s.Turn(e.ctx, got[0].ID); t.TaskID != "task-1" || t.PushID != "push-1" {
+		e.t.Fatalf("task id %q, push id %q", t.TaskID, t.PushID)
 	}
 	next := e.now().Add(5 * time.Minute)
 	queued := e.recordTurn(got[0], store.TurnOutcome{State: store.TurnQueued, NextAt: next, Error: "agent busy", At: e.now()})
@@ -303,7 +303,7 @@ func turnClaimRecordRetry(e *env) {
 	if len(got2) != 1 || got2[0].Attempts != 2 {
 		e.t.Fatalf("second claim %+v", got2)
 	}
-	e.is(e.s.SetTurnTask(e.ctx, got[0], "task-2"), store.ErrLeaseLost, "task under an old claim")
+	e.is(e.s.SetTurnTask(e.ctx, got[0], "task-2", ""), store.ErrLeaseLost, "task under an old claim")
 	answered := e.recordTurn(got2[0], store.TurnOutcome{State: store.TurnAnswered, AnswerEnvelopeID: "env_1", At: e.now()})
 	if answered.State != store.TurnAnswered || answered.AnswerEnvelopeID != "env_1" {
 		e.t.Fatalf("answered %+v", answered)

@@ -17,6 +17,8 @@
 //   "reply:<text>"  -> answers at once with a Message;
 //   "slow:<text>"   -> a task that completes after 400ms, or --slow ms
 //                      (callers poll it), plus up to --slow-jitter ms at random;
+//   "hold:<text>"   -> like "slow:", but the task works until POST /release
+//                      (which completes every task held so far);
 //   "echo:<text>"   -> answers at once with a Message in the same context: a
 //                      text part and a data part (partType "echo") that
 //                      describes what arrived: contextId, messageId, the
@@ -24,6 +26,7 @@
 //                      url, data), filename, mediaType, size (raw bytes),
 //                      url and text;
 //   anything else   -> a completed task with a text and a data part.
+// POST /release completes the "hold:" tasks at work, and says how many.
 // GET /received lists what it received: every request's A2A-Version header
 // and method, every message, and every approval-response; and, in order,
 // the SendMessage and GetTask calls it served and the pushes it sent
@@ -48,6 +51,7 @@ const slowMs = Number(opt('--slow', '400')); // ms a slow task works
 const slowJitter = Number(opt('--slow-jitter', '0')); // ms added at random to a slow task's time
 
 const received = { requests: [], messages: [], approvals: [], events: [], finals: [] };
+let held = []; // resolvers of the "hold:" tasks at work
 let seq = 0;
 const event = (e) => received.events.push({ seq: ++seq, ...e });
 
@@ -137,6 +141,10 @@ class BeachLikeExecutor {
       brief = said.slice(5);
       bus.publish(statusUpdate(taskId, contextId, TaskState.TASK_STATE_WORKING, undefined));
       await new Promise((resolve) => setTimeout(resolve, slowMs + slowJitter * Math.random()));
+    } else if (said.startsWith('hold:')) {
+      brief = said.slice(5);
+      bus.publish(statusUpdate(taskId, contextId, TaskState.TASK_STATE_WORKING, undefined));
+      await new Promise((resolve) => held.push(resolve));
     }
     bus.publish(AgentEvent.artifactUpdate({ taskId, contextId, append: false, lastChunk: true, metadata: undefined,
       artifact: { artifactId: randomUUID(), name: 'brief', description: '', metadata: undefined, extensions: [],
@@ -148,7 +156,7 @@ class BeachLikeExecutor {
 
 const app = express();
 app.use((req, _res, next) => {
-  if (req.path !== '/received') {
+  if (req.path !== '/received' && req.path !== '/release') {
     received.requests.push({ path: req.path, httpMethod: req.method, version: req.header('A2A-Version') ?? null });
   }
   next();
@@ -201,6 +209,12 @@ const server = app.listen(port, '127.0.0.1', () => {
   app.use('/a2a/jsonrpc', jsonRpcHandler({ requestHandler, userBuilder: UserBuilder.noAuthentication }));
   app.use('/a2a/rest', restHandler({ requestHandler, userBuilder: UserBuilder.noAuthentication }));
   app.get('/received', (_req, res) => res.json(received));
+  app.post('/release', (_req, res) => {
+    const n = held.length;
+    held.forEach((resolve) => resolve());
+    held = [];
+    res.json({ released: n });
+  });
   process.stdout.write(JSON.stringify({ port: server.address().port }) + '\n');
 });
 process.on('SIGINT', () => process.exit(0));
