@@ -204,13 +204,7 @@ func TestResumeTurnPushJS(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		n := 0
-		for _, e := range rec.Events {
-			if e.Kind == "call" && e.Method == "GetTask" {
-				n++
-			}
-		}
-		return n
+		return rec.Calls("GetTask")
 	}
 	type result struct {
 		env *envelope.Envelope

@@ -92,6 +92,18 @@ type Received struct {
 	} `json:"finals"`
 }
 
+// Calls counts the calls of method (SendMessage, GetTask) the agent
+// served.
+func (r *Received) Calls(method string) int {
+	n := 0
+	for _, e := range r.Events {
+		if e.Kind == "call" && e.Method == method {
+			n++
+		}
+	}
+	return n
+}
+
 // Event is one call the agent served or one push it sent.
 type Event struct {
 	Seq    int     `json:"seq"`

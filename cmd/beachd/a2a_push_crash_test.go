@@ -95,7 +95,7 @@ func TestA2APushAcrossAKill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sends := agentCalls(rec, "SendMessage"); sends != 1 {
+	if sends := rec.Calls("SendMessage"); sends != 1 {
 		t.Errorf("the agent served %d SendMessage, want 1 (the run resumed its task): %+v", sends, rec.Events)
 	}
 	d.stop()
@@ -201,13 +201,7 @@ schedules:
 		if err != nil {
 			t.Fatal(err)
 		}
-		n := 0
-		for _, e := range rec.Events {
-			if e.Kind == "call" && e.Method == "GetTask" {
-				n++
-			}
-		}
-		return n
+		return rec.Calls("GetTask")
 	}
 	// The turn's relay record on PostgreSQL, and the replica it names.
 	var conn *pgx.Conn
@@ -277,13 +271,7 @@ schedules:
 	if err != nil {
 		t.Fatal(err)
 	}
-	sends := 0
-	for _, e := range rec.Events {
-		if e.Kind == "call" && e.Method == "SendMessage" {
-			sends++
-		}
-	}
-	if sends != 1 {
+	if sends := rec.Calls("SendMessage"); sends != 1 {
 		t.Errorf("the agent served %d SendMessage, want 1 (the run resumed its task): %+v", sends, rec.Events)
 	}
 }

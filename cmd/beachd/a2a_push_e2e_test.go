@@ -103,7 +103,7 @@ func checkPushes(t *testing.T, js *a2ajstest.Server, push bool, turns int) int {
 	if !push && (pushes != 0 || gets == 0) {
 		t.Errorf("pushes off: %d pushes, %d GetTask: %+v", pushes, gets, rec.Events)
 	}
-	return agentCalls(rec, "GetTask")
+	return rec.Calls("GetTask")
 }
 
 // pushBrief is what the A2A push tests of the built daemon run against:
@@ -151,17 +151,6 @@ func (p *pushBrief) answers() int {
 	n := 0
 	for _, rec := range p.sink.Received() {
 		if bytes.Contains(rec.Envelope, []byte("Today's brief: "+p.message)) {
-			n++
-		}
-	}
-	return n
-}
-
-// agentCalls counts the calls of method the agent served.
-func agentCalls(rec *a2ajstest.Received, method string) int {
-	n := 0
-	for _, e := range rec.Events {
-		if e.Kind == "call" && e.Method == method {
 			n++
 		}
 	}

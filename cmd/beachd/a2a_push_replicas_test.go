@@ -71,7 +71,7 @@ approvals: {secret: %q}
 	if err != nil {
 		t.Fatal(err)
 	}
-	if gets := agentCalls(rec, "GetTask"); gets != 0 {
+	if gets := rec.Calls("GetTask"); gets != 0 {
 		t.Errorf("the agent served %d GetTask, want none: %+v", gets, rec.Events)
 	}
 	for _, d := range ds {
