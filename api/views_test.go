@@ -79,7 +79,7 @@ func fullApproval() *approvals.View {
 func fullRun() store.ScheduleRun {
 	return store.ScheduleRun{Schedule: "digest", Slot: fixTime, Trigger: store.TriggerManual, State: "failed",
 		Reason: "agent timeout", Attempts: 2, ClaimedAt: fixAt(14), StartedAt: fixAt(15), FinishedAt: fixAt(16),
-		ContextID: "ctx_1", TaskID: "task_1", EnvelopeID: "env_2", AnsweredBy: "push", ErrorNoticeID: "env_3"}
+		ContextID: "ctx_1", TaskID: "task_1", PushID: "beachd-push-1", EnvelopeID: "env_2", AnsweredBy: "push", ErrorNoticeID: "env_3"}
 }
 
 func fullSchedule() schedule.Status {
