@@ -86,6 +86,7 @@ type Outbox interface {
 	RequeueExpired(ctx context.Context, before time.Time) (int, error)
 	NextDue() (t time.Time, ok bool)
 	Envelope(ctx context.Context, id string) (*store.EnvelopeRecord, error)
+	Envelopes(ctx context.Context, ids []string) ([]*store.EnvelopeRecord, error)
 }
 
 var _ Outbox = store.Deliveries(nil)
@@ -220,7 +221,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 					d.release(j.del)
 					continue
 				}
-				d.work(wctx, j.del)
+				d.work(wctx, j.del, j.rec)
 				select {
 				case freed <- struct{}{}:
 				default:
@@ -271,8 +272,9 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 				continue
 			}
 			d.buf.give(want - len(claimed))
-			for _, del := range claimed {
-				d.buf.put(job{del: del}) // never blocks: its slot was taken
+			recs := d.prefetch(ctx, claimed)
+			for i, del := range claimed {
+				d.buf.put(job{del: del, rec: recs[i]}) // never blocks: its slot was taken
 			}
 			claimedAll = want > 0 && len(claimed) == want
 			if len(claimed) < want && refused == 0 {
@@ -364,7 +366,7 @@ func isChannelAdmitter(a Admitter) bool {
 
 // work runs one attempt. It never panics: a panicking Deliverer costs a
 // temporary failure.
-func (d *Dispatcher) work(ctx context.Context, del *store.Delivery) {
+func (d *Dispatcher) work(ctx context.Context, del *store.Delivery, envRec *store.EnvelopeRecord) {
 	deliverer, ok := d.deliverers[del.Channel]
 	// Built only when there is something to say: a sent job logs nothing.
 	log := func() *slog.Logger {
@@ -377,7 +379,7 @@ func (d *Dispatcher) work(ctx context.Context, del *store.Delivery) {
 	if !ok {
 		err = Permanent(fmt.Errorf("channel %q is not configured on this beachd", del.Channel))
 	} else {
-		res, err = d.attempt(ctx, deliverer, del, policy)
+		res, err = d.attempt(ctx, deliverer, del, envRec, policy)
 	}
 	took := d.cfg.Now().Sub(start)
 	// The endpoint's slot is free once the attempt is over (attempt
@@ -467,15 +469,17 @@ func (d *Dispatcher) work(ctx context.Context, del *store.Delivery) {
 	}
 }
 
-// envelope returns the decoded envelope id, from the cache or the store.
-// It is shared: whoever changes it must copy it first.
-func (d *Dispatcher) envelope(ctx context.Context, id string) (*envelope.Envelope, error) {
+// envelope returns the decoded envelope id, from the cache, from rec (its
+// record, read with the job's claim) or from the store.
+func (d *Dispatcher) envelope(ctx context.Context, id string, rec *store.EnvelopeRecord) (*envelope.Envelope, error) {
 	if env, ok := d.cfg.Envelopes.Get(id); ok {
 		return env, nil
 	}
-	rec, err := d.db.Envelope(ctx, id)
-	if err != nil {
-		return nil, Temporary(fmt.Errorf("load envelope %s: %w", id, err))
+	if rec == nil || rec.ID != id {
+		var err error
+		if rec, err = d.db.Envelope(ctx, id); err != nil {
+			return nil, Temporary(fmt.Errorf("load envelope %s: %w", id, err))
+		}
 	}
 	env := new(envelope.Envelope)
 	if err := envelope.UnmarshalStored(rec.Envelope, env); err != nil {
@@ -487,14 +491,52 @@ func (d *Dispatcher) envelope(ctx context.Context, id string) (*envelope.Envelop
 	return env, nil
 }
 
-func (d *Dispatcher) attempt(ctx context.Context, deliverer Deliverer, del *store.Delivery, policy Policy) (res *Result, err error) {
+// prefetch reads, in one store call, the envelopes of claimed jobs that
+// the cache does not hold, so that workers do not each open a read of their
+// own: with a backlog larger than the cache, those reads (one transaction
+// or query per job) were where the workers queued for the store. The
+// records come back in the order of claimed, nil where the cache held the
+// envelope or the read failed (the worker then reads it itself). Workers
+// decode them.
+func (d *Dispatcher) prefetch(ctx context.Context, claimed []*store.Delivery) []*store.EnvelopeRecord {
+	recs := make([]*store.EnvelopeRecord, len(claimed))
+	var ids []string
+	var at []int
+	seen := make(map[string]int)
+	for i, del := range claimed {
+		if d.cfg.Envelopes.Has(del.EnvelopeID) {
+			continue
+		}
+		if _, ok := seen[del.EnvelopeID]; !ok {
+			seen[del.EnvelopeID] = len(ids)
+			ids = append(ids, del.EnvelopeID)
+		}
+		at = append(at, i)
+	}
+	if len(ids) == 0 {
+		return recs
+	}
+	got, err := d.db.Envelopes(ctx, ids)
+	if err != nil {
+		if ctx.Err() == nil {
+			d.log.Warn("read the claimed jobs' envelopes; each job reads its own", "err", err)
+		}
+		return recs
+	}
+	for _, i := range at {
+		recs[i] = got[seen[claimed[i].EnvelopeID]]
+	}
+	return recs
+}
+
+func (d *Dispatcher) attempt(ctx context.Context, deliverer Deliverer, del *store.Delivery, rec *store.EnvelopeRecord, policy Policy) (res *Result, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			d.log.Error("deliverer panicked", "delivery_id", del.ID, "panic", p, "stack", string(debug.Stack()))
 			res, err = nil, Temporary(fmt.Errorf("deliverer panicked: %v", p))
 		}
 	}()
-	env, err := d.envelope(ctx, del.EnvelopeID)
+	env, err := d.envelope(ctx, del.EnvelopeID, rec)
 	if err != nil {
 		return nil, err
 	}

@@ -62,8 +62,9 @@ func step(t *testing.T, db *bolt.DB, d *Dispatcher) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, j := range jobs {
-		d.work(context.Background(), j)
+	recs := d.prefetch(context.Background(), jobs)
+	for i, j := range jobs {
+		d.work(context.Background(), j, recs[i])
 	}
 	return len(jobs)
 }

@@ -226,6 +226,18 @@ func (c *EnvelopeCache) Get(id string) (*envelope.Envelope, bool) {
 	return e.env, true
 }
 
+// Has reports whether an envelope is held under id, without counting it
+// as taken.
+func (c *EnvelopeCache) Has(id string) bool {
+	if c == nil {
+		return false
+	}
+	s := c.shard(id)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.entries[id] != nil
+}
+
 // Len is the number of envelopes held.
 func (c *EnvelopeCache) Len() int {
 	if c == nil {

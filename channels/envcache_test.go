@@ -159,7 +159,7 @@ func TestDispatcherUsesEnvelopeCache(t *testing.T) {
 		t.Fatalf("the deliverer did not get the cached envelope: %+v", fd.calls)
 	}
 	d.cfg.Envelopes = NewEnvelopeCache(0)
-	env, err := d.envelope(context.Background(), del.EnvelopeID)
+	env, err := d.envelope(context.Background(), del.EnvelopeID, nil)
 	if err != nil || env.Role != "agent" {
 		t.Fatalf("store read: %+v %v", env, err)
 	}

@@ -94,6 +94,7 @@ func (d *Dispatcher) Hand(r *Reservation, del *store.Delivery) {
 // Hand, not from a claim.
 type job struct {
 	del    *store.Delivery
+	rec    *store.EnvelopeRecord // its envelope's record, when read with the claim
 	handed bool
 }
 

@@ -60,6 +60,10 @@ type Deliveries interface {
 	SetProviderStatus(ctx context.Context, id, status, detail string) (*Delivery, error)
 	UpdateProviderStatus(ctx context.Context, id string, decide func(d *Delivery) (status, detail string, ok bool)) (*Delivery, bool, error)
 	Envelope(ctx context.Context, id string) (*EnvelopeRecord, error)
+	// Envelopes reads several envelope records at once (one read
+	// transaction, one query), in the order of ids; an id with no envelope
+	// gives nil in its place.
+	Envelopes(ctx context.Context, ids []string) ([]*EnvelopeRecord, error)
 	Delivery(ctx context.Context, id string) (*Delivery, error)
 	Attempts(ctx context.Context, id string) ([]Attempt, error)
 	ListDeliveries(ctx context.Context, st State, after string, limit int) ([]*Delivery, error)

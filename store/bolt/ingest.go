@@ -196,24 +196,55 @@ func ingestResultTx(tx *bbolt.Tx, envID string) (*store.IngestResult, error) {
 
 // Envelope returns an envelope record.
 func (s *DB) Envelope(ctx context.Context, id string) (*store.EnvelopeRecord, error) {
-	var rec store.EnvelopeRecord
+	var rec *store.EnvelopeRecord
 	err := s.bolt.View(func(tx *bbolt.Tx) error {
-		if err := getEnvelope(tx.Bucket(bEnvelopes), []byte(id), &rec); err != nil {
-			return err
+		var err error
+		rec, err = readEnvelope(tx, id)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return rec, nil
+}
+
+// Envelopes reads the records of ids in one read transaction, in their
+// order; an unknown id gives nil.
+func (s *DB) Envelopes(ctx context.Context, ids []string) ([]*store.EnvelopeRecord, error) {
+	out := make([]*store.EnvelopeRecord, len(ids))
+	err := s.bolt.View(func(tx *bbolt.Tx) error {
+		for i, id := range ids {
+			rec, err := readEnvelope(tx, id)
+			if errors.Is(err, store.ErrNotFound) {
+				continue
+			} else if err != nil {
+				return err
+			}
+			out[i] = rec
 		}
-		body := tx.Bucket(bEnvelopeBodies).Get([]byte(id))
-		if body == nil {
-			return fmt.Errorf("envelope %s: %w: its body is missing", id, store.ErrCorrupt)
-		}
-		b, err := decodeBody(body)
-		if err != nil {
-			return fmt.Errorf("envelope %s: %w", id, err)
-		}
-		rec.Envelope = b
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
+	return out, nil
+}
+
+// readEnvelope reads an envelope record with its body, copied out of the
+// transaction.
+func readEnvelope(tx *bbolt.Tx, id string) (*store.EnvelopeRecord, error) {
+	var rec store.EnvelopeRecord
+	if err := getEnvelope(tx.Bucket(bEnvelopes), []byte(id), &rec); err != nil {
+		return nil, err
+	}
+	body := tx.Bucket(bEnvelopeBodies).Get([]byte(id))
+	if body == nil {
+		return nil, fmt.Errorf("envelope %s: %w: its body is missing", id, store.ErrCorrupt)
+	}
+	b, err := decodeBody(body)
+	if err != nil {
+		return nil, fmt.Errorf("envelope %s: %w", id, err)
+	}
+	rec.Envelope = b
 	return &rec, nil
 }

@@ -36,6 +36,45 @@ func (s *DB) Envelope(ctx context.Context, id string) (*store.EnvelopeRecord, er
 	return &rec, nil
 }
 
+// Envelopes reads the records of ids in one query, in their order; an
+// unknown id gives nil.
+func (s *DB) Envelopes(ctx context.Context, ids []string) ([]*store.EnvelopeRecord, error) {
+	out := make([]*store.EnvelopeRecord, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	at := make(map[string][]int, len(ids))
+	for i, id := range ids {
+		at[id] = append(at[id], i)
+	}
+	rows, err := s.pool.Query(ctx, `SELECT id, doc, body FROM envelopes WHERE id = ANY($1)`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("envelopes: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var doc, body []byte
+		if err := rows.Scan(&id, &doc, &body); err != nil {
+			return nil, fmt.Errorf("envelopes: %w", err)
+		}
+		rec := new(store.EnvelopeRecord)
+		if err := json.Unmarshal(doc, rec); err != nil {
+			return nil, fmt.Errorf("envelope %s: %w: %v", id, store.ErrCorrupt, err)
+		}
+		if len(body) > 0 {
+			rec.Envelope = body
+		}
+		for _, i := range at[id] {
+			out[i] = rec
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("envelopes: %w", err)
+	}
+	return out, nil
+}
+
 // Delivery returns one delivery.
 func (s *DB) Delivery(ctx context.Context, id string) (*store.Delivery, error) {
 	d, err := scanDelivery(s.pool.QueryRow(ctx, `SELECT `+deliveryCols+` FROM deliveries WHERE id = $1`, id))

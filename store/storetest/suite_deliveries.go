@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"fmt"
 	"slices"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 // idempotency.
 var deliveryCases = []testCase{
 	{"delivery/ingest stores the envelope and queues its deliveries", ingestStoresEnvelope},
+	{"delivery/several envelopes read at once come in the order asked, nil for an unknown id", readEnvelopes},
 	{"delivery/state machine: claim, then sent, retrying or dead", deliveryStateMachine},
 	{"delivery/a dead delivery retried is due again, its attempts kept", retryDead},
 	{"delivery/an outcome that is not sent, retrying with a time, or dead is refused", recordRefusesBadOutcome},
@@ -49,6 +51,39 @@ func ingestStoresEnvelope(e *env) {
 	e.is(err, store.ErrNotFound, "unknown envelope")
 	_, err = e.s.Delivery(e.ctx, "dlv_missing")
 	e.is(err, store.ErrNotFound, "unknown delivery")
+}
+
+func readEnvelopes(e *env) {
+	var want []string
+	for i := range 3 {
+		res, err := e.s.Ingest(e.ctx, store.Ingest{Envelope: fmt.Appendf(nil, `{"role":"agent","n":%d}`, i), Agent: "travel", Source: "api",
+			Deliveries: []store.NewDelivery{to("email", "a@example.org")}})
+		e.ok(err, "ingest")
+		want = append(want, res.EnvelopeID)
+	}
+	ids := []string{want[2], "env_missing", want[0], want[2], want[1]}
+	got, err := e.s.Envelopes(e.ctx, ids)
+	e.ok(err, "read envelopes")
+	if len(got) != len(ids) {
+		e.t.Fatalf("%d records for %d ids", len(got), len(ids))
+	}
+	for i, id := range ids {
+		if id == "env_missing" {
+			if got[i] != nil {
+				e.t.Fatalf("unknown id %d: %+v", i, got[i])
+			}
+			continue
+		}
+		one, err := e.s.Envelope(e.ctx, id)
+		e.ok(err, "read envelope")
+		if got[i] == nil || got[i].ID != id || string(got[i].Envelope) != string(one.Envelope) ||
+			!slices.Equal(got[i].DeliveryIDs, one.DeliveryIDs) || got[i].Agent != "travel" {
+			e.t.Fatalf("id %d (%s): %+v (body %s), alone %+v", i, id, got[i], got[i].Envelope, one)
+		}
+	}
+	if got, err := e.s.Envelopes(e.ctx, nil); err != nil || len(got) != 0 {
+		e.t.Fatalf("no ids: %v %v", got, err)
+	}
 }
 
 func deliveryStateMachine(e *env) {

@@ -1,0 +1,128 @@
+package channels
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cool-ai/beachd/envelope"
+	"github.com/cool-ai/beachd/store"
+	"github.com/cool-ai/beachd/store/bolt"
+	"github.com/cool-ai/beachd/store/storetest"
+)
+
+// readCounting counts the envelope reads a dispatcher makes.
+type readCounting struct {
+	Outbox
+	fail bool
+
+	mu      sync.Mutex
+	one     int
+	batches [][]string
+}
+
+func (r *readCounting) Envelope(ctx context.Context, id string) (*store.EnvelopeRecord, error) {
+	r.mu.Lock()
+	r.one++
+	r.mu.Unlock()
+	return r.Outbox.Envelope(ctx, id)
+}
+
+func (r *readCounting) Envelopes(ctx context.Context, ids []string) ([]*store.EnvelopeRecord, error) {
+	r.mu.Lock()
+	r.batches = append(r.batches, append([]string(nil), ids...))
+	r.mu.Unlock()
+	if r.fail {
+		return nil, errors.New("store unreachable")
+	}
+	return r.Outbox.Envelopes(ctx, ids)
+}
+
+// A claimed batch's envelopes that the cache does not hold are read in one
+// store call, each once, and every job gets its own envelope; when that
+// read fails, each job reads its own.
+func TestDispatcherReadsClaimedEnvelopesTogether(t *testing.T) {
+	for _, fail := range []bool{false, true} {
+		t.Run(map[bool]string{false: "together", true: "batch read fails"}[fail], func(t *testing.T) {
+			db := storetest.Open(t, bolt.Options{})
+			ctx := context.Background()
+			turnOf := map[string]string{} // delivery id → the turn of its envelope
+			var cachedID string
+			for i := range 31 {
+				to := []store.NewDelivery{{Channel: "webhook", To: "ep"}}
+				if i == 7 {
+					to = append(to, store.NewDelivery{Channel: "webhook", To: "ep2"})
+				}
+				res, err := db.Ingest(ctx, store.Ingest{Envelope: fmt.Appendf(nil, `{"role":"agent","parts":[],"meta":{"sessionId":"s","turnId":"t%d","producedAt":"2026-01-01T00:00:00Z","finalizedBy":"complete"}}`, i),
+					Deliveries: to})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, d := range res.Deliveries {
+					turnOf[d.ID] = fmt.Sprintf("t%d", i)
+				}
+				if i == 3 {
+					cachedID = res.EnvelopeID
+				}
+			}
+			cache := NewEnvelopeCache(1 << 20)
+			cache.Put(cachedID, &envelope.Envelope{Role: "agent", Meta: envelope.Meta{TurnID: "t3"}}, 100)
+			fd := &scripted{}
+			out := &readCounting{Outbox: db, fail: fail}
+			d, err := NewDispatcher(DispatcherConfig{Workers: 64, Envelopes: cache, Policies: map[string]Policy{"webhook": testPolicy}},
+				out, map[string]Deliverer{"webhook": fd}, nil, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rctx, cancel := context.WithCancel(ctx)
+			done := make(chan error)
+			go func() { done <- d.Run(rctx) }()
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				fd.mu.Lock()
+				n := len(fd.calls)
+				fd.mu.Unlock()
+				if n == 32 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%d of 32 delivered", n)
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			for _, j := range fd.calls {
+				if j.Envelope.Meta.TurnID != turnOf[j.Delivery.ID] {
+					t.Errorf("delivery %s got the envelope of turn %s, not %s", j.Delivery.ID, j.Envelope.Meta.TurnID, turnOf[j.Delivery.ID])
+				}
+			}
+			read := map[string]int{}
+			for _, b := range out.batches {
+				for _, id := range b {
+					read[id]++
+				}
+			}
+			switch {
+			case len(out.batches) == 0:
+				t.Fatal("the claimed jobs' envelopes were not read together")
+			case read[cachedID] > 0:
+				t.Errorf("the cached envelope was read from the store")
+			case !fail && (len(read) != 30 || out.one != 0):
+				t.Errorf("%d envelopes read in %d batches (%v) and %d alone; want 30 in batches, none alone", len(read), len(out.batches), read, out.one)
+			case fail && out.one != 30:
+				t.Errorf("after a failed batch read, %d envelopes read alone; want 30", out.one)
+			}
+			for id, n := range read {
+				if n > 1 && !fail {
+					t.Errorf("envelope %s read %d times", id, n)
+				}
+			}
+		})
+	}
+}
