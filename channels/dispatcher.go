@@ -295,11 +295,14 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			continue // there may be more due right now
 		}
 		wait := d.cfg.IdleWait
-		if t, ok := d.db.NextDue(); ok && tried {
+		if tried {
 			// (When the buffer was too full to claim, only a freed worker
-			// can change that: due jobs must not make the loop spin.)
-			if w := t.Sub(d.cfg.Now()); w < wait {
-				wait = max(w, time.Millisecond)
+			// can change that: due jobs must not make the loop spin, and
+			// the store is not asked, as it would be after every job.)
+			if t, ok := d.db.NextDue(); ok {
+				if w := t.Sub(d.cfg.Now()); w < wait {
+					wait = max(w, time.Millisecond)
+				}
 			}
 		}
 		if refused > 0 {

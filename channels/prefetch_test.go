@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -124,5 +125,80 @@ func TestDispatcherReadsClaimedEnvelopesTogether(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// nextDueCounting counts claims and NextDue calls.
+type nextDueCounting struct {
+	Outbox
+	claims, nextDue atomic.Int64
+}
+
+func (c *nextDueCounting) ClaimAdmitting(ctx context.Context, max int, lease time.Duration, admit func(*store.Delivery) store.Admission) ([]*store.Delivery, error) {
+	c.claims.Add(1)
+	return c.Outbox.ClaimAdmitting(ctx, max, lease, admit)
+}
+
+func (c *nextDueCounting) NextDue() (time.Time, bool) {
+	c.nextDue.Add(1)
+	return c.Outbox.NextDue()
+}
+
+// slowSender takes a moment per send, so that workers finish one at a time while
+// the buffer is too full to claim.
+type slowSender struct {
+	scripted
+}
+
+func (s *slowSender) Deliver(ctx context.Context, job *Job) (*Result, error) {
+	time.Sleep(200 * time.Microsecond)
+	return s.scripted.Deliver(ctx, job)
+}
+
+// The dispatcher asks the store when the next job is due only after a
+// claim: a worker finishing a job while the buffer is too full to claim
+// wakes the loop, which must not query the store for it (on PostgreSQL a
+// query per job).
+func TestDispatcherAsksNextDueOnlyAfterAClaim(t *testing.T) {
+	db := storetest.Open(t, bolt.Options{})
+	ctx := context.Background()
+	const n = 200
+	for range n {
+		if _, err := db.Ingest(ctx, store.Ingest{Envelope: []byte(`{"role":"agent","parts":[],"meta":{"sessionId":"s","turnId":"t","producedAt":"2026-01-01T00:00:00Z","finalizedBy":"complete"}}`),
+			Deliveries: []store.NewDelivery{{Channel: "webhook", To: "ep"}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fd := &slowSender{}
+	out := &nextDueCounting{Outbox: db}
+	d, err := NewDispatcher(DispatcherConfig{Workers: 8, Policies: map[string]Policy{"webhook": testPolicy}},
+		out, map[string]Deliverer{"webhook": fd}, nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error)
+	go func() { done <- d.Run(rctx) }()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		fd.mu.Lock()
+		got := len(fd.calls)
+		fd.mu.Unlock()
+		if got == n {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d delivered", got, n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if c, q := out.claims.Load(), out.nextDue.Load(); q > c {
+		t.Fatalf("%d claims, %d NextDue calls: the store was asked when no claim was made", c, q)
+	} else {
+		t.Logf("%d claims, %d NextDue calls for %d jobs", c, q, n)
 	}
 }
