@@ -62,7 +62,9 @@ func TestFixtureScreensInChromium(t *testing.T) {
 		}
 		run(chromedp.Navigate(f.srv.URL + p))
 		ctx, cancel := context.WithTimeout(bctx, 90*time.Second)
-		body, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("main")))
+		// Read in the page, not through a node id, which may still be the
+		// previous document's right after a navigation.
+		body, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(document.querySelector("main") || {innerText: "no main element"}).innerText`))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -54,7 +54,7 @@ func TestLinkPageInChromium(t *testing.T) {
 	if _, err := chromedp.RunResponse(ctx, chromedp.Click(`//button[contains(., "Approve")]`)); err != nil {
 		t.Fatal(err)
 	}
-	after, err := chromedp.Run(ctx, chromedp.Text("body"))
+	after, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body ? document.body.innerText : ""`))
 	if err != nil {
 		t.Fatal(err)
 	}

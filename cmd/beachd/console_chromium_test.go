@@ -80,7 +80,10 @@ func (b *browser) text() string {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
 	defer cancel()
-	s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("body")))
+	// Read in the page, not through a node id: right after a navigation the
+	// id of the previous document's body can be all chromedp knows ("No
+	// node with given id found").
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body ? document.body.innerText : ""`))
 	if err != nil {
 		b.t.Fatal(err)
 	}
