@@ -78,26 +78,7 @@ func TestDispatcherReadsClaimedEnvelopesTogether(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rctx, cancel := context.WithCancel(ctx)
-			done := make(chan error)
-			go func() { done <- d.Run(rctx) }()
-			deadline := time.Now().Add(10 * time.Second)
-			for {
-				fd.mu.Lock()
-				n := len(fd.calls)
-				fd.mu.Unlock()
-				if n == 32 {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("%d of 32 delivered", n)
-				}
-				time.Sleep(5 * time.Millisecond)
-			}
-			cancel()
-			if err := <-done; err != nil {
-				t.Fatal(err)
-			}
+			runUntilSent(t, d, fd, 32, 10*time.Second)
 			for _, j := range fd.calls {
 				if j.Envelope.Meta.TurnID != turnOf[j.Delivery.ID] {
 					t.Errorf("delivery %s got the envelope of turn %s, not %s", j.Delivery.ID, j.Envelope.Meta.TurnID, turnOf[j.Delivery.ID])
@@ -116,8 +97,9 @@ func TestDispatcherReadsClaimedEnvelopesTogether(t *testing.T) {
 				t.Errorf("the cached envelope was read from the store")
 			case !fail && (len(read) != 30 || out.one != 0):
 				t.Errorf("%d envelopes read in %d batches (%v) and %d alone; want 30 in batches, none alone", len(read), len(out.batches), read, out.one)
-			case fail && out.one != 30:
-				t.Errorf("after a failed batch read, %d envelopes read alone; want 30", out.one)
+			case fail && (out.one < 30 || out.one > 31):
+				// (The two jobs of one envelope may read it at once.)
+				t.Errorf("after a failed batch read, %d envelopes read alone; want 30, or 31", out.one)
 			}
 			for id, n := range read {
 				if n > 1 && !fail {
@@ -176,10 +158,21 @@ func TestDispatcherAsksNextDueOnlyAfterAClaim(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rctx, cancel := context.WithCancel(ctx)
+	runUntilSent(t, d, &fd.scripted, n, 20*time.Second)
+	if c, q := out.claims.Load(), out.nextDue.Load(); q > c {
+		t.Fatalf("%d claims, %d NextDue calls: the store was asked when no claim was made", c, q)
+	} else {
+		t.Logf("%d claims, %d NextDue calls for %d jobs", c, q, n)
+	}
+}
+
+// runUntilSent runs d until fd has been given n jobs, then stops it.
+func runUntilSent(t *testing.T, d *Dispatcher, fd *scripted, n int, within time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
-	go func() { done <- d.Run(rctx) }()
-	deadline := time.Now().Add(20 * time.Second)
+	go func() { done <- d.Run(ctx) }()
+	deadline := time.Now().Add(within)
 	for {
 		fd.mu.Lock()
 		got := len(fd.calls)
@@ -188,17 +181,14 @@ func TestDispatcherAsksNextDueOnlyAfterAClaim(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d delivered", got, n)
+			cancel()
+			<-done
+			t.Fatalf("%d of %d sent", got, n)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
-	}
-	if c, q := out.claims.Load(), out.nextDue.Load(); q > c {
-		t.Fatalf("%d claims, %d NextDue calls: the store was asked when no claim was made", c, q)
-	} else {
-		t.Logf("%d claims, %d NextDue calls for %d jobs", c, q, n)
 	}
 }
