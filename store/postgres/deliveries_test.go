@@ -1207,3 +1207,38 @@ func TestDeliveryRecordAfterClose(t *testing.T) {
 		t.Fatal("Record after Close succeeded")
 	}
 }
+
+// A plain ingest (no key, approvals or conversation) is one round trip,
+// and still all or nothing: when the deliveries' insert fails, the
+// envelope's is not kept either.
+func TestPlainIngestIsAllOrNothing(t *testing.T) {
+	db := open(t, dlvClock().Now)
+	if _, err := db.pool.Exec(dlvCtx, `CREATE FUNCTION refuse_boom() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN IF NEW.recipient = 'boom' THEN RAISE EXCEPTION 'refused by the test'; END IF; RETURN NEW; END $$;
+		CREATE TRIGGER refuse_boom BEFORE INSERT ON deliveries FOR EACH ROW EXECUTE FUNCTION refuse_boom()`); err != nil {
+		t.Fatal(err)
+	}
+	in := store.Ingest{Envelope: []byte(`{"role":"agent"}`), Source: "api",
+		Deliveries: []store.NewDelivery{{Channel: "webhook", To: "ok"}, {Channel: "webhook", To: "boom"}}}
+	if !plainIngest(&in) {
+		t.Fatal("not a plain ingest")
+	}
+	if _, err := db.Ingest(dlvCtx, in); err == nil || !strings.Contains(err.Error(), "refused by the test") {
+		t.Fatalf("ingest: %v", err)
+	}
+	var envs, dels int
+	if err := db.pool.QueryRow(dlvCtx, `SELECT (SELECT count(*) FROM envelopes), (SELECT count(*) FROM deliveries)`).Scan(&envs, &dels); err != nil {
+		t.Fatal(err)
+	}
+	if envs != 0 || dels != 0 {
+		t.Fatalf("after a failed ingest: %d envelopes, %d deliveries stored", envs, dels)
+	}
+	in.Deliveries[1].To = "fine"
+	res, err := db.Ingest(dlvCtx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := db.Delivery(dlvCtx, res.Deliveries[1].ID); err != nil || d.To != "fine" || d.EnvelopeID != res.EnvelopeID {
+		t.Fatalf("stored %+v, %v", d, err)
+	}
+}
