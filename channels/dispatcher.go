@@ -473,7 +473,8 @@ func (d *Dispatcher) work(ctx context.Context, del *store.Delivery, envRec *stor
 }
 
 // envelope returns the decoded envelope id, from the cache, from rec (its
-// record, read with the job's claim) or from the store.
+// record, read with the job's claim) or from the store. It is shared:
+// whoever changes it must copy it first.
 func (d *Dispatcher) envelope(ctx context.Context, id string, rec *store.EnvelopeRecord) (*envelope.Envelope, error) {
 	if env, ok := d.cfg.Envelopes.Get(id); ok {
 		return env, nil

@@ -80,25 +80,7 @@ func TestA2APushAcrossAKill(t *testing.T) {
 	if r.AnsweredBy != "poll" {
 		t.Errorf("the resumed run was answered by %q, want poll (its push went to the killed daemon)", r.AnsweredBy)
 	}
-	answers := p.answers
-	poll.Eventually(t, 20*time.Second, "the answer's delivery to be sent", func() bool {
-		var dl struct{ Deliveries []struct{ State string } }
-		getJSON(d.base, "/v1/deliveries?limit=10", &dl)
-		return len(dl.Deliveries) > 0 && dl.Deliveries[0].State == "sent" && answers() > 0
-	})
-	var dl struct{ Deliveries []struct{ State string } }
-	getJSON(d.base, "/v1/deliveries?limit=10", &dl)
-	if n := answers(); n != 1 || len(dl.Deliveries) != 1 {
-		t.Errorf("the answer reached the sink %d times in %d deliveries, want once", n, len(dl.Deliveries))
-	}
-	rec, err := js.Received(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if sends := rec.Calls("SendMessage"); sends != 1 {
-		t.Errorf("the agent served %d SendMessage, want 1 (the run resumed its task): %+v", sends, rec.Events)
-	}
-	d.stop()
+	answeredOnceByTheResumedTask(t, ctx, d, js, p.answers)
 }
 
 // TestA2APushAfterAKill: the built daemon starts a scheduled turn (run
@@ -257,6 +239,15 @@ schedules:
 		}
 		return n
 	}
+	answeredOnceByTheResumedTask(t, ctx, d, js, answers)
+}
+
+// answeredOnceByTheResumedTask waits for the run's answer to be sent,
+// stops d, and checks that the answer reached the sink once, in one
+// delivery, and that the agent was sent one message: the restarted daemon
+// resumed the task rather than starting another.
+func answeredOnceByTheResumedTask(t *testing.T, ctx context.Context, d *daemon, js *a2ajstest.Server, answers func() int) {
+	t.Helper()
 	var dl struct{ Deliveries []struct{ State string } }
 	poll.Eventually(t, 20*time.Second, "the answer's delivery to be sent", func() bool {
 		dl.Deliveries = nil

@@ -191,8 +191,14 @@ func fromNanos(n int64) time.Time {
 // tx runs fn in a transaction and commits it. A serialization failure or a
 // deadlock (another replica's transaction) runs fn again, up to five times.
 func (s *DB) tx(ctx context.Context, fn func(pgx.Tx) error) error {
+	return retrying(func() error { return pgx.BeginFunc(ctx, s.pool, fn) })
+}
+
+// retrying runs fn again, up to five times in all, while it fails with a
+// serialization failure or a deadlock.
+func retrying(fn func() error) error {
 	for attempt := 0; ; attempt++ {
-		err := pgx.BeginFunc(ctx, s.pool, fn)
+		err := fn()
 		if err == nil || attempt == 4 || !retryable(err) {
 			return err
 		}

@@ -156,13 +156,7 @@ func (s *DB) writePlainIngest(ctx context.Context, w *ingestWrite, now time.Time
 	if err != nil {
 		return nil, err
 	}
-	for attempt := 0; ; attempt++ {
-		err = s.pool.SendBatch(ctx, rows.batch(now)).Close()
-		if err == nil || attempt == 4 || !retryable(err) {
-			break
-		}
-	}
-	if err != nil {
+	if err := retrying(func() error { return s.pool.SendBatch(ctx, rows.batch(now)).Close() }); err != nil {
 		return nil, fmt.Errorf("insert envelopes: %w", err)
 	}
 	return res, nil

@@ -26,14 +26,20 @@ func (s *DB) Envelope(ctx context.Context, id string) (*store.EnvelopeRecord, er
 	if err != nil {
 		return nil, fmt.Errorf("envelope %s: %w", id, err)
 	}
-	var rec store.EnvelopeRecord
-	if err := json.Unmarshal(doc, &rec); err != nil {
+	return envelopeRecord(id, doc, body)
+}
+
+// envelopeRecord is the record of an envelopes row: its doc, with the body
+// as accepted.
+func envelopeRecord(id string, doc, body []byte) (*store.EnvelopeRecord, error) {
+	rec := new(store.EnvelopeRecord)
+	if err := json.Unmarshal(doc, rec); err != nil {
 		return nil, fmt.Errorf("envelope %s: %w: %v", id, store.ErrCorrupt, err)
 	}
 	if len(body) > 0 {
 		rec.Envelope = body
 	}
-	return &rec, nil
+	return rec, nil
 }
 
 // Envelopes reads the records of ids in one query, in their order; an
@@ -58,12 +64,9 @@ func (s *DB) Envelopes(ctx context.Context, ids []string) ([]*store.EnvelopeReco
 		if err := rows.Scan(&id, &doc, &body); err != nil {
 			return nil, fmt.Errorf("envelopes: %w", err)
 		}
-		rec := new(store.EnvelopeRecord)
-		if err := json.Unmarshal(doc, rec); err != nil {
-			return nil, fmt.Errorf("envelope %s: %w: %v", id, store.ErrCorrupt, err)
-		}
-		if len(body) > 0 {
-			rec.Envelope = body
+		rec, err := envelopeRecord(id, doc, body)
+		if err != nil {
+			return nil, err
 		}
 		for _, i := range at[id] {
 			out[i] = rec
