@@ -74,19 +74,19 @@ type riverRatios struct {
 	ThreeReplicas float64 `json:"threeReplicasVsOne"`
 }
 
-// vsRiver compares the one-replica PostgreSQL run with River's.
-func vsRiver(runs []backendRun) *riverRatios {
-	var pg1, pg3, rv *backendRun
-	for i := range runs {
-		switch r := &runs[i]; {
-		case r.Name == "river":
-			rv = r
-		case r.Name == "postgres" && r.Replicas == 1:
-			pg1 = r
-		case r.Name == "postgres" && r.Replicas == 3:
-			pg3 = r
+// run is the run of name with that many replicas, or nil.
+func (r *backendsResult) run(name string, replicas int) *backendRun {
+	for i := range r.Runs {
+		if r.Runs[i].Name == name && r.Runs[i].Replicas == replicas {
+			return &r.Runs[i]
 		}
 	}
+	return nil
+}
+
+// vsRiver compares the one-replica PostgreSQL run with River's.
+func vsRiver(r *backendsResult) *riverRatios {
+	pg1, pg3, rv := r.run("postgres", 1), r.run("postgres", 3), r.run("river", 1)
 	if pg1 == nil || rv == nil || rv.IngestRate == 0 || rv.DeliveryRate == 0 {
 		return nil
 	}
@@ -146,7 +146,7 @@ func backendsRun(n, c int, bin, dsn string, leaseTTL time.Duration) (*backendsRe
 		r.Name, r.Replicas = cfg.name, cfg.replicas
 		res.Runs = append(res.Runs, *r)
 	}
-	res.VsRiver = vsRiver(res.Runs)
+	res.VsRiver = vsRiver(res)
 	if leaseTTL <= 0 {
 		return res, nil
 	}

@@ -100,7 +100,7 @@ func TestSteadyRate(t *testing.T) {
 	}
 	// The latency goal is stated at 2000/s: a run at another rate is
 	// reported beside it but never counted as meeting it.
-	gs := goals(nil, res, nil)
+	gs := goals(nil, res, nil, nil)
 	if len(gs) != 1 || gs[0].Met || gs[0].Note == "" || gs[0].Value != res.E2EP99ms {
 		t.Errorf("goal rows for a 200/s run: %+v", gs)
 	}
@@ -114,12 +114,19 @@ func TestGoals(t *testing.T) {
 	tr := &result{N: 100, C: 4, IngestRate: 8000, DeliveryRate: 7000, CPUPerEnvelopeUs: 150,
 		Queued: &relayFigures{Ingest: 10000, Delivered: 10000, CPUPerEnvelopeUs: 40}}
 	st := &steadyResult{Rate: 2000, Duration: "10s", Offered: 20000, Sent: 20000, OfferedRate: 1999, Accepted: 20000, Delivered: 20000, E2EP99ms: 12}
-	sc := &scaleResult{Queued: 1000, StartupMs: 1500, AnonAtReadyMiB: 40}
-	gs := goals(tr, st, sc)
+	sc := &scaleResult{Queued: 1000, StartupMs: 1500, AnonAtReadyMiB: 40, FileMiB: 1}
+	be := &backendsResult{N: 100, C: 4, Runs: []backendRun{
+		{Name: "bbolt", Replicas: 1, IngestRate: 900, DeliveryRate: 800},
+		{Name: "postgres", Replicas: 1, IngestRate: 300, DeliveryRate: 280},
+		{Name: "river", Replicas: 1, IngestRate: 250, DeliveryRate: 300},
+		{Name: "postgres", Replicas: 3, IngestRate: 320, DeliveryRate: 266},
+	}}
+	be.VsRiver = vsRiver(be)
+	gs := goals(tr, st, sc, be)
 	want := []struct {
 		value float64
 		met   bool
-	}{{0.7, true}, {0.8, true}, {3.75, false}, {12, true}, {1500, false}, {40, true}}
+	}{{0.7, true}, {0.8, true}, {3.75, false}, {12, true}, {1500, false}, {40, true}, {1048.576, false}, {1.2, true}, {280.0 / 300, false}, {0.95, true}}
 	if len(gs) != len(want) {
 		t.Fatalf("%d goals, want %d: %+v", len(gs), len(want), gs)
 	}
@@ -129,12 +136,12 @@ func TestGoals(t *testing.T) {
 		}
 	}
 	st.OfferedRate = 1500 // the sender fell behind: the p99 does not count
-	if g := goals(nil, st, nil)[0]; g.Met || g.Note == "" {
+	if g := goals(nil, st, nil, nil)[0]; g.Met || g.Note == "" {
 		t.Errorf("a run that offered 1500/s of 2000/s counted: %+v", g)
 	}
 	txt := goalsText(gs)
 	md := markdown(&report{Machine: "m", Goals: gs})
-	for _, want := range []string{"MET  beachd delivered/s ÷ queued relay delivered/s: 0.70 × (goal ≥ 0.7 ×)", "MISS CPU per envelope"} {
+	for _, want := range []string{"MET  beachd delivered/s ÷ queued relay delivered/s: 0.70 × (goal ≥ 0.5 ×)", "MISS PostgreSQL, 1 replica: beachd delivered/s ÷ River delivered/s: 0.93 × (goal ≥ 1 ×)", "MISS CPU per envelope"} {
 		if !strings.Contains(txt, want) {
 			t.Errorf("text lacks %q:\n%s", want, txt)
 		}

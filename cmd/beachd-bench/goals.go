@@ -7,11 +7,17 @@ import (
 
 // Goals against the queued relay (relay.go), measured in the same run: the
 // relay is what HTTP in, HTTP out costs on this machine with nothing
-// stored, so these say how much beachd's durability costs on top.
+// stored, so these say how much beachd's durability costs on top. Those
+// against River (river.go) say whether beachd on PostgreSQL keeps up with a
+// general-purpose job queue on the same database.
 const (
-	goalDeliveredVsRelay = 0.7  // beachd delivered/s ÷ queued relay delivered/s, at least
+	goalDeliveredVsRelay = 0.5  // beachd delivered/s ÷ queued relay delivered/s, at least
 	goalIngestVsRelay    = 0.8  // beachd acknowledged ingest/s ÷ queued relay ingest/s, at least
-	goalCPUVsRelay       = 1.5  // beachd CPU per envelope ÷ queued relay's, at most
+	goalCPUVsRelay       = 2.0  // beachd CPU per envelope ÷ queued relay's, at most
+	goalIngestVsRiver    = 1.0  // PostgreSQL, one replica: ingest/s ÷ River's, at least
+	goalDeliveredVsRiver = 1.0  // PostgreSQL, one replica: delivered/s ÷ River's, at least
+	goalThreeVsOne       = 0.9  // PostgreSQL: three replicas' delivered/s ÷ one replica's, at least
+	goalBytesPerQueued   = 1024 // with -scale: store file bytes per queued delivery, at most
 	goalSteadyRate       = 2000 // envelopes/s offered for the latency goal
 	goalSteadyP99ms      = 50   // ingest→delivered p99 at goalSteadyRate, at most
 	goalStartupMs        = 1000 // start-up to /readyz with the -scale backlog, at most
@@ -43,7 +49,7 @@ func atMost(name string, v, target float64, unit, figures string) goal {
 
 // goals compares what was measured with the goals; a section that did not
 // run gives no rows.
-func goals(t *result, st *steadyResult, sc *scaleResult) []goal {
+func goals(t *result, st *steadyResult, sc *scaleResult, be *backendsResult) []goal {
 	var gs []goal
 	if t != nil && t.Queued != nil && t.Queued.Delivered > 0 && t.Queued.Ingest > 0 {
 		q := t.Queued
@@ -84,6 +90,26 @@ func goals(t *result, st *steadyResult, sc *scaleResult) []goal {
 				fmt.Sprintf("store file %.0f MiB; restart after draining %.0f ms", sc.FileMiB, sc.RestartMs)),
 			atMost(fmt.Sprintf("anonymous RSS at ready with %d queued deliveries", sc.Queued), sc.AnonAtReadyMiB, goalAnonRSSMiB, "MiB",
 				fmt.Sprintf("total RSS %.1f MiB (the rest is bbolt's file map); anonymous %.1f MiB after delivering from the backlog", sc.RSSAtReadyMiB, sc.AnonPeakMiB)))
+		if sc.Queued > 0 {
+			gs = append(gs, atMost(fmt.Sprintf("store bytes per queued delivery (%d queued)", sc.Queued), sc.FileMiB*(1<<20)/float64(sc.Queued), goalBytesPerQueued, "bytes",
+				fmt.Sprintf("bbolt file %.0f MiB", sc.FileMiB)))
+		}
+	}
+	if be != nil && be.VsRiver != nil {
+		v, pg1, pg3, rv := be.VsRiver, be.run("postgres", 1), be.run("postgres", 3), be.run("river", 1)
+		gs = append(gs,
+			atLeast("PostgreSQL, 1 replica: beachd ingest/s ÷ River ingest/s", v.Ingest, goalIngestVsRiver, "×",
+				fmt.Sprintf("beachd %.0f/s, River %.0f/s (%d envelopes, %d clients)", pg1.IngestRate, rv.IngestRate, be.N, be.C)),
+			atLeast("PostgreSQL, 1 replica: beachd delivered/s ÷ River delivered/s", v.Delivered, goalDeliveredVsRiver, "×",
+				fmt.Sprintf("beachd %.0f/s, River %.0f/s; CPU per envelope with PostgreSQL's: beachd %.0f + %.0f µs, River %.0f + %.0f µs (%.2f×)",
+					pg1.DeliveryRate, rv.DeliveryRate, pg1.CPUPerEnvelopeUs, pg1.PostgresCPUPerEnvelopeUs, rv.CPUPerEnvelopeUs, rv.PostgresCPUPerEnvelopeUs, v.CPU)))
+		if pg3 != nil {
+			g := atLeast("PostgreSQL: 3 replicas' delivered/s ÷ 1 replica's, on one database", v.ThreeReplicas, goalThreeVsOne, "×",
+				fmt.Sprintf("3 replicas %.0f/s, 1 replica %.0f/s; CPU per envelope with PostgreSQL's %.0f + %.0f µs against %.0f + %.0f µs",
+					pg3.DeliveryRate, pg1.DeliveryRate, pg3.CPUPerEnvelopeUs, pg3.PostgresCPUPerEnvelopeUs, pg1.CPUPerEnvelopeUs, pg1.PostgresCPUPerEnvelopeUs))
+			g.Note = be.Note
+			gs = append(gs, g)
+		}
 	}
 	return gs
 }

@@ -147,6 +147,7 @@ func main() {
 	backends := flag.Bool("backends", false, "beachd on bbolt, on PostgreSQL with 1 and with 3 replicas, and the River job queue on the same PostgreSQL (the same load, -n and -c), and the singletons' failover after a SIGKILL")
 	dsn := flag.String("dsn", "postgres://127.0.0.1:5432/test?sslmode=disable", "with -backends: the PostgreSQL server (each run uses a fresh schema)")
 	leaseTTL := flag.Duration("lease-ttl", 15*time.Second, "with -backends: the singletons' lease for the failover measurement (0 skips it)")
+	efficiency := flag.Bool("efficiency", false, "every figure of the efficiency goals in one run: the default run (bbolt against the relays, then its steady phase), -backends without the failover (PostgreSQL with 1 and 3 replicas against River) and -scale (1000000 unless given)")
 	merge := flag.String("merge", "", "comma-separated report JSON files to merge (later sections win) into -o and -md; runs nothing")
 	flag.Parse()
 	if *merge != "" {
@@ -165,7 +166,13 @@ func main() {
 		}
 		return
 	}
-	if *backends {
+	if *efficiency {
+		*thr, *backends = true, true
+		if *scale == 0 {
+			*scale = 1000000
+		}
+	}
+	if *backends && !*efficiency && !*all {
 		res, err := backendsRun(*n, *c, *bin, *dsn, *leaseTTL)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "beachd-bench:", err)
@@ -242,6 +249,13 @@ func main() {
 			rep.Steady = res
 		}
 	}
+	if *backends {
+		if res, err := backendsRun(*n, *c, *bin, *dsn, 0); err != nil {
+			fail("backends", err)
+		} else {
+			rep.Backends = res
+		}
+	}
 	if *scale > 0 {
 		if res, err := scaleRun(*scale, *bin, *drain); err != nil {
 			fail("scale", err)
@@ -266,7 +280,7 @@ func main() {
 	rep.Failed = failed
 	rep.LoadAvg = append(rep.LoadAvg, loadAvg())
 	rep.Finished = time.Now().UTC().Format(time.RFC3339)
-	rep.Goals = goals(rep.Throughput, rep.Steady, rep.Scale)
+	rep.Goals = goals(rep.Throughput, rep.Steady, rep.Scale, rep.Backends)
 	b, _ := json.MarshalIndent(rep, "", "  ")
 	fmt.Println(string(b))
 	fmt.Fprintf(os.Stderr, "\nLoad average (1/5/15 min) at start, end: %s\n%s", strings.Join(rep.LoadAvg, "; "), goalsText(rep.Goals))
@@ -304,7 +318,7 @@ func defaultRun(n, c int, bin string, workers int, steady time.Duration) (*resul
 		}
 	}
 	res.LoadAvg = []string{load0, loadAvg()}
-	res.Goals = goals(res, res.Steady, nil)
+	res.Goals = goals(res, res.Steady, nil, nil)
 	return res, nil
 }
 

@@ -17,20 +17,21 @@ import (
 
 // report is everything -all measures.
 type report struct {
-	Machine    string         `json:"machine"`
-	LoadAvg    []string       `json:"loadAverageAtStartAndEnd,omitempty"`
-	Started    string         `json:"started,omitempty"`
-	Finished   string         `json:"finished,omitempty"`
-	Throughput *result        `json:"throughput,omitempty"`
-	Crash      *crashSummary  `json:"crashLoop,omitempty"`
-	Faults     *faultsSummary `json:"faults,omitempty"`
-	Fuzz       *fuzzSummary   `json:"fuzz,omitempty"`
-	Scale      *scaleResult   `json:"scale,omitempty"`
-	Soak       *soakResult    `json:"soak,omitempty"`
-	Postfix    *postfixResult `json:"postfix,omitempty"`
-	Steady     *steadyResult  `json:"steady,omitempty"`
-	Goals      []goal         `json:"goals,omitempty"`
-	Failed     []string       `json:"failed,omitempty"`
+	Machine    string          `json:"machine"`
+	LoadAvg    []string        `json:"loadAverageAtStartAndEnd,omitempty"`
+	Started    string          `json:"started,omitempty"`
+	Finished   string          `json:"finished,omitempty"`
+	Throughput *result         `json:"throughput,omitempty"`
+	Crash      *crashSummary   `json:"crashLoop,omitempty"`
+	Faults     *faultsSummary  `json:"faults,omitempty"`
+	Fuzz       *fuzzSummary    `json:"fuzz,omitempty"`
+	Scale      *scaleResult    `json:"scale,omitempty"`
+	Soak       *soakResult     `json:"soak,omitempty"`
+	Postfix    *postfixResult  `json:"postfix,omitempty"`
+	Backends   *backendsResult `json:"backends,omitempty"`
+	Steady     *steadyResult   `json:"steady,omitempty"`
+	Goals      []goal          `json:"goals,omitempty"`
+	Failed     []string        `json:"failed,omitempty"`
 }
 
 // crashSummary is what cmd/beachd's TestCrashLoopMixed writes to
@@ -240,6 +241,12 @@ func markdown(r *report) string {
 		row("Delivered/s", "beachd %.0f, Postfix %.0f: **%.2f×**", p.Beachd.DeliveredPerSec, p.Postfix.DeliveredPerSec, p.DeliverRatio)
 		row("p99 accept latency", "beachd %.1f ms, Postfix %.1f ms (p50 %.1f / %.1f)", p.Beachd.AcceptP99ms, p.Postfix.AcceptP99ms, p.Beachd.AcceptP50ms, p.Postfix.AcceptP50ms)
 	}
+	if be := r.Backends; be != nil {
+		for _, x := range be.Runs {
+			row(fmt.Sprintf("Store %s, %d replica(s)", x.Name, x.Replicas), "%d envelopes, %d clients: ingest %.0f/s, delivered %.0f/s, ingest→delivered p50 %.1f / p99 %.1f ms, CPU per envelope %.0f µs (PostgreSQL's %.0f µs); lost %d, duplicates %d",
+				be.N, be.C, x.IngestRate, x.DeliveryRate, x.E2EP50ms, x.E2EP99ms, x.CPUPerEnvelopeUs, x.PostgresCPUPerEnvelopeUs, x.Lost, x.Duplicates)
+		}
+	}
 	for _, g := range r.Goals {
 		op := map[string]string{">=": "≥", "<=": "≤"}[g.Op]
 		note := ""
@@ -315,6 +322,9 @@ func mergeReports(paths []string) (*report, error) {
 		if r.Soak != nil {
 			out.Soak = r.Soak
 		}
+		if r.Backends != nil {
+			out.Backends = r.Backends
+		}
 		if r.Postfix != nil {
 			out.Postfix = r.Postfix
 		}
@@ -322,6 +332,6 @@ func mergeReports(paths []string) (*report, error) {
 			out.Steady = r.Steady
 		}
 	}
-	out.Goals = goals(out.Throughput, out.Steady, out.Scale)
+	out.Goals = goals(out.Throughput, out.Steady, out.Scale, out.Backends)
 	return out, nil
 }
