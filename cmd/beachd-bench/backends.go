@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // The backend comparison (-backends): the same load through beachd on the
@@ -266,7 +267,7 @@ func failoverRun(bin, dir, dsn string, ttl time.Duration) (*failover, error) {
 		procs = append(procs, p)
 	}
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, schemaDSN)
+	conn, err := connect(ctx, schemaDSN)
 	if err != nil {
 		return nil, err
 	}
@@ -359,9 +360,19 @@ func failoverRun(bin, dir, dsn string, ttl time.Duration) (*failover, error) {
 
 // freshSchema creates an empty schema on the server at dsn and returns a
 // DSN whose search_path is that schema, and the function that drops it.
+// connect opens one connection to dsn; the pool's own parameters
+// (pool_max_conns, which beachd's pool reads) are not sent to the server.
+func connect(ctx context.Context, dsn string) (*pgx.Conn, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.ConnectConfig(ctx, cfg.ConnConfig)
+}
+
 func freshSchema(dsn string) (string, func(), error) {
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
+	conn, err := connect(ctx, dsn)
 	if err != nil {
 		return "", nil, fmt.Errorf("PostgreSQL at %s: %w (set -dsn)", dsn, err)
 	}
@@ -380,7 +391,7 @@ func freshSchema(dsn string) (string, func(), error) {
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
 	drop := func() {
-		if c, err := pgx.Connect(ctx, dsn); err == nil {
+		if c, err := connect(ctx, dsn); err == nil {
 			c.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE")
 			c.Close(ctx)
 		}

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -35,7 +36,9 @@ type Options struct {
 	Now func() time.Time
 	// Rand is the randomness for ids; default crypto/rand.
 	Rand io.Reader
-	// MaxConns bounds the connection pool; default 10.
+	// MaxConns bounds the connection pool; default the DSN's pool_max_conns
+	// (pgx's own parameter) if it names one, else 10. One connection of the
+	// pool listens for other replicas' wake-ups, so at least 2.
 	MaxConns int32
 	// Log receives the listener's reconnects; default slog.Default().
 	Log *slog.Logger
@@ -74,6 +77,11 @@ type DB struct {
 	closeOnce sync.Once
 }
 
+// defaultMaxConns is the pool's size when neither Options nor the DSN
+// names one. Replicas sharing a small database may do better with fewer
+// each (docs/replicas.md).
+const defaultMaxConns = 10
+
 // Open connects to the database at dsn, brings its schema up to date (or
 // refuses a newer one) and starts listening for other replicas' wake-ups.
 func Open(ctx context.Context, dsn string, opt Options) (*DB, error) {
@@ -83,9 +91,6 @@ func Open(ctx context.Context, dsn string, opt Options) (*DB, error) {
 	if opt.Rand == nil {
 		opt.Rand = rand.Reader
 	}
-	if opt.MaxConns <= 0 {
-		opt.MaxConns = 10
-	}
 	if opt.Log == nil {
 		opt.Log = slog.Default()
 	}
@@ -93,7 +98,15 @@ func Open(ctx context.Context, dsn string, opt Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: parse dsn: %w", err)
 	}
-	cfg.MaxConns = opt.MaxConns
+	switch {
+	case opt.MaxConns > 0:
+		cfg.MaxConns = opt.MaxConns
+	case !strings.Contains(dsn, "pool_max_conns"):
+		cfg.MaxConns = defaultMaxConns
+	}
+	if cfg.MaxConns < 2 {
+		return nil, fmt.Errorf("open postgres: pool_max_conns=%d: beachd needs at least 2 connections (one listens for other replicas' wake-ups)", cfg.MaxConns)
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: %w", err)

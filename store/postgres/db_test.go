@@ -113,3 +113,26 @@ func testWakeups(t *testing.T, dsn string) {
 		}
 	}
 }
+
+// TestPoolSizeFromTheDSN: the pool is 10 connections unless the DSN's
+// pool_max_conns names another size; fewer than 2 is refused by name.
+func TestPoolSizeFromTheDSN(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	ctx := context.Background()
+	for _, c := range []struct {
+		dsn  string
+		want int32
+	}{{dsn, 10}, {dsn + "&pool_max_conns=4", 4}} {
+		db, err := Open(ctx, c.dsn, Options{})
+		if err != nil {
+			t.Fatalf("open %s: %v", c.dsn, err)
+		}
+		if got := db.pool.Config().MaxConns; got != c.want {
+			t.Errorf("%s: pool of %d, want %d", c.dsn, got, c.want)
+		}
+		db.Close()
+	}
+	if _, err := Open(ctx, dsn+"&pool_max_conns=1", Options{}); err == nil || !strings.Contains(err.Error(), "pool_max_conns=1") {
+		t.Fatalf("a pool of 1: %v, want an error naming pool_max_conns", err)
+	}
+}
