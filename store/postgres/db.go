@@ -69,11 +69,12 @@ type DB struct {
 	// dispatchers; notifierDone is closed when the notifier has ended.
 	wakeReq      chan struct{}
 	notifierDone chan struct{}
-	// records takes Record calls to the recorders, which end when
-	// closing is closed.
+	// records takes Record calls to the recorders, and ingests plain
+	// ingests to the ingesters; both end when closing is closed.
 	records   chan *recordReq
+	ingests   chan *ingestReq
 	closing   chan struct{}
-	recorders sync.WaitGroup
+	workers   sync.WaitGroup
 	closeOnce sync.Once
 }
 
@@ -117,7 +118,7 @@ func Open(ctx context.Context, dsn string, opt Options) (*DB, error) {
 	}
 	s := &DB{pool: pool, now: opt.Now, rand: opt.Rand, log: opt.Log, holder: opt.Holder, wake: make(chan string, 16), done: make(chan struct{}),
 		wakeReq: make(chan struct{}, 1), notifierDone: make(chan struct{}),
-		records: make(chan *recordReq), closing: make(chan struct{})}
+		records: make(chan *recordReq), ingests: make(chan *ingestReq), closing: make(chan struct{})}
 	var schema string
 	if err := pool.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
 		pool.Close()
@@ -133,8 +134,12 @@ func Open(ctx context.Context, dsn string, opt Options) (*DB, error) {
 	go s.listen(lctx)
 	go s.notifier(lctx)
 	for range recordWorkers {
-		s.recorders.Add(1)
+		s.workers.Add(1)
 		go s.recorder(s.closing)
+	}
+	for range ingestWorkers {
+		s.workers.Add(1)
+		go s.ingester(s.closing)
 	}
 	return s, nil
 }
@@ -164,7 +169,7 @@ func redact(c *pgx.ConnConfig) string {
 // Close stops the listener and closes the pool.
 func (s *DB) Close() error {
 	s.closeOnce.Do(func() { close(s.closing) })
-	s.recorders.Wait()
+	s.workers.Wait()
 	s.stop()
 	<-s.done
 	<-s.notifierDone

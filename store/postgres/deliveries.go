@@ -36,7 +36,7 @@ func (s *DB) Ingest(ctx context.Context, in store.Ingest) (*store.IngestResult, 
 	var res *store.IngestResult
 	var err error
 	if plainIngest(&in) {
-		res, err = s.writePlainIngest(ctx, w, now)
+		res, err = s.writePlainIngest(ctx, w)
 	} else {
 		err = s.tx(ctx, func(tx pgx.Tx) error {
 			res = nil
@@ -146,20 +146,109 @@ func plainIngest(in *store.Ingest) bool {
 	return true
 }
 
-// writePlainIngest stores a plain ingest in one round trip: its two
-// inserts go as one pipeline ending in a single Sync, which PostgreSQL
-// runs as one implicit transaction — both rows or neither, committed at
-// the Sync — where BEGIN, the inserts and COMMIT took three.
-func (s *DB) writePlainIngest(ctx context.Context, w *ingestWrite, now time.Time) (*store.IngestResult, error) {
+// writePlainIngest stores a plain ingest with the others waiting at the
+// same time (ingestGroup): their inserts go as one pipeline ending in a
+// single Sync, which PostgreSQL runs as one implicit transaction — every
+// row of the group or none, committed at the Sync. It returns once the
+// group is committed. A caller whose context ends before its ingest joins
+// a group stores nothing.
+func (s *DB) writePlainIngest(ctx context.Context, w *ingestWrite) (*store.IngestResult, error) {
+	req := &ingestReq{w: w, done: make(chan struct{})}
+	select {
+	case s.ingests <- req:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-s.closing:
+		return nil, errClosed
+	}
+	<-req.done
+	return req.res, req.err
+}
+
+// ingestReq is one plain ingest waiting for its group's commit.
+type ingestReq struct {
+	w    *ingestWrite
+	res  *store.IngestResult
+	err  error
+	done chan struct{}
+}
+
+// Plain ingests are committed in groups of at most maxIngestGroup, by
+// ingestWorkers at a time: while one group's commit waits for its WAL
+// flush, the next group forms.
+const (
+	maxIngestGroup = 64
+	ingestWorkers  = 2
+)
+
+// ingester commits groups of plain ingests until the store closes: it
+// waits for one, takes every other that is waiting, and writes them
+// together.
+func (s *DB) ingester(closing <-chan struct{}) {
+	defer s.workers.Done()
+	group := make([]*ingestReq, 0, maxIngestGroup)
+	for {
+		select {
+		case <-closing:
+			return
+		case r := <-s.ingests:
+			group = append(group[:0], r)
+		}
+	more:
+		for len(group) < maxIngestGroup {
+			select {
+			case r := <-s.ingests:
+				group = append(group, r)
+			default:
+				break more
+			}
+		}
+		s.ingestGroup(group)
+		for _, r := range group {
+			close(r.done)
+		}
+	}
+}
+
+// ingestGroup writes group's ingests in one implicit transaction, each
+// request's result in its res or err; a group whose transaction fails is
+// written again one ingest at a time, so that one ingest's failure is its
+// own. Every ingest of a group is stored at the same time.
+func (s *DB) ingestGroup(group []*ingestReq) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if len(group) > 1 {
+		err := s.insertPlain(ctx, group)
+		if err == nil {
+			return
+		}
+	}
+	for _, r := range group {
+		if err := s.insertPlain(ctx, []*ingestReq{r}); err != nil {
+			r.res, r.err = nil, err
+		}
+	}
+}
+
+// insertPlain writes the ingests of rs as one pipeline and gives each its
+// result; on an error, no ingest of rs is stored.
+func (s *DB) insertPlain(ctx context.Context, rs []*ingestReq) error {
+	now := s.now()
 	var rows ingestRows
-	res, err := rows.add(w, now)
-	if err != nil {
-		return nil, err
+	for _, r := range rs {
+		res, err := rows.add(r.w, now)
+		if err != nil {
+			return err
+		}
+		r.res, r.err = res, nil
 	}
 	if err := retrying(func() error { return s.pool.SendBatch(ctx, rows.batch(now)).Close() }); err != nil {
-		return nil, fmt.Errorf("insert envelopes: %w", err)
+		for _, r := range rs {
+			r.res = nil
+		}
+		return fmt.Errorf("insert envelopes: %w", err)
 	}
-	return res, nil
+	return nil
 }
 
 // newIngestWrite gives in its envelope and delivery ids.
@@ -666,7 +755,7 @@ const recordWorkers = 2
 // one Record call, takes every other that is waiting (up to
 // maxRecordGroup), and commits them together.
 func (s *DB) recorder(closing <-chan struct{}) {
-	defer s.recorders.Done()
+	defer s.workers.Done()
 	group := make([]*recordReq, 0, maxRecordGroup)
 	for {
 		select {

@@ -1242,3 +1242,103 @@ func TestPlainIngestIsAllOrNothing(t *testing.T) {
 		t.Fatalf("stored %+v, %v", d, err)
 	}
 }
+
+// TestPlainIngestsCommitInGroups: the plain ingests waiting together are
+// one transaction; an ingest the database refuses fails alone, and each of
+// the others is stored whole.
+func TestPlainIngestsCommitInGroups(t *testing.T) {
+	db := open(t, dlvClock().Now)
+	if _, err := db.pool.Exec(dlvCtx, `CREATE FUNCTION refuse_boom() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN IF NEW.recipient = 'boom' THEN RAISE EXCEPTION 'refused by the test'; END IF; RETURN NEW; END $$;
+		CREATE TRIGGER refuse_boom BEFORE INSERT ON deliveries FOR EACH ROW EXECUTE FUNCTION refuse_boom()`); err != nil {
+		t.Fatal(err)
+	}
+	group := func(n int, boom ...int) []*ingestReq {
+		rs := make([]*ingestReq, n)
+		for i := range rs {
+			in := &store.Ingest{Envelope: []byte(`{"role":"agent"}`), Source: "api",
+				Deliveries: []store.NewDelivery{{Channel: "webhook", To: fmt.Sprintf("r%d", i)}, {Channel: "email", To: "a@example.org"}}}
+			if slices.Contains(boom, i) {
+				in.Deliveries[1].To = "boom"
+			}
+			rs[i] = &ingestReq{w: db.newIngestWrite(in)}
+		}
+		return rs
+	}
+	// transactions counts the transactions that wrote the envelopes of rs.
+	transactions := func(rs []*ingestReq) int {
+		var ids []string
+		for _, r := range rs {
+			ids = append(ids, r.w.envID)
+		}
+		var n int
+		if err := db.pool.QueryRow(dlvCtx, `SELECT count(DISTINCT xmin::text) FROM envelopes WHERE id = ANY($1)`, ids).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	rs := group(20)
+	db.ingestGroup(rs)
+	for i, r := range rs {
+		if r.err != nil || r.res == nil || r.res.EnvelopeID != r.w.envID || len(r.res.Deliveries) != 2 {
+			t.Fatalf("ingest %d of a group: %+v, %v", i, r.res, r.err)
+		}
+	}
+	if n := transactions(rs); n != 1 {
+		t.Fatalf("a group of 20 ingests written in %d transactions, want 1", n)
+	}
+	rs = group(20, 7, 13)
+	db.ingestGroup(rs)
+	var stored []*ingestReq
+	for i, r := range rs {
+		if i == 7 || i == 13 {
+			if r.err == nil || !strings.Contains(r.err.Error(), "refused by the test") || r.res != nil {
+				t.Fatalf("ingest %d (refused): %+v, %v", i, r.res, r.err)
+			}
+			continue
+		}
+		if r.err != nil || r.res == nil {
+			t.Fatalf("ingest %d beside refused ones: %v", i, r.err)
+		}
+		stored = append(stored, r)
+		for _, d := range r.res.Deliveries {
+			if got, err := db.Delivery(dlvCtx, d.ID); err != nil || got.EnvelopeID != r.w.envID {
+				t.Fatalf("ingest %d: delivery %s: %+v, %v", i, d.ID, got, err)
+			}
+		}
+	}
+	var envs, dels int
+	if err := db.pool.QueryRow(dlvCtx, `SELECT (SELECT count(*) FROM envelopes), (SELECT count(*) FROM deliveries)`).Scan(&envs, &dels); err != nil {
+		t.Fatal(err)
+	}
+	if envs != 38 || dels != 76 {
+		t.Fatalf("after 40 ingests of which 2 refused: %d envelopes, %d deliveries, want 38 and 76", envs, dels)
+	}
+	if n := transactions(stored); n != 18 {
+		t.Fatalf("the 18 ingests beside refused ones written in %d transactions, want 18 (one each, after the group failed)", n)
+	}
+
+	// Through Ingest, from many callers at once: every one stored.
+	var wg sync.WaitGroup
+	ids := make([]string, 64)
+	errs := make([]error, 64)
+	for i := range 64 {
+		wg.Go(func() {
+			res, err := db.Ingest(dlvCtx, store.Ingest{Envelope: []byte(`{"role":"agent"}`), Source: "api",
+				Deliveries: []store.NewDelivery{{Channel: "webhook", To: fmt.Sprintf("c%d", i)}}})
+			if err == nil {
+				ids[i] = res.Deliveries[0].ID
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	for i := range 64 {
+		if errs[i] != nil {
+			t.Fatalf("concurrent ingest %d: %v", i, errs[i])
+		}
+		if d, err := db.Delivery(dlvCtx, ids[i]); err != nil || d.To != fmt.Sprintf("c%d", i) {
+			t.Fatalf("concurrent ingest %d: %+v, %v", i, d, err)
+		}
+	}
+}
