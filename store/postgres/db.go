@@ -135,11 +135,11 @@ func Open(ctx context.Context, dsn string, opt Options) (*DB, error) {
 	go s.notifier(lctx)
 	for range recordWorkers {
 		s.workers.Add(1)
-		go s.recorder(s.closing)
+		go committer(&s.workers, s.closing, s.records, maxRecordGroup, s.recordGroup, func(r *recordReq) { close(r.done) })
 	}
 	for range ingestWorkers {
 		s.workers.Add(1)
-		go s.ingester(s.closing)
+		go committer(&s.workers, s.closing, s.ingests, maxIngestGroup, s.ingestGroup, func(r *ingestReq) { close(r.done) })
 	}
 	return s, nil
 }

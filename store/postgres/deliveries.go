@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -180,35 +181,6 @@ const (
 	maxIngestGroup = 64
 	ingestWorkers  = 2
 )
-
-// ingester commits groups of plain ingests until the store closes: it
-// waits for one, takes every other that is waiting, and writes them
-// together.
-func (s *DB) ingester(closing <-chan struct{}) {
-	defer s.workers.Done()
-	group := make([]*ingestReq, 0, maxIngestGroup)
-	for {
-		select {
-		case <-closing:
-			return
-		case r := <-s.ingests:
-			group = append(group[:0], r)
-		}
-	more:
-		for len(group) < maxIngestGroup {
-			select {
-			case r := <-s.ingests:
-				group = append(group, r)
-			default:
-				break more
-			}
-		}
-		s.ingestGroup(group)
-		for _, r := range group {
-			close(r.done)
-		}
-	}
-}
 
 // ingestGroup writes group's ingests in one implicit transaction, each
 // request's result in its res or err; a group whose transaction fails is
@@ -751,31 +723,32 @@ const maxRecordGroup = 64
 // one group's commit waits for its WAL flush, the next group forms.
 const recordWorkers = 2
 
-// recorder commits groups of outcomes until the store closes: it waits for
-// one Record call, takes every other that is waiting (up to
-// maxRecordGroup), and commits them together.
-func (s *DB) recorder(closing <-chan struct{}) {
-	defer s.workers.Done()
-	group := make([]*recordReq, 0, maxRecordGroup)
+// committer commits groups of requests from in until closing is closed:
+// it waits for one, takes every other that is waiting (up to max), hands
+// them to commit together, then tells each caller (done). The recorders
+// and the ingesters are committers.
+func committer[R any](wg *sync.WaitGroup, closing <-chan struct{}, in <-chan R, max int, commit func([]R), done func(R)) {
+	defer wg.Done()
+	group := make([]R, 0, max)
 	for {
 		select {
 		case <-closing:
 			return
-		case r := <-s.records:
+		case r := <-in:
 			group = append(group[:0], r)
 		}
 	more:
-		for len(group) < maxRecordGroup {
+		for len(group) < max {
 			select {
-			case r := <-s.records:
+			case r := <-in:
 				group = append(group, r)
 			default:
 				break more
 			}
 		}
-		s.recordGroup(group)
+		commit(group)
 		for _, r := range group {
-			close(r.done)
+			done(r)
 		}
 	}
 }

@@ -1211,13 +1211,20 @@ func TestDeliveryRecordAfterClose(t *testing.T) {
 // A plain ingest (no key, approvals or conversation) is one round trip,
 // and still all or nothing: when the deliveries' insert fails, the
 // envelope's is not kept either.
-func TestPlainIngestIsAllOrNothing(t *testing.T) {
-	db := open(t, dlvClock().Now)
+// refuseBoom makes the database refuse a delivery to the recipient "boom"
+// ("refused by the test").
+func refuseBoom(t *testing.T, db *DB) {
+	t.Helper()
 	if _, err := db.pool.Exec(dlvCtx, `CREATE FUNCTION refuse_boom() RETURNS trigger LANGUAGE plpgsql AS $$
 		BEGIN IF NEW.recipient = 'boom' THEN RAISE EXCEPTION 'refused by the test'; END IF; RETURN NEW; END $$;
 		CREATE TRIGGER refuse_boom BEFORE INSERT ON deliveries FOR EACH ROW EXECUTE FUNCTION refuse_boom()`); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func TestPlainIngestIsAllOrNothing(t *testing.T) {
+	db := open(t, dlvClock().Now)
+	refuseBoom(t, db)
 	in := store.Ingest{Envelope: []byte(`{"role":"agent"}`), Source: "api",
 		Deliveries: []store.NewDelivery{{Channel: "webhook", To: "ok"}, {Channel: "webhook", To: "boom"}}}
 	if !plainIngest(&in) {
@@ -1248,11 +1255,7 @@ func TestPlainIngestIsAllOrNothing(t *testing.T) {
 // the others is stored whole.
 func TestPlainIngestsCommitInGroups(t *testing.T) {
 	db := open(t, dlvClock().Now)
-	if _, err := db.pool.Exec(dlvCtx, `CREATE FUNCTION refuse_boom() RETURNS trigger LANGUAGE plpgsql AS $$
-		BEGIN IF NEW.recipient = 'boom' THEN RAISE EXCEPTION 'refused by the test'; END IF; RETURN NEW; END $$;
-		CREATE TRIGGER refuse_boom BEFORE INSERT ON deliveries FOR EACH ROW EXECUTE FUNCTION refuse_boom()`); err != nil {
-		t.Fatal(err)
-	}
+	refuseBoom(t, db)
 	group := func(n int, boom ...int) []*ingestReq {
 		rs := make([]*ingestReq, n)
 		for i := range rs {
