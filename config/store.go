@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cool-ai/beachd/internal/singleton"
 	"github.com/cool-ai/beachd/store/postgres"
@@ -63,10 +62,8 @@ func (s *StoreConfig) validate(v *validator) {
 	case DriverPostgres:
 		if strings.TrimSpace(s.DSN) == "" {
 			v.errorf("store.dsn", "required with driver postgres: a connection string such as postgres://user@host:5432/beachd")
-		} else if cfg, err := pgxpool.ParseConfig(s.DSN); err != nil {
-			v.errorf("store.dsn", "not a PostgreSQL connection string: %v", unwrapAll(err))
-		} else if strings.Contains(s.DSN, "pool_max_conns") && cfg.MaxConns < 2 {
-			v.errorf("store.dsn", "pool_max_conns must be at least 2 (one connection listens for other replicas' wake-ups), got %d", cfg.MaxConns)
+		} else if _, err := postgres.PoolConfig(s.DSN, 0); err != nil {
+			v.errorf("store.dsn", "not a PostgreSQL connection string beachd can use: %v", unwrapAll(err))
 		}
 	default:
 		v.errorf("store.driver", "must be bolt or postgres, got %q", s.Driver)
@@ -99,7 +96,7 @@ func (s *StoreConfig) Probe(ctx context.Context) (string, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	pcfg, err := pgxpool.ParseConfig(s.DSN) // takes out the pool's own parameters (pool_max_conns)
+	pcfg, err := postgres.PoolConfig(s.DSN, 0) // takes out the pool's own parameters (pool_max_conns)
 	if err != nil {
 		return "", fmt.Errorf("not a PostgreSQL connection string: %w", unwrapAll(err))
 	}

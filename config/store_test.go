@@ -22,7 +22,7 @@ func TestConfigStoreSection(t *testing.T) {
 		{"dsn with bolt", "store:\n  dsn: postgres://db/x\n", []string{"line 4, column 8: store.dsn: only with driver postgres"}},
 		{"bad dsn", "store:\n  driver: postgres\n  dsn: \"postgres://u:secretpw@host:notaport/db\"\n", []string{"line 5, column 8: store.dsn: not a PostgreSQL connection string"}},
 		{"pool size", "store:\n  driver: postgres\n  dsn: postgres://beachd:pw@db.internal:5432/beachd?pool_max_conns=4\n", nil},
-		{"pool of one", "store:\n  driver: postgres\n  dsn: postgres://beachd:secretpw@db.internal:5432/beachd?pool_max_conns=1\n", []string{"store.dsn: pool_max_conns must be at least 2"}},
+		{"pool of one", "store:\n  driver: postgres\n  dsn: postgres://beachd:secretpw@db.internal:5432/beachd?pool_max_conns=1\n", []string{"store.dsn: not a PostgreSQL connection string beachd can use: pool_max_conns=1: beachd needs at least 2 connections"}},
 		{"pool not a number", "store:\n  driver: postgres\n  dsn: postgres://beachd:secretpw@db.internal:5432/beachd?pool_max_conns=many\n", []string{"store.dsn: not a PostgreSQL connection string"}},
 		{"short ttl", "store:\n  lease_ttl: 1s\n", []string{"line 4, column 14: store.lease_ttl: must be between 3s and 10m0s"}},
 		{"unknown key", "store:\n  ttl: 1s\n", []string{"store.ttl", "not a known key"}},

@@ -358,8 +358,6 @@ func failoverRun(bin, dir, dsn string, ttl time.Duration) (*failover, error) {
 	return fo, nil
 }
 
-// freshSchema creates an empty schema on the server at dsn and returns a
-// DSN whose search_path is that schema, and the function that drops it.
 // connect opens one connection to dsn; the pool's own parameters
 // (pool_max_conns, which beachd's pool reads) are not sent to the server.
 func connect(ctx context.Context, dsn string) (*pgx.Conn, error) {
@@ -370,6 +368,8 @@ func connect(ctx context.Context, dsn string) (*pgx.Conn, error) {
 	return pgx.ConnectConfig(ctx, cfg.ConnConfig)
 }
 
+// freshSchema creates an empty schema on the server at dsn and returns a
+// DSN whose search_path is that schema, and the function that drops it.
 func freshSchema(dsn string) (string, func(), error) {
 	ctx := context.Background()
 	conn, err := connect(ctx, dsn)

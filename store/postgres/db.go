@@ -83,6 +83,28 @@ type DB struct {
 // each (docs/replicas.md).
 const defaultMaxConns = 10
 
+// PoolConfig is the pool beachd opens for dsn: maxConns connections if
+// above 0, else the DSN's pool_max_conns (pgx's own parameter, which is
+// not sent to the server) if it names one, else defaultMaxConns. A pool of
+// fewer than 2 is refused: one connection listens for other replicas'
+// wake-ups. beachd config check calls it too.
+func PoolConfig(dsn string, maxConns int32) (*pgxpool.Config, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("parse dsn: %w", err)
+	}
+	switch {
+	case maxConns > 0:
+		cfg.MaxConns = maxConns
+	case !strings.Contains(dsn, "pool_max_conns"):
+		cfg.MaxConns = defaultMaxConns
+	}
+	if cfg.MaxConns < 2 {
+		return nil, fmt.Errorf("pool_max_conns=%d: beachd needs at least 2 connections (one listens for other replicas' wake-ups)", cfg.MaxConns)
+	}
+	return cfg, nil
+}
+
 // Open connects to the database at dsn, brings its schema up to date (or
 // refuses a newer one) and starts listening for other replicas' wake-ups.
 func Open(ctx context.Context, dsn string, opt Options) (*DB, error) {
@@ -95,18 +117,9 @@ func Open(ctx context.Context, dsn string, opt Options) (*DB, error) {
 	if opt.Log == nil {
 		opt.Log = slog.Default()
 	}
-	cfg, err := pgxpool.ParseConfig(dsn)
+	cfg, err := PoolConfig(dsn, opt.MaxConns)
 	if err != nil {
-		return nil, fmt.Errorf("open postgres: parse dsn: %w", err)
-	}
-	switch {
-	case opt.MaxConns > 0:
-		cfg.MaxConns = opt.MaxConns
-	case !strings.Contains(dsn, "pool_max_conns"):
-		cfg.MaxConns = defaultMaxConns
-	}
-	if cfg.MaxConns < 2 {
-		return nil, fmt.Errorf("open postgres: pool_max_conns=%d: beachd needs at least 2 connections (one listens for other replicas' wake-ups)", cfg.MaxConns)
+		return nil, fmt.Errorf("open postgres: %w", err)
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

@@ -1208,9 +1208,6 @@ func TestDeliveryRecordAfterClose(t *testing.T) {
 	}
 }
 
-// A plain ingest (no key, approvals or conversation) is one round trip,
-// and still all or nothing: when the deliveries' insert fails, the
-// envelope's is not kept either.
 // refuseBoom makes the database refuse a delivery to the recipient "boom"
 // ("refused by the test").
 func refuseBoom(t *testing.T, db *DB) {
@@ -1222,6 +1219,9 @@ func refuseBoom(t *testing.T, db *DB) {
 	}
 }
 
+// A plain ingest (no key, approvals or conversation) goes without BEGIN
+// and COMMIT, and is still all or nothing: when the deliveries' insert
+// fails, the envelope's is not kept either.
 func TestPlainIngestIsAllOrNothing(t *testing.T) {
 	db := open(t, dlvClock().Now)
 	refuseBoom(t, db)
