@@ -60,6 +60,8 @@ type backendsResult struct {
 	// VsRiver is beachd on PostgreSQL against the River comparator.
 	VsRiver *riverRatios `json:"vsRiver,omitempty"`
 	Note    string       `json:"note"`
+	// Keys: each request carried an Idempotency-Key of its own (-keys).
+	Keys bool `json:"keys,omitempty"`
 }
 
 // riverRatios are beachd's figures on PostgreSQL divided by River's (above
@@ -112,7 +114,7 @@ func backendsRun(n, c int, bin, dsn string, leaseTTL time.Duration) (*backendsRe
 	if bin, err = buildBeachd(bin, dir); err != nil {
 		return nil, err
 	}
-	res := &backendsResult{Machine: machine(), N: n, C: c,
+	res := &backendsResult{Machine: machine(), N: n, C: c, Keys: idempotencyKeys,
 		Note: fmt.Sprintf("%d CPUs: the replicas, PostgreSQL, the clients and the sink share them, so three replicas show the cost of sharing one database, not the gain of three machines", runtime.NumCPU())}
 	// River runs right after beachd's one-replica PostgreSQL run, on a
 	// fresh schema of the same server, so the pair shares the machine's
@@ -436,6 +438,9 @@ func backendsText(r *backendsResult) string {
 			fmt.Fprintf(&b, " %s %.0f ms;", name, ms)
 		}
 		b.WriteString("\n")
+	}
+	if r.Keys {
+		b.WriteString("Each delivery request carried an Idempotency-Key of its own (-keys); River's process ignores it.\n")
 	}
 	b.WriteString(r.Note + "\n")
 	return b.String()

@@ -148,8 +148,10 @@ func main() {
 	dsn := flag.String("dsn", "postgres://127.0.0.1:5432/test?sslmode=disable", "with -backends: the PostgreSQL server (each run uses a fresh schema)")
 	leaseTTL := flag.Duration("lease-ttl", 15*time.Second, "with -backends: the singletons' lease for the failover measurement (0 skips it)")
 	efficiency := flag.Bool("efficiency", false, "every figure of the efficiency goals in one run: the default run (bbolt against the relays, then its steady phase), -backends without the failover (PostgreSQL with 1 and 3 replicas against River) and -scale (1000000 unless given)")
+	keys := flag.Bool("keys", false, "every delivery request carries an Idempotency-Key of its own, which beachd stores and checks (River's process ignores it)")
 	merge := flag.String("merge", "", "comma-separated report JSON files to merge (later sections win) into -o and -md; runs nothing")
 	flag.Parse()
+	idempotencyKeys = *keys
 	if *merge != "" {
 		rep, err := mergeReports(strings.Split(*merge, ","))
 		if err != nil {
@@ -478,12 +480,23 @@ webhooks:
 	return r, nil
 }
 
+// With -keys every request carries an Idempotency-Key of its own: keyRun
+// (the run's start) and a sequence number.
+var (
+	idempotencyKeys bool
+	keyRun          = time.Now().UnixNano()
+	keySeq          atomic.Int64
+)
+
 // ingestOne posts one envelope (body, one recipient) to the daemon at base
 // and returns the id of its delivery once acknowledged.
 func ingestOne(hc *http.Client, base, key string, body []byte) (string, error) {
 	req, _ := http.NewRequest("POST", base+"/v1/deliveries", bytes.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+key)
 	req.Header.Set("Content-Type", "application/json")
+	if idempotencyKeys {
+		req.Header.Set("Idempotency-Key", fmt.Sprintf("bench-%d-%d", keyRun, keySeq.Add(1)))
+	}
 	resp, err := hc.Do(req)
 	if err != nil {
 		return "", err

@@ -150,9 +150,17 @@ const (
 )
 
 func (d *daemon) post(body string) (int, []byte, error) {
+	return d.postKeyed(body, "")
+}
+
+// postKeyed is post with an Idempotency-Key (none when key is "").
+func (d *daemon) postKeyed(body, key string) (int, []byte, error) {
 	req, _ := http.NewRequest("POST", d.base+"/v1/deliveries", bytes.NewBufferString(body))
 	req.Header.Set("Authorization", "Bearer "+e2eKey)
 	req.Header.Set("Content-Type", "application/json")
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return 0, nil, err

@@ -7,6 +7,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -183,6 +185,41 @@ func TestReplicasShareOnePostgres(t *testing.T) {
 	}
 	post(0)
 	delivered()
+
+	// One idempotency key posted to every replica at once: one envelope,
+	// every replica answers it, and it is delivered once.
+	for k := 0; k < 10; k++ {
+		body := fmt.Sprintf(`{"to":[{"channel":"webhook","endpoint":"sink"}],"envelope":{"role":"agent","parts":[{"text":"keyed %d","metadata":{"partType":"response"}}],"meta":{"sessionId":"s","turnId":"k%d","producedAt":"2026-04-20T09:50:00Z","finalizedBy":"complete"}}}`, k, k)
+		answers := make([]string, 3*len(ds))
+		var wg sync.WaitGroup
+		for i := range answers {
+			wg.Go(func() {
+				code, b, err := ds[i%len(ds)].postKeyed(body, fmt.Sprintf("replicas-%d", k))
+				if err != nil || code != 202 {
+					answers[i] = fmt.Sprintf("%d %s %v", code, b, err)
+					return
+				}
+				var a struct{ Deliveries []struct{ ID string } }
+				json.Unmarshal(b, &a)
+				if len(a.Deliveries) == 1 {
+					answers[i] = a.Deliveries[0].ID
+				}
+			})
+		}
+		wg.Wait()
+		for i, a := range answers {
+			if a != answers[0] || !strings.HasPrefix(a, "dlv_") {
+				t.Fatalf("key %d, request %d to replica %d: answered %q, the first %q", k, i, i%len(ds), a, answers[0])
+			}
+		}
+		acked = append(acked, answers[0])
+	}
+	delivered()
+	for _, id := range acked[len(acked)-10:] {
+		if n := sink.Count(id); n != 1 {
+			t.Errorf("keyed delivery %s arrived %d times", id, n)
+		}
+	}
 
 	// Killed: no release; another replica takes over once the lease ran out.
 	h := waitHolder(t, ds, singletonScheduler, time.Second)

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -38,23 +40,13 @@ func (s *DB) Ingest(ctx context.Context, in store.Ingest) (*store.IngestResult, 
 	var err error
 	if plainIngest(&in) {
 		res, err = s.writePlainIngest(ctx, w)
+		if err == nil && res == nil {
+			// Its key was held by another ingest (or is one whose
+			// envelope was pruned): answered as any keyed ingest is.
+			res, err = s.ingestTx(ctx, &in, w, now)
+		}
 	} else {
-		err = s.tx(ctx, func(tx pgx.Tx) error {
-			res = nil
-			if in.IdempotencyKey != "" {
-				prev, err := takeIdempotencyKey(ctx, tx, &in, w.envID, now)
-				if err != nil || prev != nil {
-					res = prev
-					return err
-				}
-			}
-			out, err := s.writeIngests(ctx, tx, []*ingestWrite{w}, now)
-			if err != nil {
-				return err
-			}
-			res = out[0]
-			return nil
-		})
+		res, err = s.ingestTx(ctx, &in, w, now)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("ingest: %w", err)
@@ -63,6 +55,29 @@ func (s *DB) Ingest(ctx context.Context, in store.Ingest) (*store.IngestResult, 
 		s.wakeDispatchers(ctx)
 	}
 	return res, nil
+}
+
+// ingestTx stores in in a transaction of its own, taking its idempotency
+// key first when it has one.
+func (s *DB) ingestTx(ctx context.Context, in *store.Ingest, w *ingestWrite, now time.Time) (*store.IngestResult, error) {
+	var res *store.IngestResult
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		res = nil
+		if in.IdempotencyKey != "" {
+			prev, err := takeIdempotencyKey(ctx, tx, in, w.envID, now)
+			if err != nil || prev != nil {
+				res = prev
+				return err
+			}
+		}
+		out, err := s.writeIngests(ctx, tx, []*ingestWrite{w}, now)
+		if err != nil {
+			return err
+		}
+		res = out[0]
+		return nil
+	})
+	return res, err
 }
 
 // IngestBulk stores many envelopes with their deliveries and approvals in
@@ -133,10 +148,11 @@ type ingestWrite struct {
 	holder string
 }
 
-// plainIngest reports an ingest that only inserts rows: no idempotency key
-// to take, no approvals to check and store, no conversation to index.
+// plainIngest reports an ingest that only inserts rows: no approvals to
+// check and store, no conversation to index, and at most an idempotency key
+// to insert (a key already held is answered by ingestTx).
 func plainIngest(in *store.Ingest) bool {
-	if in.IdempotencyKey != "" || len(in.Approvals) > 0 {
+	if len(in.Approvals) > 0 {
 		return false
 	}
 	for _, nd := range in.Deliveries {
@@ -152,7 +168,10 @@ func plainIngest(in *store.Ingest) bool {
 // single Sync, which PostgreSQL runs as one implicit transaction — every
 // row of the group or none, committed at the Sync. It returns once the
 // group is committed. A caller whose context ends before its ingest joins
-// a group stores nothing.
+// a group stores nothing. An ingest whose idempotency key is already held
+// (by a stored ingest, by another of its group, or by one committing at
+// the same time) stores nothing and answers nil, nil: the caller answers
+// it in a transaction of its own, which replays or refuses.
 func (s *DB) writePlainIngest(ctx context.Context, w *ingestWrite) (*store.IngestResult, error) {
 	req := &ingestReq{w: w, done: make(chan struct{})}
 	select {
@@ -185,10 +204,28 @@ const (
 // ingestGroup writes group's ingests in one implicit transaction, each
 // request's result in its res or err; a group whose transaction fails is
 // written again one ingest at a time, so that one ingest's failure is its
-// own. Every ingest of a group is stored at the same time.
+// own. Every ingest of a group is stored at the same time. Of two ingests
+// of a group with one idempotency key, the second is left to its caller
+// (res and err nil), which answers it once the first is committed.
 func (s *DB) ingestGroup(group []*ingestReq) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	var keys map[string]bool
+	first := group[:0:0]
+	for _, r := range group {
+		if k := r.w.in.IdempotencyKey; k != "" {
+			if keys[k] {
+				r.res, r.err = nil, nil
+				continue
+			}
+			if keys == nil {
+				keys = make(map[string]bool, len(group))
+			}
+			keys[k] = true
+		}
+		first = append(first, r)
+	}
+	group = first
 	if len(group) > 1 {
 		err := s.insertPlain(ctx, group)
 		if err == nil {
@@ -203,25 +240,80 @@ func (s *DB) ingestGroup(group []*ingestReq) {
 }
 
 // insertPlain writes the ingests of rs as one pipeline and gives each its
-// result; on an error, no ingest of rs is stored.
+// result; on an error, no ingest of rs is stored. The ingests' idempotency
+// keys go first, in key order (so that two groups never wait for each
+// other's keys in a cycle): an ingest whose key is already held stores
+// nothing (the inserts of envelopes and deliveries keep only the rows
+// whose key row this transaction wrote) and gets res nil.
 func (s *DB) insertPlain(ctx context.Context, rs []*ingestReq) error {
 	now := s.now()
 	var rows ingestRows
+	var keyed []*ingestReq
 	for _, r := range rs {
 		res, err := rows.add(r.w, now)
 		if err != nil {
 			return err
 		}
 		r.res, r.err = res, nil
+		if r.w.in.IdempotencyKey != "" {
+			keyed = append(keyed, r)
+		}
 	}
-	if err := retrying(func() error { return s.pool.SendBatch(ctx, rows.batch(now)).Close() }); err != nil {
+	taken := map[string]bool{}
+	err := retrying(func() error {
+		if len(keyed) == 0 {
+			return s.pool.SendBatch(ctx, rows.batch(now)).Close()
+		}
+		clear(taken)
+		return s.insertKeyed(ctx, &rows, keyed, now, taken)
+	})
+	if err != nil {
 		for _, r := range rs {
 			r.res = nil
 		}
 		return fmt.Errorf("insert envelopes: %w", err)
 	}
+	for _, r := range keyed {
+		if !taken[r.w.envID] {
+			r.res = nil
+		}
+	}
 	return nil
 }
+
+// insertKeyed writes rows as insertPlain does, with the idempotency keys of
+// keyed first, and marks in taken the envelope ids whose key it took.
+func (s *DB) insertKeyed(ctx context.Context, rows *ingestRows, keyed []*ingestReq, now time.Time, taken map[string]bool) error {
+	byKey := slices.Clone(keyed)
+	slices.SortFunc(byKey, func(a, b *ingestReq) int { return strings.Compare(a.w.in.IdempotencyKey, b.w.in.IdempotencyKey) })
+	keys, hashes, envs := make([]string, len(byKey)), make([][]byte, len(byKey)), make([]string, len(byKey))
+	for i, r := range byKey {
+		keys[i], hashes[i], envs[i] = r.w.in.IdempotencyKey, r.w.in.RequestHash[:], r.w.envID
+	}
+	b := &pgx.Batch{}
+	b.Queue(insertKeysSQL, nanos(now), keys, hashes, envs)
+	rows.keyedBatch(b, now)
+	br := s.pool.SendBatch(ctx, b)
+	got, err := br.Query()
+	if err == nil {
+		var env string
+		_, err = pgx.ForEachRow(got, []any{&env}, func() error {
+			taken[env] = true
+			return nil
+		})
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// insertKeysSQL takes the idempotency keys of a group's ingests that no
+// other ingest holds, and returns the envelope ids of those it took. A key
+// another transaction is inserting waits for it to end.
+const insertKeysSQL = `INSERT INTO idempotency (key, hash, envelope_id, created_ns)
+	SELECT key, hash, envelope_id, $1 FROM unnest($2::text[], $3::bytea[], $4::text[]) AS u (key, hash, envelope_id)
+	ON CONFLICT (key) DO NOTHING RETURNING envelope_id`
 
 // newIngestWrite gives in its envelope and delivery ids.
 func (s *DB) newIngestWrite(in *store.Ingest) *ingestWrite {
@@ -320,6 +412,22 @@ func ingestResult(ctx context.Context, tx pgx.Tx, envID string) (*store.IngestRe
 const insertEnvelopesSQL = `INSERT INTO envelopes (id, created_ns, body, doc)
 	SELECT id, $1, body, doc FROM unnest($2::text[], $3::bytea[], $4::json[]) AS u (id, body, doc)`
 
+// insertKeyedEnvelopesSQL is insertEnvelopesSQL keeping, of the envelopes
+// with an idempotency key ($5, "" for none), those whose key names them.
+const insertKeyedEnvelopesSQL = `INSERT INTO envelopes (id, created_ns, body, doc)
+	SELECT id, $1, body, doc FROM unnest($2::text[], $3::bytea[], $4::json[], $5::text[]) AS u (id, body, doc, key)
+	WHERE u.key = '' OR EXISTS (SELECT 1 FROM idempotency i WHERE i.key = u.key AND i.envelope_id = u.id)`
+
+// insertKeyedDeliveriesSQL is insertDeliveriesSQL keeping, of the
+// deliveries whose envelope has an idempotency key ($13), those whose
+// key names their envelope.
+const insertKeyedDeliveriesSQL = `INSERT INTO deliveries
+	(id, envelope_id, channel, recipient, agent, state, due_ns, created_ns, updated_ns, conversation, doc, lease_until_ns, lease_holder)
+	SELECT id, envelope_id, channel, recipient, agent, state, due_ns, $1, $1, conversation, doc, lease_until_ns, NULLIF(lease_holder, '')
+	FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], $9::text[], $10::json[], $11::bigint[], $12::text[], $13::text[])
+	AS u (id, envelope_id, channel, recipient, agent, state, due_ns, conversation, doc, lease_until_ns, lease_holder, key)
+	WHERE u.key = '' OR EXISTS (SELECT 1 FROM idempotency i WHERE i.key = u.key AND i.envelope_id = u.envelope_id)`
+
 const insertDeliveriesSQL = `INSERT INTO deliveries
 	(id, envelope_id, channel, recipient, agent, state, due_ns, created_ns, updated_ns, conversation, doc, lease_until_ns, lease_holder)
 	SELECT id, envelope_id, channel, recipient, agent, state, due_ns, $1, $1, conversation, doc, lease_until_ns, NULLIF(lease_holder, '')
@@ -338,6 +446,9 @@ type ingestRows struct {
 	leases  []*int64
 	holders []string
 	docs    []string
+	// envKeys and keys are the idempotency key of each envelope and of
+	// each delivery's envelope ("" for none).
+	envKeys, keys []string
 }
 
 // writeIngests writes accepted envelopes, their deliveries (due at the
@@ -381,6 +492,15 @@ func (s *DB) writeIngests(ctx context.Context, tx pgx.Tx, ws []*ingestWrite, now
 	return out, nil
 }
 
+// keyedBatch queues the inserts of the rows' envelopes and deliveries
+// whose ingest has no idempotency key or took its key in this transaction
+// (the key's row names the ingest's envelope).
+func (r *ingestRows) keyedBatch(b *pgx.Batch, now time.Time) {
+	b.Queue(insertKeyedEnvelopesSQL, nanos(now), r.envIDs, r.bodies, r.envDocs, r.envKeys)
+	b.Queue(insertKeyedDeliveriesSQL, nanos(now), r.ids, r.envs, r.channels, r.tos, r.agents,
+		r.states, r.dues, r.convs, r.docs, r.leases, r.holders, r.keys)
+}
+
 // batch inserts the rows' envelopes and deliveries.
 func (r *ingestRows) batch(now time.Time) *pgx.Batch {
 	b := &pgx.Batch{}
@@ -408,6 +528,7 @@ func (r *ingestRows) add(w *ingestWrite, now time.Time) (*store.IngestResult, er
 		body = []byte{}
 	}
 	r.envIDs, r.bodies, r.envDocs = append(r.envIDs, w.envID), append(r.bodies, body), append(r.envDocs, string(doc))
+	r.envKeys = append(r.envKeys, in.IdempotencyKey)
 	out := &store.IngestResult{EnvelopeID: w.envID}
 	for i, nd := range in.Deliveries {
 		d := &store.Delivery{ID: w.ids[i], EnvelopeID: w.envID, Channel: nd.Channel, To: nd.To, Agent: in.Agent,
@@ -433,6 +554,7 @@ func (r *ingestRows) add(w *ingestWrite, now time.Time) (*store.IngestResult, er
 		r.agents, r.states, r.dues = append(r.agents, d.Agent), append(r.states, string(d.State)), append(r.dues, due)
 		r.convs, r.docs = append(r.convs, conversationOf(d)), append(r.docs, string(doc))
 		r.leases, r.holders = append(r.leases, until), append(r.holders, holder)
+		r.keys = append(r.keys, in.IdempotencyKey)
 		out.Deliveries = append(out.Deliveries, d)
 	}
 	return out, nil

@@ -1345,3 +1345,98 @@ func TestPlainIngestsCommitInGroups(t *testing.T) {
 		}
 	}
 }
+
+// TestKeyedIngestsCommitInGroups: ingests with fresh idempotency keys are
+// committed in one group as plain ones are; one whose key is already held,
+// by a stored ingest or by another of its group, stores nothing there and
+// is answered by its caller: a replay of the first, or a conflict.
+func TestKeyedIngestsCommitInGroups(t *testing.T) {
+	db := open(t, dlvClock().Now)
+	keyed := func(key, body string) *store.Ingest {
+		return &store.Ingest{Envelope: []byte(body), Source: "api", IdempotencyKey: key, RequestHash: store.HashRequest([]byte(body)),
+			Deliveries: []store.NewDelivery{{Channel: "webhook", To: "hook-" + key}}}
+	}
+	held, err := db.Ingest(dlvCtx, *keyed("held", `{"role":"agent"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rs []*ingestReq
+	for i := range 10 {
+		rs = append(rs, &ingestReq{w: db.newIngestWrite(keyed(fmt.Sprintf("k%02d", 9-i), `{"role":"agent"}`))})
+	}
+	rs = append(rs, &ingestReq{w: db.newIngestWrite(keyed("held", `{"role":"agent"}`))}, // held by a stored ingest
+		&ingestReq{w: db.newIngestWrite(keyed("k03", `{"role":"agent"}`))}, // held by ingest 6 of this group
+		&ingestReq{w: db.newIngestWrite(&store.Ingest{Envelope: []byte(`{}`), Source: "api",
+			Deliveries: []store.NewDelivery{{Channel: "webhook", To: "plain"}}})})
+	db.ingestGroup(rs)
+	var stored []string
+	for i, r := range rs {
+		switch {
+		case i == 10 || i == 11:
+			if r.res != nil || r.err != nil {
+				t.Fatalf("ingest %d, its key already held: %+v, %v; want nothing stored and no error", i, r.res, r.err)
+			}
+			var n int
+			if err := db.pool.QueryRow(dlvCtx, `SELECT (SELECT count(*) FROM envelopes WHERE id = $1) + (SELECT count(*) FROM deliveries WHERE envelope_id = $1)`, r.w.envID).Scan(&n); err != nil || n != 0 {
+				t.Fatalf("ingest %d, its key already held: %d rows stored (%v)", i, n, err)
+			}
+		case r.err != nil || r.res == nil || r.res.EnvelopeID != r.w.envID:
+			t.Fatalf("ingest %d of a group: %+v, %v", i, r.res, r.err)
+		default:
+			stored = append(stored, r.w.envID)
+			if d, err := db.Delivery(dlvCtx, r.res.Deliveries[0].ID); err != nil || d.EnvelopeID != r.w.envID {
+				t.Fatalf("ingest %d: %+v, %v", i, d, err)
+			}
+		}
+	}
+	var txs int
+	if err := db.pool.QueryRow(dlvCtx, `SELECT count(DISTINCT xmin::text) FROM envelopes WHERE id = ANY($1)`, stored).Scan(&txs); err != nil || txs != 1 {
+		t.Fatalf("the 11 new ingests of a group written in %d transactions (%v), want 1", txs, err)
+	}
+	var keys int
+	if err := db.pool.QueryRow(dlvCtx, `SELECT count(*) FROM idempotency WHERE key LIKE 'k%' AND envelope_id = ANY($1)`, stored).Scan(&keys); err != nil || keys != 10 {
+		t.Fatalf("%d keys name the group's envelopes (%v), want 10", keys, err)
+	}
+
+	// Through Ingest: the held key replays the first answer, another body
+	// under it is refused, and a key taken by the group replays it.
+	again, err := db.Ingest(dlvCtx, *keyed("held", `{"role":"agent"}`))
+	if err != nil || !again.Replayed || again.EnvelopeID != held.EnvelopeID {
+		t.Fatalf("the held key again: %+v, %v; want a replay of %s", again, err, held.EnvelopeID)
+	}
+	if _, err := db.Ingest(dlvCtx, *keyed("held", `{"role":"user"}`)); !errors.Is(err, store.ErrIdempotencyConflict) {
+		t.Fatalf("the held key with another body: %v", err)
+	}
+	if again, err := db.Ingest(dlvCtx, *keyed("k03", `{"role":"agent"}`)); err != nil || !again.Replayed || again.EnvelopeID != rs[6].w.envID {
+		t.Fatalf("k03 again: %+v, %v; want a replay of %s", again, err, rs[6].w.envID)
+	}
+
+	// Many callers at once, four a key: one envelope a key, and every
+	// caller of a key answered with it.
+	const keysN, per = 16, 4
+	envs := make([]string, keysN*per)
+	errs := make([]error, keysN*per)
+	var wg sync.WaitGroup
+	for i := range keysN * per {
+		wg.Go(func() {
+			res, err := db.Ingest(dlvCtx, *keyed(fmt.Sprintf("c%02d", i%keysN), `{"role":"agent"}`))
+			if err == nil {
+				envs[i] = res.EnvelopeID
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	for i := range keysN * per {
+		if errs[i] != nil || envs[i] != envs[i%keysN] {
+			t.Fatalf("caller %d of key c%02d: %s, %v; the first caller got %s", i, i%keysN, envs[i], errs[i], envs[i%keysN])
+		}
+	}
+	var n int
+	if err := db.pool.QueryRow(dlvCtx, `SELECT count(*) FROM envelopes e JOIN idempotency i ON i.envelope_id = e.id WHERE i.key LIKE 'c%'`).Scan(&n); err != nil || n != keysN {
+		t.Fatalf("%d envelopes for %d keys (%v)", n, keysN, err)
+	}
+	if err := db.pool.QueryRow(dlvCtx, `SELECT count(*) FROM deliveries WHERE recipient LIKE 'hook-c%'`).Scan(&n); err != nil || n != keysN {
+		t.Fatalf("%d deliveries for %d keys (%v)", n, keysN, err)
+	}
+}
