@@ -2,6 +2,7 @@ package bolt
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -92,5 +93,90 @@ func TestGroupFailureAbortsAll(t *testing.T) {
 	// The writer goes on after both.
 	if err := db.write(putKV("e")); err != nil || !hasKV(t, db, "e") {
 		t.Fatalf("after the failures: %v", err)
+	}
+}
+
+// Under load (the previous commit carried lingerBusy calls or more) the
+// commit loop waits for company, until lingerFill calls are pending; a
+// lone call after the loop went idle commits at once.
+func TestGroupWaitsForCompanyUnderLoad(t *testing.T) {
+	db := openTest(t, filepath.Join(t.TempDir(), "b.db"), newClock())
+	db.group.linger = time.Minute // only lingerFill calls end the wait
+	var mu sync.Mutex
+	txOf := map[string]int{}
+	put := func(key string) func(*bbolt.Tx) error {
+		return func(tx *bbolt.Tx) error {
+			mu.Lock()
+			txOf[key] = tx.ID()
+			mu.Unlock()
+			return tx.Bucket(bKV).Put([]byte(key), []byte("v"))
+		}
+	}
+	pending := func() int {
+		db.group.mu.Lock()
+		defer db.group.mu.Unlock()
+		return len(db.group.pending)
+	}
+	// A commit of lingerBusy calls, the first of which holds it.
+	hold, held := make(chan struct{}), make(chan struct{})
+	busy := []func(*bbolt.Tx) error{func(*bbolt.Tx) error { close(held); <-hold; return nil }}
+	for i := 1; i < lingerBusy; i++ {
+		busy = append(busy, put(fmt.Sprintf("busy-%d", i)))
+	}
+	var busyDone sync.WaitGroup
+	busyDone.Add(1)
+	go func() { defer busyDone.Done(); inOneGroup(t, db, busy...) }()
+	<-held
+	// One call behind it: once the busy commit ends, the loop waits.
+	var wg sync.WaitGroup
+	wg.Go(func() { db.write(put("first")) })
+	waitUntil(t, "the call queued", func() bool { return pending() == 1 })
+	close(hold)
+	busyDone.Wait()
+	waitUntil(t, "the commit loop waiting for company", func() bool {
+		db.group.mu.Lock()
+		defer db.group.mu.Unlock()
+		return db.group.filled != nil
+	})
+	if hasKV(t, db, "first") {
+		t.Fatal("the call after a busy commit committed without waiting for company")
+	}
+	for i := 1; i < lingerFill; i++ {
+		wg.Go(func() { db.write(put(fmt.Sprintf("more-%d", i))) })
+	}
+	wg.Wait()
+	if len(txOf) != lingerBusy-1+lingerFill {
+		t.Fatalf("%d calls ran, want %d", len(txOf), lingerBusy-1+lingerFill)
+	}
+	for i := 1; i < lingerFill; i++ {
+		if k := fmt.Sprintf("more-%d", i); txOf[k] != txOf["first"] {
+			t.Fatalf("%s committed in transaction %d, the first waiting call in %d: want one commit of %d", k, txOf[k], txOf["first"], lingerFill)
+		}
+	}
+	// Idle again: a lone call does not wait (the wait is a minute).
+	waitUntil(t, "the commit loop idle", func() bool {
+		db.group.mu.Lock()
+		defer db.group.mu.Unlock()
+		return !db.group.running
+	})
+	done := make(chan error, 1)
+	go func() { done <- db.write(put("lone")) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("a lone call after the loop went idle waited for company")
+	}
+}
+
+// waitUntil polls cond until it holds, failing the test after 20 s.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for end := time.Now().Add(20 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("waited 20 s for %s", what)
+		}
 	}
 }
