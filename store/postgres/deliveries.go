@@ -240,32 +240,50 @@ func (s *DB) ingestGroup(group []*ingestReq) {
 }
 
 // insertPlain writes the ingests of rs as one pipeline and gives each its
-// result; on an error, no ingest of rs is stored. The ingests' idempotency
-// keys go first, in key order (so that two groups never wait for each
-// other's keys in a cycle): an ingest whose key is already held stores
-// nothing (the inserts of envelopes and deliveries keep only the rows
-// whose key row this transaction wrote) and gets res nil.
+// result; on an error, no ingest of rs is stored. When some have an
+// idempotency key, the keys are taken first, in key order (so that two
+// groups never wait for each other's keys in a cycle), in the same
+// transaction: an ingest whose key is already held stores nothing and
+// gets res nil.
 func (s *DB) insertPlain(ctx context.Context, rs []*ingestReq) error {
 	now := s.now()
-	var rows ingestRows
 	var keyed []*ingestReq
 	for _, r := range rs {
-		res, err := rows.add(r.w, now)
-		if err != nil {
-			return err
-		}
-		r.res, r.err = res, nil
+		r.res, r.err = nil, nil
 		if r.w.in.IdempotencyKey != "" {
 			keyed = append(keyed, r)
 		}
 	}
-	taken := map[string]bool{}
+	// write inserts the ingests of rs that have no key or took theirs.
+	write := func(q batcher, taken map[string]bool) error {
+		var rows ingestRows
+		for _, r := range rs {
+			if r.w.in.IdempotencyKey != "" && !taken[r.w.envID] {
+				r.res = nil
+				continue
+			}
+			res, err := rows.add(r.w, now)
+			if err != nil {
+				return err
+			}
+			r.res = res
+		}
+		if len(rows.envIDs) == 0 {
+			return nil
+		}
+		return q.SendBatch(ctx, rows.batch(now)).Close()
+	}
 	err := retrying(func() error {
 		if len(keyed) == 0 {
-			return s.pool.SendBatch(ctx, rows.batch(now)).Close()
+			return write(s.pool, nil)
 		}
-		clear(taken)
-		return s.insertKeyed(ctx, &rows, keyed, now, taken)
+		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			taken, err := takeKeys(ctx, tx, keyed, now)
+			if err != nil {
+				return err
+			}
+			return write(tx, taken)
+		})
 	})
 	if err != nil {
 		for _, r := range rs {
@@ -273,39 +291,37 @@ func (s *DB) insertPlain(ctx context.Context, rs []*ingestReq) error {
 		}
 		return fmt.Errorf("insert envelopes: %w", err)
 	}
-	for _, r := range keyed {
-		if !taken[r.w.envID] {
-			r.res = nil
-		}
-	}
 	return nil
 }
 
-// insertKeyed writes rows as insertPlain does, with the idempotency keys of
-// keyed first, and marks in taken the envelope ids whose key it took.
-func (s *DB) insertKeyed(ctx context.Context, rows *ingestRows, keyed []*ingestReq, now time.Time, taken map[string]bool) error {
+// batcher sends a pipeline: the pool (one implicit transaction) or a
+// transaction.
+type batcher interface {
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+// takeKeys inserts the idempotency keys of keyed that no other ingest
+// holds, in key order, and answers the envelope ids of those it took.
+func takeKeys(ctx context.Context, tx pgx.Tx, keyed []*ingestReq, now time.Time) (map[string]bool, error) {
 	byKey := slices.Clone(keyed)
 	slices.SortFunc(byKey, func(a, b *ingestReq) int { return strings.Compare(a.w.in.IdempotencyKey, b.w.in.IdempotencyKey) })
 	keys, hashes, envs := make([]string, len(byKey)), make([][]byte, len(byKey)), make([]string, len(byKey))
 	for i, r := range byKey {
 		keys[i], hashes[i], envs[i] = r.w.in.IdempotencyKey, r.w.in.RequestHash[:], r.w.envID
 	}
-	b := &pgx.Batch{}
-	b.Queue(insertKeysSQL, nanos(now), keys, hashes, envs)
-	rows.keyedBatch(b, now)
-	br := s.pool.SendBatch(ctx, b)
-	got, err := br.Query()
-	if err == nil {
-		var env string
-		_, err = pgx.ForEachRow(got, []any{&env}, func() error {
-			taken[env] = true
-			return nil
-		})
+	rows, err := tx.Query(ctx, insertKeysSQL, nanos(now), keys, hashes, envs)
+	if err != nil {
+		return nil, err
 	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
+	taken := make(map[string]bool, len(keyed))
+	var env string
+	if _, err := pgx.ForEachRow(rows, []any{&env}, func() error {
+		taken[env] = true
+		return nil
+	}); err != nil {
+		return nil, err
 	}
-	return err
+	return taken, nil
 }
 
 // insertKeysSQL takes the idempotency keys of a group's ingests that no
@@ -412,22 +428,6 @@ func ingestResult(ctx context.Context, tx pgx.Tx, envID string) (*store.IngestRe
 const insertEnvelopesSQL = `INSERT INTO envelopes (id, created_ns, body, doc)
 	SELECT id, $1, body, doc FROM unnest($2::text[], $3::bytea[], $4::json[]) AS u (id, body, doc)`
 
-// insertKeyedEnvelopesSQL is insertEnvelopesSQL keeping, of the envelopes
-// with an idempotency key ($5, "" for none), those whose key names them.
-const insertKeyedEnvelopesSQL = `INSERT INTO envelopes (id, created_ns, body, doc)
-	SELECT id, $1, body, doc FROM unnest($2::text[], $3::bytea[], $4::json[], $5::text[]) AS u (id, body, doc, key)
-	WHERE u.key = '' OR EXISTS (SELECT 1 FROM idempotency i WHERE i.key = u.key AND i.envelope_id = u.id)`
-
-// insertKeyedDeliveriesSQL is insertDeliveriesSQL keeping, of the
-// deliveries whose envelope has an idempotency key ($13), those whose
-// key names their envelope.
-const insertKeyedDeliveriesSQL = `INSERT INTO deliveries
-	(id, envelope_id, channel, recipient, agent, state, due_ns, created_ns, updated_ns, conversation, doc, lease_until_ns, lease_holder)
-	SELECT id, envelope_id, channel, recipient, agent, state, due_ns, $1, $1, conversation, doc, lease_until_ns, NULLIF(lease_holder, '')
-	FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::bigint[], $9::text[], $10::json[], $11::bigint[], $12::text[], $13::text[])
-	AS u (id, envelope_id, channel, recipient, agent, state, due_ns, conversation, doc, lease_until_ns, lease_holder, key)
-	WHERE u.key = '' OR EXISTS (SELECT 1 FROM idempotency i WHERE i.key = u.key AND i.envelope_id = u.envelope_id)`
-
 const insertDeliveriesSQL = `INSERT INTO deliveries
 	(id, envelope_id, channel, recipient, agent, state, due_ns, created_ns, updated_ns, conversation, doc, lease_until_ns, lease_holder)
 	SELECT id, envelope_id, channel, recipient, agent, state, due_ns, $1, $1, conversation, doc, lease_until_ns, NULLIF(lease_holder, '')
@@ -446,9 +446,6 @@ type ingestRows struct {
 	leases  []*int64
 	holders []string
 	docs    []string
-	// envKeys and keys are the idempotency key of each envelope and of
-	// each delivery's envelope ("" for none).
-	envKeys, keys []string
 }
 
 // writeIngests writes accepted envelopes, their deliveries (due at the
@@ -492,15 +489,6 @@ func (s *DB) writeIngests(ctx context.Context, tx pgx.Tx, ws []*ingestWrite, now
 	return out, nil
 }
 
-// keyedBatch queues the inserts of the rows' envelopes and deliveries
-// whose ingest has no idempotency key or took its key in this transaction
-// (the key's row names the ingest's envelope).
-func (r *ingestRows) keyedBatch(b *pgx.Batch, now time.Time) {
-	b.Queue(insertKeyedEnvelopesSQL, nanos(now), r.envIDs, r.bodies, r.envDocs, r.envKeys)
-	b.Queue(insertKeyedDeliveriesSQL, nanos(now), r.ids, r.envs, r.channels, r.tos, r.agents,
-		r.states, r.dues, r.convs, r.docs, r.leases, r.holders, r.keys)
-}
-
 // batch inserts the rows' envelopes and deliveries.
 func (r *ingestRows) batch(now time.Time) *pgx.Batch {
 	b := &pgx.Batch{}
@@ -528,7 +516,6 @@ func (r *ingestRows) add(w *ingestWrite, now time.Time) (*store.IngestResult, er
 		body = []byte{}
 	}
 	r.envIDs, r.bodies, r.envDocs = append(r.envIDs, w.envID), append(r.bodies, body), append(r.envDocs, string(doc))
-	r.envKeys = append(r.envKeys, in.IdempotencyKey)
 	out := &store.IngestResult{EnvelopeID: w.envID}
 	for i, nd := range in.Deliveries {
 		d := &store.Delivery{ID: w.ids[i], EnvelopeID: w.envID, Channel: nd.Channel, To: nd.To, Agent: in.Agent,
@@ -554,7 +541,6 @@ func (r *ingestRows) add(w *ingestWrite, now time.Time) (*store.IngestResult, er
 		r.agents, r.states, r.dues = append(r.agents, d.Agent), append(r.states, string(d.State)), append(r.dues, due)
 		r.convs, r.docs = append(r.convs, conversationOf(d)), append(r.docs, string(doc))
 		r.leases, r.holders = append(r.leases, until), append(r.holders, holder)
-		r.keys = append(r.keys, in.IdempotencyKey)
 		out.Deliveries = append(out.Deliveries, d)
 	}
 	return out, nil
