@@ -166,7 +166,8 @@ func plainIngest(in *store.Ingest) bool {
 // writePlainIngest stores a plain ingest with the others waiting at the
 // same time (ingestGroup): their inserts go as one pipeline ending in a
 // single Sync, which PostgreSQL runs as one implicit transaction — every
-// row of the group or none, committed at the Sync. It returns once the
+// row of the group or none, committed at the Sync (a group with idempotency
+// keys is an explicit transaction: the keys, then the inserts). It returns once the
 // group is committed. A caller whose context ends before its ingest joins
 // a group stores nothing. An ingest whose idempotency key is already held
 // (by a stored ingest, by another of its group, or by one committing at
@@ -201,7 +202,7 @@ const (
 	ingestWorkers  = 2
 )
 
-// ingestGroup writes group's ingests in one implicit transaction, each
+// ingestGroup writes group's ingests in one transaction, each
 // request's result in its res or err; a group whose transaction fails is
 // written again one ingest at a time, so that one ingest's failure is its
 // own. Every ingest of a group is stored at the same time. Of two ingests
