@@ -37,7 +37,7 @@ type group struct {
 	max     int
 	// last is the number of calls the previous commit carried; filled,
 	// while the loop waits for company, is closed by the call that brings
-	// the pending calls to lingerFill.
+	// the pending calls to fill().
 	last   int
 	filled chan struct{}
 	// linger is the longest wait for company (lingerMax; tests change it).
@@ -51,6 +51,10 @@ const (
 	lingerFill = 256
 	lingerMax  = time.Millisecond
 )
+
+// fill is how many pending calls end the wait for company: lingerFill, or
+// the most one commit carries when that is fewer.
+func (g *group) fill() int { return min(lingerFill, g.max) }
 
 type groupCall struct {
 	fn   func(*bbolt.Tx) error
@@ -78,7 +82,7 @@ func (s *DB) enqueue(c groupCall) {
 	g := &s.group
 	g.mu.Lock()
 	g.pending = append(g.pending, c)
-	if g.filled != nil && len(g.pending) >= lingerFill {
+	if g.filled != nil && len(g.pending) >= g.fill() {
 		close(g.filled)
 		g.filled = nil
 	}
@@ -106,7 +110,7 @@ func (s *DB) commitLoop() {
 			g.mu.Unlock()
 			return
 		}
-		if g.last >= lingerBusy && len(g.pending) < min(lingerFill, g.max) {
+		if g.last >= lingerBusy && len(g.pending) < g.fill() {
 			filled := make(chan struct{})
 			g.filled = filled
 			g.mu.Unlock()

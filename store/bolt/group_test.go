@@ -10,6 +10,7 @@ import (
 
 	bbolt "go.etcd.io/bbolt"
 
+	"github.com/cool-ai/beachd/internal/testkit/poll"
 	"github.com/cool-ai/beachd/store"
 )
 
@@ -130,10 +131,10 @@ func TestGroupWaitsForCompanyUnderLoad(t *testing.T) {
 	// One call behind it: once the busy commit ends, the loop waits.
 	var wg sync.WaitGroup
 	wg.Go(func() { db.write(put("first")) })
-	waitUntil(t, "the call queued", func() bool { return pending() == 1 })
+	poll.Eventually(t, 20*time.Second, "the call queued", func() bool { return pending() == 1 })
 	close(hold)
 	busyDone.Wait()
-	waitUntil(t, "the commit loop waiting for company", func() bool {
+	poll.Eventually(t, 20*time.Second, "the commit loop waiting for company", func() bool {
 		db.group.mu.Lock()
 		defer db.group.mu.Unlock()
 		return db.group.filled != nil
@@ -154,7 +155,7 @@ func TestGroupWaitsForCompanyUnderLoad(t *testing.T) {
 		}
 	}
 	// Idle again: a lone call does not wait (the wait is a minute).
-	waitUntil(t, "the commit loop idle", func() bool {
+	poll.Eventually(t, 20*time.Second, "the commit loop idle", func() bool {
 		db.group.mu.Lock()
 		defer db.group.mu.Unlock()
 		return !db.group.running
@@ -168,15 +169,5 @@ func TestGroupWaitsForCompanyUnderLoad(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("a lone call after the loop went idle waited for company")
-	}
-}
-
-// waitUntil polls cond until it holds, failing the test after 20 s.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for end := time.Now().Add(20 * time.Second); !cond(); time.Sleep(time.Millisecond) {
-		if time.Now().After(end) {
-			t.Fatalf("waited 20 s for %s", what)
-		}
 	}
 }
