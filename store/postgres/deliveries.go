@@ -935,6 +935,7 @@ func (s *DB) recordTx(ctx context.Context, tx pgx.Tx, rs []*recordReq) error {
 	}
 	now := s.now()
 	b := &pgx.Batch{}
+	var w outcomeRows
 	for _, r := range rs {
 		l, ok := found[r.id]
 		if !ok || l.lease == nil || !fromNanos(*l.lease).Equal(r.leaseUntil) {
@@ -947,27 +948,70 @@ func (s *DB) recordTx(ctx context.Context, tx pgx.Tx, rs []*recordReq) error {
 			continue
 		}
 		store.ApplyOutcome(d, &r.o, now)
-		if err := queueUpdate(b, d); err != nil {
+		if err := w.add(d, &r.o.Attempt); err != nil {
 			r.err = err
 			continue
 		}
-		a := r.o.Attempt
-		doc, err := json.Marshal(a)
-		if err != nil {
-			return fmt.Errorf("encode attempt: %w", err)
-		}
-		b.Queue(`INSERT INTO attempts (delivery_id, n, doc) VALUES ($1, $2, $3)
-			ON CONFLICT (delivery_id, n) DO UPDATE SET doc = EXCLUDED.doc`, d.ID, a.N, string(doc))
 		if pids := store.OutcomeProviderIDs(&r.o); len(pids) > 0 {
 			b.Queue(`INSERT INTO provider_ids (channel, pid, delivery_id) SELECT $1, pid, $2 FROM unnest($3::text[]) AS u (pid)
 				ON CONFLICT (channel, pid) DO UPDATE SET delivery_id = EXCLUDED.delivery_id`, d.Channel, d.ID, pids)
 		}
 		r.out = d
 	}
+	w.queue(b)
 	if err := queueLateMessageTimers(ctx, tx, b, rs, now); err != nil {
 		return err
 	}
 	return runBatch(ctx, tx, b)
+}
+
+// outcomeRows are the records and attempts of a group's outcomes, written
+// by two statements whatever the group's size: a statement a row cost
+// PostgreSQL more than the rows themselves.
+type outcomeRows struct {
+	ids, states, docs, attempts []string
+	dues                        []*int64
+	updated                     []int64
+	ns                          []int
+}
+
+// add appends the stored record d and its attempt a; a record that cannot
+// be stored (updateCols) is an error and adds nothing.
+func (w *outcomeRows) add(d *store.Delivery, a *store.Attempt) error {
+	c, err := updateCols(d)
+	if err != nil {
+		return err
+	}
+	adoc, err := json.Marshal(a)
+	if err != nil {
+		return fmt.Errorf("encode attempt: %w", err)
+	}
+	w.ids, w.states, w.dues = append(w.ids, d.ID), append(w.states, c.state), append(w.dues, c.due)
+	w.updated, w.docs = append(w.updated, c.updated), append(w.docs, c.doc)
+	w.ns, w.attempts = append(w.ns, a.N), append(w.attempts, string(adoc))
+	return nil
+}
+
+// recordOutcomesSQL rewrites the records of a group's outcomes, each with
+// the columns that follow it (updateDeliverySQL, for many rows).
+const recordOutcomesSQL = `UPDATE deliveries AS d SET state = u.state, due_ns = u.due_ns, lease_until_ns = NULL,
+	lease_holder = NULL, updated_ns = u.updated_ns, doc = u.doc
+	FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::json[]) AS u (id, state, due_ns, updated_ns, doc)
+	WHERE d.id = u.id`
+
+// insertAttemptsSQL stores the attempts of a group's outcomes (one a
+// delivery); an attempt already stored under its number is replaced.
+const insertAttemptsSQL = `INSERT INTO attempts (delivery_id, n, doc)
+	SELECT * FROM unnest($1::text[], $2::int[], $3::json[])
+	ON CONFLICT (delivery_id, n) DO UPDATE SET doc = EXCLUDED.doc`
+
+// queue queues the two statements on b, or nothing for no rows.
+func (w *outcomeRows) queue(b *pgx.Batch) {
+	if len(w.ids) == 0 {
+		return
+	}
+	b.Queue(recordOutcomesSQL, w.ids, w.states, w.dues, w.updated, w.docs)
+	b.Queue(insertAttemptsSQL, w.ids, w.ns, w.attempts)
 }
 
 // queueLateMessageTimers queues the timers of the approvals decided before

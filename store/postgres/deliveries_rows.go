@@ -107,19 +107,36 @@ const updateDeliverySQL = `UPDATE deliveries SET state = $2, due_ns = $3, lease_
 	updated_ns = $4, doc = $5 WHERE id = $1`
 
 // updateArgs are updateDeliverySQL's arguments for the stored record d of
-// a job not in flight. Like the embedded store it refuses state sending
-// (a job in flight is its stored record plus a lease), and clears the next
-// attempt time of a job that is not due.
+// a job not in flight (updateCols).
 func updateArgs(d *store.Delivery) ([]any, error) {
+	c, err := updateCols(d)
+	if err != nil {
+		return nil, err
+	}
+	return []any{d.ID, c.state, c.due, c.updated, c.doc}, nil
+}
+
+// updateRow is what a rewrite of a delivery's record stores besides its id.
+type updateRow struct {
+	state, doc string
+	due        *int64
+	updated    int64
+}
+
+// updateCols is the rewrite of the stored record d of a job not in
+// flight. Like the embedded store it refuses state sending (a job in
+// flight is its stored record plus a lease), and clears the next attempt
+// time of a job that is not due.
+func updateCols(d *store.Delivery) (updateRow, error) {
 	if d.State == store.StateSending || !d.State.Valid() {
-		return nil, fmt.Errorf("%w: cannot store a delivery in state %q", store.ErrBadState, d.State)
+		return updateRow{}, fmt.Errorf("%w: cannot store a delivery in state %q", store.ErrBadState, d.State)
 	}
 	due := dueNanos(d)
 	doc, err := convDoc(d)
 	if err != nil {
-		return nil, fmt.Errorf("encode delivery %s: %w", d.ID, err)
+		return updateRow{}, fmt.Errorf("encode delivery %s: %w", d.ID, err)
 	}
-	return []any{d.ID, string(d.State), due, nanos(d.UpdatedAt), string(doc)}, nil
+	return updateRow{state: string(d.State), doc: string(doc), due: due, updated: nanos(d.UpdatedAt)}, nil
 }
 
 // dueNanos is when the job d is due (nil: not due), clearing

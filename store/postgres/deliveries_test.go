@@ -1135,7 +1135,9 @@ func TestDeliveryRecordsAnErrorWithANUL(t *testing.T) {
 
 // Outcomes recorded at the same time are committed in groups, and each
 // keeps its own result: a job whose lease is no longer the caller's gets
-// store.ErrLeaseLost while the others of its group are recorded.
+// store.ErrLeaseLost while the others of its group are recorded; each
+// recorded one has its own state, due time and attempt (a group's records
+// and attempts are written by one statement each).
 func TestDeliveryRecordGroups(t *testing.T) {
 	c := dlvClock()
 	db := openDlv(t, c)
@@ -1159,24 +1161,37 @@ func TestDeliveryRecordGroups(t *testing.T) {
 			if stale[j.ID] {
 				lease = lease.Add(-time.Second) // another holder's lease
 			}
-			_, errs[i] = db.Record(dlvCtx, j.ID, lease, store.Outcome{State: store.StateSent, ProviderID: "P" + j.ID,
-				Attempt: store.Attempt{N: 1, At: c.Now(), Outcome: "sent"}})
+			_, errs[i] = db.Record(dlvCtx, j.ID, lease, groupOutcome(i, j.ID, c.Now()))
 		}()
 	}
 	wg.Wait()
+	retrying := 0
 	for i, j := range jobs {
 		d, err := db.Delivery(dlvCtx, j.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
+		atts, err := db.Attempts(dlvCtx, j.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if stale[j.ID] {
-			if !errors.Is(errs[i], store.ErrLeaseLost) || d.State == store.StateSent {
-				t.Errorf("%s with a stale lease: %v, state %s; want ErrLeaseLost and nothing recorded", j.ID, errs[i], d.State)
+			if !errors.Is(errs[i], store.ErrLeaseLost) || d.State != store.StateSending || len(atts) != 0 {
+				t.Errorf("%s with a stale lease: %v, state %s, %d attempts; want ErrLeaseLost and nothing recorded", j.ID, errs[i], d.State, len(atts))
 			}
 			continue
 		}
-		if errs[i] != nil || d.State != store.StateSent || d.ProviderID != "P"+j.ID {
-			t.Errorf("%s: %v, state %s, provider id %q", j.ID, errs[i], d.State, d.ProviderID)
+		want := groupOutcome(i, j.ID, c.Now())
+		if errs[i] != nil || d.State != want.State || d.ProviderID != "P"+j.ID || d.LastError != want.Error ||
+			!d.NextAttemptAt.Equal(want.NextAttemptAt) || !d.LeaseUntil.IsZero() {
+			t.Errorf("%s: %v, state %s, provider id %q, error %q, next %v, lease %v; want %+v", j.ID, errs[i], d.State, d.ProviderID,
+				d.LastError, d.NextAttemptAt, d.LeaseUntil, want)
+		}
+		if len(atts) != 1 || atts[0].N != 1 || atts[0].Outcome != want.Attempt.Outcome || atts[0].Error != want.Attempt.Error {
+			t.Errorf("%s: attempts %+v; want %+v", j.ID, atts, want.Attempt)
+		}
+		if want.State == store.StateRetrying {
+			retrying++
 		}
 		if f, err := db.DeliveryByProviderID(dlvCtx, "webhook", "P"+j.ID); err != nil || f.ID != j.ID {
 			t.Errorf("provider id of %s finds %v, %v", j.ID, f, err)
@@ -1191,6 +1206,31 @@ func TestDeliveryRecordGroups(t *testing.T) {
 			}
 		}
 	}
+	// The retrying ones, and only they, are due again at their time.
+	if again, err := db.Claim(dlvCtx, n, time.Minute, nil); err != nil || len(again) != 0 {
+		t.Fatalf("claimed %d before the retries were due, %v", len(again), err)
+	}
+	c.Advance(time.Minute)
+	if again, err := db.Claim(dlvCtx, n, time.Minute, nil); err != nil || len(again) != retrying {
+		t.Fatalf("claimed %d once due, %v; want the %d retrying", len(again), err, retrying)
+	}
+}
+
+// groupOutcome is the i-th outcome of TestDeliveryRecordGroups: sent,
+// retrying within a minute or dead, in turn.
+func groupOutcome(i int, id string, now time.Time) store.Outcome {
+	o := store.Outcome{ProviderID: "P" + id, Attempt: store.Attempt{N: 1, At: now}}
+	switch i % 3 {
+	case 0:
+		o.State, o.Attempt.Outcome = store.StateSent, "sent"
+	case 1:
+		o.State, o.NextAttemptAt, o.Error = store.StateRetrying, now.Add(time.Duration(1+i%50)*time.Second), "503 later "+id
+		o.Attempt.Outcome, o.Attempt.Error = "retry", o.Error
+	default:
+		o.State, o.Error, o.DeadReason = store.StateDead, "410 gone "+id, "gone"
+		o.Attempt.Outcome, o.Attempt.Error = "dead", o.Error
+	}
+	return o
 }
 
 // Record after Close answers an error at once.
