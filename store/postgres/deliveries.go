@@ -966,8 +966,8 @@ func (s *DB) recordTx(ctx context.Context, tx pgx.Tx, rs []*recordReq) error {
 }
 
 // outcomeRows are the records and attempts of a group's outcomes, written
-// by two statements whatever the group's size: a statement a row cost
-// PostgreSQL more than the rows themselves.
+// by two statements whatever the group's size: two statements for each
+// outcome cost PostgreSQL more than writing the rows did.
 type outcomeRows struct {
 	ids, states, docs, attempts []string
 	dues                        []*int64
