@@ -38,8 +38,20 @@ type backendRun struct {
 	// processes (0 on bbolt).
 	CPUPerEnvelopeUs         float64 `json:"cpuPerEnvelopeUs"`
 	PostgresCPUPerEnvelopeUs float64 `json:"postgresCpuPerEnvelopeUs"`
-	Lost                     int     `json:"lost"`
-	Duplicates               int     `json:"duplicates"`
+	// What the database did per envelope (PostgreSQL runs): transactions
+	// committed in the database (pg_stat_database), and WAL bytes and
+	// fsyncs of the whole server (pg_stat_wal, PostgreSQL 14 and later),
+	// from before the processes started to after they stopped.
+	Postgres   *pgWork `json:"postgresPerEnvelope,omitempty"`
+	Lost       int     `json:"lost"`
+	Duplicates int     `json:"duplicates"`
+}
+
+// pgWork is what PostgreSQL did per envelope in one run.
+type pgWork struct {
+	Commits  float64 `json:"commits"`
+	WALBytes float64 `json:"walBytes,omitempty"`
+	WALSyncs float64 `json:"walSyncs,omitempty"`
 }
 
 // failover is how long the singletons took to move after a SIGKILL.
@@ -137,11 +149,11 @@ func backendsRun(n, c int, bin, dsn string, leaseTTL time.Duration) (*backendsRe
 		}
 		var r *backendRun
 		if cfg.river {
-			r, err = loadThrough(n, c, 1, true, func(_ int, _, sinkURL string) (*proc, error) {
+			r, err = loadThrough(n, c, 1, schemaDSN, func(_ int, _, sinkURL string) (*proc, error) {
 				return startRiver(dir, schemaDSN, sinkURL)
 			})
 		} else {
-			r, err = backendLoad(n, c, bin, dir, cfg.replicas, store)
+			r, err = backendLoad(n, c, bin, dir, cfg.replicas, store, schemaDSN)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%s with %d replicas: %w", cfg.name, cfg.replicas, err)
@@ -162,17 +174,23 @@ func backendsRun(n, c int, bin, dsn string, leaseTTL time.Duration) (*backendsRe
 }
 
 // backendLoad posts n envelopes from c clients spread over the replicas and
-// waits for every delivery at the sink.
-func backendLoad(n, c int, bin, dir string, replicas int, storeCfg string) (*backendRun, error) {
-	return loadThrough(n, c, replicas, storeCfg != "", func(i int, sinkCfg, _ string) (*proc, error) {
+// waits for every delivery at the sink; dsn is the PostgreSQL the store
+// names ("" for none).
+func backendLoad(n, c int, bin, dir string, replicas int, storeCfg, dsn string) (*backendRun, error) {
+	return loadThrough(n, c, replicas, dsn, func(i int, sinkCfg, _ string) (*proc, error) {
 		return startDaemon(bin, dir, filepath.Join(dir, fmt.Sprintf("data-%d-%d", time.Now().UnixNano(), i)), storeCfg+sinkCfg, 60*time.Second)
 	})
 }
 
 // loadThrough is backendLoad through the processes start starts (beachd's
-// replicas, or the River comparator); postgres says whether the database's
-// CPU counts.
-func loadThrough(n, c, replicas int, postgres bool, startProc func(i int, sinkCfg, sinkURL string) (*proc, error)) (*backendRun, error) {
+// replicas, or the River comparator); dsn, when set, is the PostgreSQL
+// whose CPU and work count.
+func loadThrough(n, c, replicas int, dsn string, startProc func(i int, sinkCfg, sinkURL string) (*proc, error)) (*backendRun, error) {
+	postgres := dsn != ""
+	var work0 pgCounters
+	if postgres {
+		work0 = readPGCounters(dsn)
+	}
 	s := &sink{first: map[string]time.Time{}, done: make(chan struct{})}
 	s.expect(n)
 	sinkCfg, sinkURL, stopSink, err := startSinkURL(s)
@@ -239,8 +257,51 @@ func loadThrough(n, c, replicas int, postgres bool, startProc func(i int, sinkCf
 		CPUPerEnvelopeUs: cpu / float64(n) * 1e6, Lost: lost, Duplicates: s.dups}
 	if postgres {
 		r.PostgresCPUPerEnvelopeUs = pgCPU / float64(n) * 1e6
+		// The backends report their counts when they end: stop the
+		// processes first.
+		for _, p := range procs {
+			p.stop()
+		}
+		procs = nil
+		r.Postgres = readPGCounters(dsn).since(work0, n)
 	}
 	return r, nil
+}
+
+// pgCounters are PostgreSQL's cumulative counters at one moment; a
+// negative field could not be read.
+type pgCounters struct {
+	commits, walBytes, walSyncs float64
+}
+
+// readPGCounters reads the counters of the database at dsn, and of the
+// server's WAL, on a connection of its own (so a fresh statistics
+// snapshot).
+func readPGCounters(dsn string) pgCounters {
+	out := pgCounters{-1, -1, -1}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := connect(ctx, dsn)
+	if err != nil {
+		return out
+	}
+	defer conn.Close(ctx)
+	conn.QueryRow(ctx, `SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()`).Scan(&out.commits)
+	conn.QueryRow(ctx, `SELECT wal_bytes, wal_sync FROM pg_stat_wal`).Scan(&out.walBytes, &out.walSyncs)
+	return out
+}
+
+// since is the work per envelope from a to c over n envelopes (nil when
+// the commits could not be read; the WAL's figures 0 where unread).
+func (c pgCounters) since(a pgCounters, n int) *pgWork {
+	if c.commits < 0 || a.commits < 0 || n == 0 {
+		return nil
+	}
+	w := &pgWork{Commits: (c.commits - a.commits) / float64(n)}
+	if c.walBytes >= 0 && a.walBytes >= 0 {
+		w.WALBytes, w.WALSyncs = (c.walBytes-a.walBytes)/float64(n), (c.walSyncs-a.walSyncs)/float64(n)
+	}
+	return w
 }
 
 // failoverRun starts three replicas on a fresh schema, SIGKILLs the replica
@@ -428,6 +489,19 @@ func backendsText(r *backendsResult) string {
 	for _, x := range r.Runs {
 		fmt.Fprintf(&b, "%-10s %8d %12.0f %14.0f %8.1fms %8.1fms %8.1fms %12.0f %12.0f   (delivered %.2f× bbolt)\n", x.Name, x.Replicas, x.IngestRate, x.DeliveryRate,
 			x.IngestP99ms, x.E2EP50ms, x.E2EP99ms, x.CPUPerEnvelopeUs, x.PostgresCPUPerEnvelopeUs, x.DeliveryRate/base.DeliveryRate)
+	}
+	for _, x := range r.Runs {
+		if w := x.Postgres; w != nil {
+			procs := "replicas"
+			if x.Replicas == 1 {
+				procs = "replica"
+			}
+			if x.Name == "river" {
+				procs = "process"
+			}
+			fmt.Fprintf(&b, "%s, %d %s: per envelope %.2f transactions committed, %.0f WAL bytes, %.2f WAL fsyncs (pg_stat_database; pg_stat_wal, the whole server's)\n",
+				x.Name, x.Replicas, procs, w.Commits, w.WALBytes, w.WALSyncs)
+		}
 	}
 	if v := r.VsRiver; v != nil {
 		fmt.Fprintf(&b, "beachd on PostgreSQL (1 replica) ÷ River: ingest %.2f×, delivered %.2f×, CPU per envelope (with PostgreSQL's) %.2f×; 3 replicas ÷ 1: delivered %.2f×\n", v.Ingest, v.Delivered, v.CPU, v.ThreeReplicas)

@@ -150,3 +150,24 @@ func TestGoals(t *testing.T) {
 		t.Errorf("markdown lacks the start-up goal:\n%s", md)
 	}
 }
+
+// The database's work per envelope is the counters' difference over the
+// envelopes; a run whose commits could not be read has none, and WAL
+// figures that could not be read are left at 0.
+func TestPGWorkPerEnvelope(t *testing.T) {
+	w := pgCounters{commits: 1400, walBytes: 2e6, walSyncs: 250}.since(pgCounters{commits: 400, walBytes: 1e6, walSyncs: 50}, 500)
+	if w == nil || w.Commits != 2 || w.WALBytes != 2000 || w.WALSyncs != 0.4 {
+		t.Fatalf("got %+v; want 2 commits, 2000 WAL bytes, 0.4 fsyncs", w)
+	}
+	if w := (pgCounters{commits: 10, walBytes: -1, walSyncs: -1}).since(pgCounters{commits: 4, walBytes: -1, walSyncs: -1}, 3); w == nil || w.Commits != 2 || w.WALBytes != 0 {
+		t.Fatalf("without pg_stat_wal: got %+v; want 2 commits and no WAL figures", w)
+	}
+	if w := (pgCounters{commits: -1}).since(pgCounters{commits: 4}, 3); w != nil {
+		t.Fatalf("unread commits: got %+v; want nothing", w)
+	}
+	text := backendsText(&backendsResult{Runs: []backendRun{{Name: "bbolt", Replicas: 1, DeliveryRate: 1},
+		{Name: "postgres", Replicas: 3, DeliveryRate: 1, Postgres: &pgWork{Commits: 1.43, WALBytes: 4574, WALSyncs: 0.29}}}})
+	if !strings.Contains(text, "postgres, 3 replicas: per envelope 1.43 transactions committed, 4574 WAL bytes, 0.29 WAL fsyncs") {
+		t.Fatalf("text lacks the database's work:\n%s", text)
+	}
+}
