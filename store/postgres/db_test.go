@@ -83,6 +83,79 @@ func TestNotifyChannelFits(t *testing.T) {
 	}
 }
 
+// The outbox's wake-ups of the replicas' dispatchers are at most one
+// NOTIFY a notifyGap however many commits ask for one, and the last ask is
+// never dropped: a NOTIFY follows it.
+func TestDeliveryWakeupsAreSpacedAndNeverLost(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.DSN(t)
+	db, err := Open(ctx, dsn, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{db.channel}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	// next is the time of the next delivery wake-up heard within d.
+	next := func(d time.Duration) (time.Time, bool) {
+		for {
+			wctx, cancel := context.WithTimeout(ctx, d)
+			n, err := conn.WaitForNotification(wctx)
+			cancel()
+			if err != nil {
+				return time.Time{}, false
+			}
+			if n.Payload == store.WakeDeliveries {
+				return time.Now(), true
+			}
+		}
+	}
+	const asking = 12 * notifyGap
+	start := time.Now()
+	for time.Since(start) < asking {
+		db.wakeDispatchers(ctx)
+		time.Sleep(time.Millisecond)
+	}
+	last := time.Now()
+	var heard []time.Time
+	for {
+		at, ok := next(4 * notifyGap)
+		if !ok {
+			break
+		}
+		heard = append(heard, at)
+	}
+	// One at the start, then at most one a gap while asking, and one
+	// after the last ask.
+	if max := int(asking/notifyGap) + 2; len(heard) > max || len(heard) < 2 {
+		t.Fatalf("%d wake-ups for %v of asking every millisecond; want 2 to %d", len(heard), asking, max)
+	}
+	if end := heard[len(heard)-1]; end.Before(last) {
+		t.Fatalf("the last wake-up was heard %v before the last ask: the ask was dropped", last.Sub(end))
+	}
+	// An ask within the gap after a wake-up waits for the gap's end; it is
+	// not dropped.
+	db.wakeDispatchers(ctx)
+	first, ok := next(10 * time.Second)
+	if !ok {
+		t.Fatal("no wake-up for a lone ask")
+	}
+	db.wakeDispatchers(ctx)
+	second, ok := next(10 * time.Second)
+	if !ok {
+		t.Fatal("the ask within the gap was dropped")
+	}
+	if d := second.Sub(first); d < notifyGap*8/10 {
+		t.Fatalf("two wake-ups %v apart; want at least %v", d, notifyGap)
+	}
+}
+
 func testWakeups(t *testing.T, dsn string) {
 	ctx := context.Background()
 	a, err := Open(ctx, dsn, Options{})

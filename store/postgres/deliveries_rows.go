@@ -198,15 +198,30 @@ func (s *DB) wakeDispatchers(context.Context) {
 	}
 }
 
-// notifier sends the wake-ups wakeDispatchers asks for until ctx ends.
+// notifyGap is the least time between two of a process's wake-up
+// NOTIFYs. Each one costs every listening replica's backend a transaction
+// and its dispatcher a claim; the process's own dispatcher is woken at
+// once by its caller, so the gap only delays the other replicas' help.
+const notifyGap = 50 * time.Millisecond
+
+// notifier sends the wake-ups wakeDispatchers asks for until ctx ends, at
+// most one a notifyGap.
 func (s *DB) notifier(ctx context.Context) {
 	defer close(s.notifierDone)
+	gap := time.NewTimer(0)
+	defer gap.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-s.wakeReq:
 		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-gap.C:
+		}
+		gap.Reset(notifyGap)
 		nctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		if _, err := s.pool.Exec(nctx, notifySQL, s.channel, store.WakeDeliveries); err != nil && ctx.Err() == nil {
 			s.log.Warn("wake the replicas' dispatchers", "err", err)
