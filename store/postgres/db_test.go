@@ -118,11 +118,12 @@ func TestDeliveryWakeupsAreSpacedAndNeverLost(t *testing.T) {
 	}
 	const asking = 12 * notifyGap
 	start := time.Now()
+	var last time.Time // the last ask
 	for time.Since(start) < asking {
+		last = time.Now()
 		db.wakeDispatchers(ctx)
 		time.Sleep(time.Millisecond)
 	}
-	last := time.Now()
 	var heard []time.Time
 	for {
 		at, ok := next(4 * notifyGap)
@@ -151,8 +152,10 @@ func TestDeliveryWakeupsAreSpacedAndNeverLost(t *testing.T) {
 	if !ok {
 		t.Fatal("the ask within the gap was dropped")
 	}
-	if d := second.Sub(first); d < notifyGap*8/10 {
-		t.Fatalf("two wake-ups %v apart; want at least %v", d, notifyGap)
+	// Heard, not sent: a late hearing of the first narrows the gap seen,
+	// so half of it is asked for (without the gap they are a few ms apart).
+	if d := second.Sub(first); d < notifyGap/2 {
+		t.Fatalf("two wake-ups %v apart; want about %v", d, notifyGap)
 	}
 }
 
