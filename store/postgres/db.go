@@ -71,9 +71,11 @@ type DB struct {
 	notifierDone chan struct{}
 	// records takes Record calls to the recorders, and ingests plain
 	// ingests to the ingesters; both end when closing is closed.
-	records   chan *recordReq
-	ingests   chan *ingestReq
-	closing   chan struct{}
+	records chan *recordReq
+	ingests chan *ingestReq
+	closing chan struct{}
+	// claimed are the records of the jobs this process leased, as read.
+	claimed   claimedDocs
 	workers   sync.WaitGroup
 	closeOnce sync.Once
 }

@@ -272,6 +272,7 @@ func (s *DB) insertPlain(ctx context.Context, rs []*ingestReq) error {
 		if len(rows.envIDs) == 0 {
 			return nil
 		}
+		s.keepHanded(&rows)
 		return q.SendBatch(ctx, rows.batch(now)).Close()
 	}
 	err := retrying(func() error {
@@ -447,6 +448,26 @@ type ingestRows struct {
 	leases  []*int64
 	holders []string
 	docs    []string
+	// handed are the handed-off deliveries' records, for s.claimed.
+	handed []handedOff
+}
+
+// handedOff is a delivery an ingest stores leased to this process's
+// dispatcher, with the record stored.
+type handedOff struct {
+	id    string
+	lease int64
+	doc   []byte
+}
+
+// keepHanded keeps the records of r's handed-off deliveries as a claim
+// keeps those it reads, before they are committed: a worker has them only
+// once their ingest has returned, and a record that was never committed
+// matches no row (recordClaimed).
+func (s *DB) keepHanded(r *ingestRows) {
+	for _, h := range r.handed {
+		s.claimed.put(h.id, h.lease, h.doc)
+	}
 }
 
 // writeIngests writes accepted envelopes, their deliveries (due at the
@@ -470,6 +491,7 @@ func (s *DB) writeIngests(ctx context.Context, tx pgx.Tx, ws []*ingestWrite, now
 		}
 		out[i] = res
 	}
+	s.keepHanded(&rows)
 	if err := runBatch(ctx, tx, rows.batch(now)); err != nil {
 		return nil, fmt.Errorf("insert envelopes: %w", err)
 	}
@@ -537,6 +559,7 @@ func (r *ingestRows) add(w *ingestWrite, now time.Time) (*store.IngestResult, er
 			d.State, d.LeaseUntil = store.StateSending, nd.LeaseUntil
 			n := nanos(nd.LeaseUntil)
 			due, until, holder = nil, &n, w.holder
+			r.handed = append(r.handed, handedOff{id: d.ID, lease: n, doc: doc})
 		}
 		r.ids, r.envs, r.channels, r.tos = append(r.ids, d.ID), append(r.envs, w.envID), append(r.channels, d.Channel), append(r.tos, d.To)
 		r.agents, r.states, r.dues = append(r.agents, d.Agent), append(r.states, string(d.State)), append(r.dues, due)
@@ -617,9 +640,11 @@ func (s *DB) ClaimAdmitting(ctx context.Context, max int, lease time.Duration, a
 	now := s.now()
 	until := now.Add(lease)
 	var out []*store.Delivery
+	var docs map[string][]byte
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		out = nil
-		c := &claim{ctx: ctx, tx: tx, now: nanos(now), first: firstPage(max, admit != nil)}
+		c := &claim{ctx: ctx, tx: tx, now: nanos(now), first: firstPage(max, admit != nil), docs: map[string][]byte{}}
+		docs = c.docs
 		lanes, err := c.lanes()
 		if err != nil {
 			return err
@@ -645,6 +670,9 @@ func (s *DB) ClaimAdmitting(ctx context.Context, max int, lease time.Duration, a
 	if err != nil {
 		return nil, fmt.Errorf("claim due jobs: %w", err)
 	}
+	for _, d := range out {
+		s.claimed.put(d.ID, nanos(until), docs[d.ID])
+	}
 	return out, nil
 }
 
@@ -655,6 +683,8 @@ type claim struct {
 	now int64
 	// first is how many jobs of each channel the first read locks.
 	first int
+	// docs are the stored records of the jobs loaded, by id.
+	docs map[string][]byte
 	// err is the first failed read; a lane ends at it.
 	err error
 }
@@ -770,6 +800,7 @@ func (c *claim) candidate(r dueRow) store.ClaimCandidate {
 					return nil, c.err
 				}
 			}
+			c.docs[r.id] = r.doc
 			return decodeDelivery(r.doc)
 		},
 	}
@@ -882,11 +913,16 @@ func (s *DB) recordGroup(group []*recordReq) {
 		seen[r.id] = true
 		first = append(first, r)
 	}
-	if len(first) == 1 {
+	// What recordClaimed could not write is written as before: its rows
+	// locked and read again, in one transaction.
+	switch first = s.recordClaimed(ctx, first); {
+	case len(first) == 1:
 		s.recordOne(ctx, first[0])
-	} else if err := s.tx(ctx, func(tx pgx.Tx) error { return s.recordTx(ctx, tx, first) }); err != nil {
-		for _, r := range first {
-			s.recordOne(ctx, r)
+	case len(first) > 1:
+		if err := s.tx(ctx, func(tx pgx.Tx) error { return s.recordTx(ctx, tx, first) }); err != nil {
+			for _, r := range first {
+				s.recordOne(ctx, r)
+			}
 		}
 	}
 	for _, r := range again {
@@ -1063,6 +1099,7 @@ func (s *DB) Release(ctx context.Context, id string, leaseUntil, at time.Time) e
 	if at.IsZero() {
 		return fmt.Errorf("release %s: %w: no due time", id, store.ErrBadState)
 	}
+	s.claimed.take(id)
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		d, err := takeLease(ctx, tx, id, leaseUntil)
 		if err != nil {

@@ -1480,3 +1480,123 @@ func TestKeyedIngestsCommitInGroups(t *testing.T) {
 		t.Fatalf("%d deliveries for %d keys (%v)", n, keysN, err)
 	}
 }
+
+// The outcomes of jobs claimed here are written in one statement from the
+// records the claim read (recordClaimed), except where that would be
+// wrong: a lease that is no longer the caller's (ErrLeaseLost, nothing
+// written), a record changed since the claim (a provider's status, kept),
+// an outcome with provider ids. Concurrent callers, so that the outcomes
+// come in groups.
+func TestDeliveryOutcomesOfClaimsInOneStatement(t *testing.T) {
+	c := dlvClock()
+	db := openDlv(t, c)
+	const n = 120
+	ingestN(t, db, n)
+	jobs, err := db.Claim(dlvCtx, n, time.Minute, nil)
+	if err != nil || len(jobs) != n {
+		t.Fatalf("claimed %d, %v", len(jobs), err)
+	}
+	if got := db.claimed.len(); got != n {
+		t.Fatalf("%d claimed records kept; want %d", got, n)
+	}
+	stale, status, pids := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	for i, j := range jobs {
+		switch i % 10 {
+		case 0:
+			stale[j.ID] = true
+		case 3:
+			status[j.ID] = true
+			if _, err := db.SetProviderStatus(dlvCtx, j.ID, "delivered-"+j.ID, ""); err != nil {
+				t.Fatal(err)
+			}
+		case 7:
+			pids[j.ID] = true
+		}
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i, j := range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lease := j.LeaseUntil
+			if stale[j.ID] {
+				lease = lease.Add(-time.Second)
+			}
+			o := groupOutcome(i, j.ID, c.Now())
+			if !pids[j.ID] {
+				o.ProviderID = ""
+			}
+			_, errs[i] = db.Record(dlvCtx, j.ID, lease, o)
+		}()
+	}
+	wg.Wait()
+	for i, j := range jobs {
+		d, err := db.Delivery(dlvCtx, j.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		atts, err := db.Attempts(dlvCtx, j.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stale[j.ID] {
+			if !errors.Is(errs[i], store.ErrLeaseLost) || d.State != store.StateSending || len(atts) != 0 || d.Attempts != 0 {
+				t.Errorf("%s with a stale lease: %v, state %s, %d attempts; want ErrLeaseLost and nothing recorded", j.ID, errs[i], d.State, len(atts))
+			}
+			continue
+		}
+		want := groupOutcome(i, j.ID, c.Now())
+		if errs[i] != nil || d.State != want.State || d.LastError != want.Error || d.Attempts != 1 ||
+			!d.NextAttemptAt.Equal(want.NextAttemptAt) || !d.LeaseUntil.IsZero() {
+			t.Errorf("%s: %v, state %s, error %q, %d attempts, next %v, lease %v; want %+v", j.ID, errs[i], d.State,
+				d.LastError, d.Attempts, d.NextAttemptAt, d.LeaseUntil, want)
+		}
+		if status[j.ID] != (d.ProviderStatus == "delivered-"+j.ID) {
+			t.Errorf("%s: provider status %q", j.ID, d.ProviderStatus)
+		}
+		if pids[j.ID] != (d.ProviderID == "P"+j.ID) {
+			t.Errorf("%s: provider id %q", j.ID, d.ProviderID)
+		}
+		if len(atts) != 1 || atts[0].N != 1 || atts[0].Outcome != want.Attempt.Outcome || atts[0].Error != want.Attempt.Error {
+			t.Errorf("%s: attempts %+v; want %+v", j.ID, atts, want.Attempt)
+		}
+	}
+	if got, want := db.claimed.written.Load(), int64(n-len(stale)-len(status)-len(pids)); got != want {
+		t.Errorf("%d outcomes written in one statement; want %d (every one but the stale, the changed and those with provider ids)", got, want)
+	}
+	if got := db.claimed.len(); got != 0 {
+		t.Errorf("%d claimed records still kept after every outcome", got)
+	}
+	// A delivery an ingest hands off is kept as a claim keeps one, and its
+	// outcome is written in one statement too.
+	before := db.claimed.written.Load()
+	lease := c.Now().Add(time.Minute)
+	res, err := db.Ingest(dlvCtx, store.Ingest{Envelope: []byte(`{"role":"agent"}`),
+		Deliveries: []store.NewDelivery{{Channel: "webhook", To: "handed", LeaseUntil: lease}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := res.Deliveries[0]
+	if d, err := db.Record(dlvCtx, h.ID, lease, store.Outcome{State: store.StateSent, Attempt: store.Attempt{N: 1, At: c.Now(), Outcome: "sent"}}); err != nil || d.State != store.StateSent {
+		t.Fatalf("record a handed-off delivery: %+v, %v", d, err)
+	}
+	if got := db.claimed.written.Load() - before; got != 1 {
+		t.Errorf("handed-off delivery: %d outcomes written in one statement; want 1", got)
+	}
+	if d, err := db.Delivery(dlvCtx, h.ID); err != nil || d.State != store.StateSent || d.Attempts != 1 || !d.LeaseUntil.IsZero() {
+		t.Errorf("handed-off delivery after its outcome: %+v, %v", d, err)
+	}
+	// A released job's record is dropped; claimed again, it is kept anew.
+	ingestN(t, db, 1)
+	again, err := db.Claim(dlvCtx, 1, time.Minute, nil)
+	if err != nil || len(again) != 1 {
+		t.Fatalf("claimed %d, %v", len(again), err)
+	}
+	if err := db.Release(dlvCtx, again[0].ID, again[0].LeaseUntil, c.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if got := db.claimed.len(); got != 0 {
+		t.Errorf("%d claimed records kept after a release", got)
+	}
+}
