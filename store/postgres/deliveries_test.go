@@ -1142,43 +1142,16 @@ func TestDeliveryRecordGroups(t *testing.T) {
 	c := dlvClock()
 	db := openDlv(t, c)
 	const n = 200
-	ingestN(t, db, n)
-	jobs, err := db.Claim(dlvCtx, n, time.Minute, nil)
-	if err != nil || len(jobs) != n {
-		t.Fatalf("claimed %d, %v", len(jobs), err)
-	}
+	jobs := ingestAndClaim(t, db, n)
 	stale := map[string]bool{}
 	for i := 0; i < n; i += 10 {
 		stale[jobs[i].ID] = true
 	}
-	var wg sync.WaitGroup
-	errs := make([]error, n)
-	for i, j := range jobs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			lease := j.LeaseUntil
-			if stale[j.ID] {
-				lease = lease.Add(-time.Second) // another holder's lease
-			}
-			_, errs[i] = db.Record(dlvCtx, j.ID, lease, groupOutcome(i, j.ID, c.Now()))
-		}()
-	}
-	wg.Wait()
+	errs := recordAll(db, jobs, stale, func(i int, j *store.Delivery) store.Outcome { return groupOutcome(i, j.ID, c.Now()) })
 	retrying := 0
 	for i, j := range jobs {
-		d, err := db.Delivery(dlvCtx, j.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		atts, err := db.Attempts(dlvCtx, j.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if stale[j.ID] {
-			if !errors.Is(errs[i], store.ErrLeaseLost) || d.State != store.StateSending || len(atts) != 0 {
-				t.Errorf("%s with a stale lease: %v, state %s, %d attempts; want ErrLeaseLost and nothing recorded", j.ID, errs[i], d.State, len(atts))
-			}
+		d, atts, recorded := recordedJob(t, db, j.ID, errs[i], stale[j.ID])
+		if !recorded {
 			continue
 		}
 		want := groupOutcome(i, j.ID, c.Now())
@@ -1214,6 +1187,62 @@ func TestDeliveryRecordGroups(t *testing.T) {
 	if again, err := db.Claim(dlvCtx, n, time.Minute, nil); err != nil || len(again) != retrying {
 		t.Fatalf("claimed %d once due, %v; want the %d retrying", len(again), err, retrying)
 	}
+}
+
+// ingestAndClaim ingests n deliveries and claims them all, leased for a
+// minute.
+func ingestAndClaim(t *testing.T, db *DB, n int) []*store.Delivery {
+	t.Helper()
+	ingestN(t, db, n)
+	jobs, err := db.Claim(dlvCtx, n, time.Minute, nil)
+	if err != nil || len(jobs) != n {
+		t.Fatalf("claimed %d, %v", len(jobs), err)
+	}
+	return jobs
+}
+
+// recordAll records outcome(i, job) for every job at once, so that the
+// outcomes come in groups; a stale job's is recorded with another holder's
+// lease. It answers each Record call's error.
+func recordAll(db *DB, jobs []*store.Delivery, stale map[string]bool, outcome func(int, *store.Delivery) store.Outcome) []error {
+	var wg sync.WaitGroup
+	errs := make([]error, len(jobs))
+	for i, j := range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lease := j.LeaseUntil
+			if stale[j.ID] {
+				lease = lease.Add(-time.Second) // another holder's lease
+			}
+			_, errs[i] = db.Record(dlvCtx, j.ID, lease, outcome(i, j))
+		}()
+	}
+	wg.Wait()
+	return errs
+}
+
+// recordedJob reads job id's record and attempts after its Record call
+// answered err. A job recorded with a stale lease must have answered
+// ErrLeaseLost and be unchanged (recorded false); else recorded is true
+// and the caller checks the rest.
+func recordedJob(t *testing.T, db *DB, id string, err error, stale bool) (d *store.Delivery, atts []store.Attempt, recorded bool) {
+	t.Helper()
+	d, derr := db.Delivery(dlvCtx, id)
+	if derr != nil {
+		t.Fatal(derr)
+	}
+	atts, aerr := db.Attempts(dlvCtx, id)
+	if aerr != nil {
+		t.Fatal(aerr)
+	}
+	if stale {
+		if !errors.Is(err, store.ErrLeaseLost) || d.State != store.StateSending || len(atts) != 0 || d.Attempts != 0 {
+			t.Errorf("%s with a stale lease: %v, state %s, %d attempts; want ErrLeaseLost and nothing recorded", id, err, d.State, len(atts))
+		}
+		return d, atts, false
+	}
+	return d, atts, true
 }
 
 // groupOutcome is the i-th outcome of TestDeliveryRecordGroups: sent,
@@ -1491,11 +1520,7 @@ func TestDeliveryOutcomesOfClaimsInOneStatement(t *testing.T) {
 	c := dlvClock()
 	db := openDlv(t, c)
 	const n = 120
-	ingestN(t, db, n)
-	jobs, err := db.Claim(dlvCtx, n, time.Minute, nil)
-	if err != nil || len(jobs) != n {
-		t.Fatalf("claimed %d, %v", len(jobs), err)
-	}
+	jobs := ingestAndClaim(t, db, n)
 	if got := db.claimed.len(); got != n {
 		t.Fatalf("%d claimed records kept; want %d", got, n)
 	}
@@ -1513,37 +1538,16 @@ func TestDeliveryOutcomesOfClaimsInOneStatement(t *testing.T) {
 			pids[j.ID] = true
 		}
 	}
-	var wg sync.WaitGroup
-	errs := make([]error, n)
-	for i, j := range jobs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			lease := j.LeaseUntil
-			if stale[j.ID] {
-				lease = lease.Add(-time.Second)
-			}
-			o := groupOutcome(i, j.ID, c.Now())
-			if !pids[j.ID] {
-				o.ProviderID = ""
-			}
-			_, errs[i] = db.Record(dlvCtx, j.ID, lease, o)
-		}()
-	}
-	wg.Wait()
-	for i, j := range jobs {
-		d, err := db.Delivery(dlvCtx, j.ID)
-		if err != nil {
-			t.Fatal(err)
+	errs := recordAll(db, jobs, stale, func(i int, j *store.Delivery) store.Outcome {
+		o := groupOutcome(i, j.ID, c.Now())
+		if !pids[j.ID] {
+			o.ProviderID = ""
 		}
-		atts, err := db.Attempts(dlvCtx, j.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if stale[j.ID] {
-			if !errors.Is(errs[i], store.ErrLeaseLost) || d.State != store.StateSending || len(atts) != 0 || d.Attempts != 0 {
-				t.Errorf("%s with a stale lease: %v, state %s, %d attempts; want ErrLeaseLost and nothing recorded", j.ID, errs[i], d.State, len(atts))
-			}
+		return o
+	})
+	for i, j := range jobs {
+		d, atts, recorded := recordedJob(t, db, j.ID, errs[i], stale[j.ID])
+		if !recorded {
 			continue
 		}
 		want := groupOutcome(i, j.ID, c.Now())
