@@ -68,13 +68,6 @@ func (c *claimedDocs) take(id string) (claimedDoc, bool) {
 	return d, ok
 }
 
-// len is how many records are kept.
-func (c *claimedDocs) len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.m)
-}
-
 // recordClaimedSQL writes the records and attempts of outcomes applied to
 // the records their claims read: a record is written only where the row
 // still has the outcome's lease and that record ($6, $7), and its attempt

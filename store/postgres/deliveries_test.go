@@ -1189,6 +1189,13 @@ func TestDeliveryRecordGroups(t *testing.T) {
 	}
 }
 
+// len is how many claimed records are kept.
+func (c *claimedDocs) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.m)
+}
+
 // ingestAndClaim ingests n deliveries and claims them all, leased for a
 // minute.
 func ingestAndClaim(t *testing.T, db *DB, n int) []*store.Delivery {
