@@ -136,7 +136,7 @@ func Open(path string, opt Options) (*DB, error) {
 	bdb.MaxBatchSize = opt.MaxBatchSize
 	bdb.MaxBatchDelay = opt.MaxBatchDelay
 	bdb.NoSync = opt.NoSync
-	s := &DB{bolt: bdb, now: opt.Now, rand: opt.Rand, path: path, group: group{max: opt.MaxBatchSize, linger: lingerMax}}
+	s := &DB{bolt: bdb, now: opt.Now, rand: opt.Rand, path: path, group: group{max: opt.MaxBatchSize, linger: lingerMax, cpu: cpuGauge{read: readProcStat}}}
 	if err := s.prepare(fresh); err != nil {
 		bdb.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)

@@ -71,7 +71,7 @@ func BenchmarkFreelistSync(b *testing.B) {
 					}
 				}
 				db.bolt.NoFreelistSync = !sync
-				runPipeline(b, db)
+				runPipeline(b, db, 0)
 			})
 		}
 	}

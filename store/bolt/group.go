@@ -21,7 +21,9 @@ import (
 // previous commit carried at least lingerBusy calls) the loop waits up to
 // lingerMax for lingerFill calls before it commits: a commit rewrites every
 // page its calls touched, so fewer, larger commits cost less CPU and fewer
-// fsyncs an envelope. Because claims
+// fsyncs an envelope. It waits only while the machine's processors are
+// saturated (cpubusy.go): with processors to spare the wait saves nothing
+// another caller needs and lengthens every caller's turn. Because claims
 // and outcome records ride in the same commits as ingests, one delivery
 // costs a share of a commit rather than three commits.
 //
@@ -42,6 +44,9 @@ type group struct {
 	filled chan struct{}
 	// linger is the longest wait for company (lingerMax; tests change it).
 	linger time.Duration
+	// cpu says whether the processors are saturated, the other condition
+	// of the wait.
+	cpu cpuGauge
 }
 
 // The commit loop's wait for company under load (see above): measured with
@@ -104,13 +109,15 @@ func unrefuse(err error) error {
 func (s *DB) commitLoop() {
 	g := &s.group
 	for {
+		// (Read outside the lock: sampling reads /proc/stat.)
+		saturated := g.cpu.saturated(time.Now())
 		g.mu.Lock()
 		if len(g.pending) == 0 {
 			g.running, g.last = false, 0
 			g.mu.Unlock()
 			return
 		}
-		if g.last >= lingerBusy && len(g.pending) < g.fill() {
+		if saturated && g.last >= lingerBusy && len(g.pending) < g.fill() {
 			filled := make(chan struct{})
 			g.filled = filled
 			g.mu.Unlock()

@@ -18,19 +18,23 @@ import (
 // With fsync off (nosync) it measures the CPU the store spends on an
 // envelope, apart from the disk's latency.
 func BenchmarkPipeline(b *testing.B) {
-	for _, mode := range []string{"fsync", "nosync"} {
+	for _, mode := range []string{"fsync", "nosync", "fsync-wait"} {
 		b.Run(mode, func(b *testing.B) {
 			db, err := Open(filepath.Join(b.TempDir(), "b.db"), Options{NoSync: mode == "nosync"})
 			if err != nil {
 				b.Fatal(err)
 			}
 			defer db.Close()
-			runPipeline(b, db)
+			var think time.Duration
+			if mode == "fsync-wait" {
+				think = 500 * time.Microsecond
+			}
+			runPipeline(b, db, think)
 		})
 	}
 }
 
-func runPipeline(b *testing.B, db *DB) {
+func runPipeline(b *testing.B, db *DB, think time.Duration) {
 	env := []byte(`{"role":"agent","parts":[{"text":"Two direct flights found, 15 August 2026 LGW to CFU. Cheapest is easyJet EJ4521 at 94 GBP per person.","metadata":{"partType":"response"}}]}`)
 	const clients, workers = 64, 64
 	jobs := make(chan *store.Delivery, workers)
@@ -41,6 +45,9 @@ func runPipeline(b *testing.B, db *DB) {
 		go func() {
 			defer wg.Done()
 			for d := range jobs {
+				if think > 0 {
+					time.Sleep(think)
+				}
 				o := store.Outcome{State: store.StateSent, Attempt: store.Attempt{At: time.Now(), Outcome: "sent", Receipt: []byte(`{"data":{"status":204}}`)}}
 				if _, err := db.Record(ctx, d.ID, d.LeaseUntil, o); err != nil {
 					b.Error(err)
@@ -86,6 +93,9 @@ func runPipeline(b *testing.B, db *DB) {
 		go func() {
 			defer cw.Done()
 			for next.Add(1) <= int64(b.N) {
+				if think > 0 {
+					time.Sleep(think)
+				}
 				if _, err := db.Ingest(ctx, store.Ingest{Envelope: env, Deliveries: []store.NewDelivery{{Channel: "webhook", To: "ep"}}}); err != nil {
 					b.Error(err)
 					return
