@@ -26,6 +26,7 @@ require (
 	github.com/riverqueue/river/riverdriver/riverpgxv5 v0.51.2
 	github.com/robfig/cron/v3 v3.0.1
 	github.com/rs/zerolog v1.28.0
+	github.com/segmentio/encoding v0.5.4
 	github.com/slack-go/slack v0.36.0
 	github.com/twilio/twilio-go v1.31.0
 	github.com/wneessen/go-mail v0.8.1
@@ -63,7 +64,6 @@ require (
 	github.com/rivo/uniseg v0.4.4 // indirect
 	github.com/rs/xid v1.4.0 // indirect
 	github.com/segmentio/asm v1.1.3 // indirect
-	github.com/segmentio/encoding v0.5.4 // indirect
 	github.com/tidwall/gjson v1.20.0 // indirect
 	github.com/tidwall/match v1.2.0 // indirect
 	github.com/tidwall/pretty v1.2.1 // indirect

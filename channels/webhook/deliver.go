@@ -3,7 +3,6 @@ package webhook
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +16,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	segjson "github.com/segmentio/encoding/json"
 
 	"github.com/cool-ai/beachd/channels"
 	"github.com/cool-ai/beachd/envelope"
@@ -378,7 +379,10 @@ func (d *Deliverer) payload(job *channels.Job, ep *endpointState, at time.Time) 
 	if err != nil {
 		return nil, fmt.Errorf("filter envelope: %w", err)
 	}
-	b, err := json.Marshal(body{
+	// segmentio's encoder writes the bytes encoding/json writes (checked
+	// by TestBodyEncodedAsEncodingJSONDoes and its fuzz test) at less than
+	// half the CPU: every attempt encodes the whole envelope.
+	b, err := segjson.Marshal(body{
 		Type:      EventType,
 		Timestamp: at.UTC().Format(time.RFC3339),
 		Data:      bodyData{DeliveryID: job.Delivery.ID, Envelope: env},
