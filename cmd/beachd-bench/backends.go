@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -115,9 +116,30 @@ func vsRiver(r *backendsResult) *riverRatios {
 	return out
 }
 
+// backendRuns names -backends' runs, in the order they run: beachd on
+// bbolt, on PostgreSQL with one replica, River, beachd with three replicas.
+var backendRuns = []string{"bbolt", "postgres", "river", "postgres3"}
+
+// parseRuns reads -runs: a comma-separated list of backendRuns' names, or
+// "" for all of them.
+func parseRuns(s string) (map[string]bool, error) {
+	if s == "" {
+		return nil, nil
+	}
+	out := map[string]bool{}
+	for _, r := range strings.Split(s, ",") {
+		if !slices.Contains(backendRuns, r) {
+			return nil, fmt.Errorf("-runs: %q is not one of %s", r, strings.Join(backendRuns, ", "))
+		}
+		out[r] = true
+	}
+	return out, nil
+}
+
 // backendsRun runs the comparison against the PostgreSQL server at dsn, each
-// configuration on a fresh schema that is dropped afterwards.
-func backendsRun(n, c int, bin, dsn string, leaseTTL time.Duration) (*backendsResult, error) {
+// configuration on a fresh schema that is dropped afterwards; only (from
+// parseRuns) limits it to some runs when not nil.
+func backendsRun(n, c int, bin, dsn string, leaseTTL time.Duration, only map[string]bool) (*backendsResult, error) {
 	dir, err := os.MkdirTemp("", "beachd-bench-backends-")
 	if err != nil {
 		return nil, err
@@ -137,6 +159,9 @@ func backendsRun(n, c int, bin, dsn string, leaseTTL time.Duration) (*backendsRe
 		postgres bool
 		river    bool
 	}{{"bbolt", 1, false, false}, {"postgres", 1, true, false}, {"river", 1, true, true}, {"postgres", 3, true, false}} {
+		if name := cfg.name + map[int]string{3: "3"}[cfg.replicas]; only != nil && !only[name] {
+			continue
+		}
 		var store, schemaDSN string
 		if cfg.postgres {
 			d, drop, err := freshSchema(dsn)
@@ -485,10 +510,14 @@ func postgresCPU() float64 {
 func backendsText(r *backendsResult) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%-10s %8s %12s %14s %10s %10s %10s %12s %12s\n", "store", "replicas", "ingest/s", "delivered/s", "ingest p99", "e2e p50", "e2e p99", "cpu µs/env", "pg cpu µs/env")
-	base := r.Runs[0]
+	base := r.run("bbolt", 1)
 	for _, x := range r.Runs {
-		fmt.Fprintf(&b, "%-10s %8d %12.0f %14.0f %8.1fms %8.1fms %8.1fms %12.0f %12.0f   (delivered %.2f× bbolt)\n", x.Name, x.Replicas, x.IngestRate, x.DeliveryRate,
-			x.IngestP99ms, x.E2EP50ms, x.E2EP99ms, x.CPUPerEnvelopeUs, x.PostgresCPUPerEnvelopeUs, x.DeliveryRate/base.DeliveryRate)
+		fmt.Fprintf(&b, "%-10s %8d %12.0f %14.0f %8.1fms %8.1fms %8.1fms %12.0f %12.0f", x.Name, x.Replicas, x.IngestRate, x.DeliveryRate,
+			x.IngestP99ms, x.E2EP50ms, x.E2EP99ms, x.CPUPerEnvelopeUs, x.PostgresCPUPerEnvelopeUs)
+		if base != nil && base.DeliveryRate > 0 {
+			fmt.Fprintf(&b, "   (delivered %.2f× bbolt)", x.DeliveryRate/base.DeliveryRate)
+		}
+		b.WriteByte('\n')
 	}
 	for _, x := range r.Runs {
 		if w := x.Postgres; w != nil {

@@ -171,3 +171,18 @@ func TestPGWorkPerEnvelope(t *testing.T) {
 		t.Fatalf("text lacks the database's work:\n%s", text)
 	}
 }
+
+// -runs names some of -backends' runs; an unknown name is refused, naming
+// the ones there are.
+func TestParseRuns(t *testing.T) {
+	if only, err := parseRuns(""); err != nil || only != nil {
+		t.Fatalf(`"": %v, %v; want every run`, only, err)
+	}
+	only, err := parseRuns("postgres,postgres3")
+	if err != nil || len(only) != 2 || !only["postgres"] || !only["postgres3"] {
+		t.Fatalf("postgres,postgres3: %v, %v", only, err)
+	}
+	if _, err := parseRuns("postgres,pg3"); err == nil || !strings.Contains(err.Error(), `"pg3"`) || !strings.Contains(err.Error(), "postgres3") {
+		t.Fatalf("an unknown run: %v", err)
+	}
+}

@@ -146,6 +146,7 @@ func main() {
 	thr := flag.Bool("throughput", false, "with other modes: also run the default daemon-vs-raw throughput bench")
 	backends := flag.Bool("backends", false, "beachd on bbolt, on PostgreSQL with 1 and with 3 replicas, and the River job queue on the same PostgreSQL (the same load, -n and -c), and the singletons' failover after a SIGKILL")
 	dsn := flag.String("dsn", "postgres://127.0.0.1:5432/test?sslmode=disable", "with -backends: the PostgreSQL server (each run uses a fresh schema)")
+	runs := flag.String("runs", "", "with -backends: only these of its runs, comma-separated: bbolt, postgres (one replica), river, postgres3 (three replicas)")
 	leaseTTL := flag.Duration("lease-ttl", 15*time.Second, "with -backends: the singletons' lease for the failover measurement (0 skips it)")
 	efficiency := flag.Bool("efficiency", false, "every figure of the efficiency goals in one run: the default run (bbolt against the relays, then its steady phase), -backends without the failover (PostgreSQL with 1 and 3 replicas against River) and -scale (1000000 unless given)")
 	keys := flag.Bool("keys", false, "every delivery request carries an Idempotency-Key of its own, which beachd stores and checks (River's process ignores it)")
@@ -175,7 +176,12 @@ func main() {
 		}
 	}
 	if *backends && !*efficiency && !*all {
-		res, err := backendsRun(*n, *c, *bin, *dsn, *leaseTTL)
+		only, err := parseRuns(*runs)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "beachd-bench:", err)
+			os.Exit(2)
+		}
+		res, err := backendsRun(*n, *c, *bin, *dsn, *leaseTTL, only)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "beachd-bench:", err)
 			os.Exit(1)
@@ -252,7 +258,7 @@ func main() {
 		}
 	}
 	if *backends {
-		if res, err := backendsRun(*n, *c, *bin, *dsn, 0); err != nil {
+		if res, err := backendsRun(*n, *c, *bin, *dsn, 0, nil); err != nil {
 			fail("backends", err)
 		} else {
 			rep.Backends = res
