@@ -17,6 +17,7 @@ import (
 	bbolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
 
+	"github.com/cool-ai/beachd/internal/cpubusy"
 	"github.com/cool-ai/beachd/store"
 )
 
@@ -136,7 +137,7 @@ func Open(path string, opt Options) (*DB, error) {
 	bdb.MaxBatchSize = opt.MaxBatchSize
 	bdb.MaxBatchDelay = opt.MaxBatchDelay
 	bdb.NoSync = opt.NoSync
-	s := &DB{bolt: bdb, now: opt.Now, rand: opt.Rand, path: path, group: group{max: opt.MaxBatchSize, linger: lingerMax, cpu: cpuGauge{read: readProcStat}}}
+	s := &DB{bolt: bdb, now: opt.Now, rand: opt.Rand, path: path, group: group{max: opt.MaxBatchSize, linger: lingerMax, cpu: cpubusy.New()}}
 	if err := s.prepare(fresh); err != nil {
 		bdb.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)

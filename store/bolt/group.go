@@ -8,6 +8,8 @@ import (
 	"time"
 
 	bbolt "go.etcd.io/bbolt"
+
+	"github.com/cool-ai/beachd/internal/cpubusy"
 )
 
 // Group commit for the outbox's hot path.
@@ -22,7 +24,7 @@ import (
 // lingerMax for lingerFill calls before it commits: a commit rewrites every
 // page its calls touched, so fewer, larger commits cost less CPU and fewer
 // fsyncs an envelope. It waits only while the machine's processors are
-// saturated (cpubusy.go): with processors to spare the wait saves nothing
+// saturated (package cpubusy): with processors to spare the wait saves nothing
 // another caller needs and lengthens every caller's turn. Because claims
 // and outcome records ride in the same commits as ingests, one delivery
 // costs a share of a commit rather than three commits.
@@ -46,7 +48,7 @@ type group struct {
 	linger time.Duration
 	// cpu says whether the processors are saturated, the other condition
 	// of the wait.
-	cpu cpuGauge
+	cpu *cpubusy.Gauge
 }
 
 // The commit loop's wait for company under load (see above): measured with
@@ -110,7 +112,7 @@ func (s *DB) commitLoop() {
 	g := &s.group
 	for {
 		// (Read outside the lock: sampling reads /proc/stat.)
-		saturated := g.cpu.saturated(time.Now())
+		saturated := g.cpu.Saturated(time.Now())
 		g.mu.Lock()
 		if len(g.pending) == 0 {
 			g.running, g.last = false, 0

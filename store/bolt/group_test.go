@@ -10,6 +10,7 @@ import (
 
 	bbolt "go.etcd.io/bbolt"
 
+	"github.com/cool-ai/beachd/internal/cpubusy"
 	"github.com/cool-ai/beachd/internal/testkit/poll"
 	"github.com/cool-ai/beachd/store"
 )
@@ -126,7 +127,7 @@ func afterBusyCommit(t *testing.T, db *DB, fn func(*bbolt.Tx) error) <-chan erro
 func TestGroupDoesNotWaitWithProcessorsToSpare(t *testing.T) {
 	db := openTest(t, filepath.Join(t.TempDir(), "b.db"), newClock())
 	db.group.linger = time.Minute
-	db.group.cpu = cpuGauge{busy: false}
+	db.group.cpu = cpubusy.Fixed(false)
 	select {
 	case err := <-afterBusyCommit(t, db, putKV("first")):
 		if err != nil {
@@ -147,7 +148,7 @@ func TestGroupDoesNotWaitWithProcessorsToSpare(t *testing.T) {
 func TestGroupWaitsForCompanyUnderLoad(t *testing.T) {
 	db := openTest(t, filepath.Join(t.TempDir(), "b.db"), newClock())
 	db.group.linger = time.Minute // only lingerFill calls end the wait
-	db.group.cpu = cpuGauge{busy: true}
+	db.group.cpu = cpubusy.Fixed(true)
 	var mu sync.Mutex
 	txOf := map[string]int{}
 	put := func(key string) func(*bbolt.Tx) error {

@@ -27,6 +27,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/cool-ai/beachd/internal/cpubusy"
 	"github.com/cool-ai/beachd/store"
 )
 
@@ -74,6 +75,9 @@ type DB struct {
 	records chan *recordReq
 	ingests chan *ingestReq
 	closing chan struct{}
+	// cpu says whether the processors are saturated: the committers wait
+	// for company only then (committer).
+	cpu *cpubusy.Gauge
 	// claimed are the records of the jobs this process leased, as read.
 	claimed   claimedDocs
 	workers   sync.WaitGroup
@@ -133,7 +137,7 @@ func Open(ctx context.Context, dsn string, opt Options) (*DB, error) {
 	}
 	s := &DB{pool: pool, now: opt.Now, rand: opt.Rand, log: opt.Log, holder: opt.Holder, wake: make(chan string, 16), done: make(chan struct{}),
 		wakeReq: make(chan struct{}, 1), notifierDone: make(chan struct{}),
-		records: make(chan *recordReq), ingests: make(chan *ingestReq), closing: make(chan struct{})}
+		records: make(chan *recordReq), ingests: make(chan *ingestReq), closing: make(chan struct{}), cpu: cpubusy.New()}
 	var schema string
 	if err := pool.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
 		pool.Close()
@@ -150,14 +154,17 @@ func Open(ctx context.Context, dsn string, opt Options) (*DB, error) {
 	go s.notifier(lctx)
 	for range recordWorkers {
 		s.workers.Add(1)
-		go committer(&s.workers, s.closing, s.records, maxRecordGroup, s.recordGroup, func(r *recordReq) { close(r.done) })
+		go committer(&s.workers, s.closing, s.records, maxRecordGroup, s.busy, lingerMax, s.recordGroup, func(r *recordReq) { close(r.done) })
 	}
 	for range ingestWorkers {
 		s.workers.Add(1)
-		go committer(&s.workers, s.closing, s.ingests, maxIngestGroup, s.ingestGroup, func(r *ingestReq) { close(r.done) })
+		go committer(&s.workers, s.closing, s.ingests, maxIngestGroup, s.busy, lingerMax, s.ingestGroup, func(r *ingestReq) { close(r.done) })
 	}
 	return s, nil
 }
+
+// busy reports whether the machine's processors are saturated.
+func (s *DB) busy() bool { return s.cpu.Saturated(time.Now()) }
 
 // maxIdentifier is PostgreSQL's longest identifier in bytes (NAMEDATALEN-1):
 // LISTEN cuts a longer channel name short while pg_notify refuses it, so a

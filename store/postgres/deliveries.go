@@ -867,15 +867,30 @@ const recordWorkers = 2
 // it waits for one, takes every other that is waiting (up to max), hands
 // them to commit together, then tells each caller (done). The recorders
 // and the ingesters are committers.
-func committer[R any](wg *sync.WaitGroup, closing <-chan struct{}, in <-chan R, max int, commit func([]R), done func(R)) {
+//
+// Under load a group waits for company: when this committer's previous
+// group held lingerFrom requests or more and it has not sat idle since
+// (waited lingerIdle for a request), and busy says the processors are
+// saturated (package cpubusy), a group not yet full waits up to linger
+// (lingerMax) for more before it commits. On a saturated
+// machine each statement and commit costs beachd's and PostgreSQL's
+// processors a share that a larger group divides among more envelopes;
+// with processors to spare the wait would only lengthen every caller's
+// turn, and a caller after an idle spell never waits.
+func committer[R any](wg *sync.WaitGroup, closing <-chan struct{}, in <-chan R, max int, busy func() bool, linger time.Duration, commit func([]R), done func(R)) {
 	defer wg.Done()
 	group := make([]R, 0, max)
+	prev := 0
 	for {
+		asked := time.Now()
 		select {
 		case <-closing:
 			return
 		case r := <-in:
 			group = append(group[:0], r)
+		}
+		if time.Since(asked) > lingerIdle {
+			prev = 0 // idle: the callers are few
 		}
 	more:
 		for len(group) < max {
@@ -886,12 +901,34 @@ func committer[R any](wg *sync.WaitGroup, closing <-chan struct{}, in <-chan R, 
 				break more
 			}
 		}
+		if prev >= lingerFrom && len(group) < max && busy() {
+			t := time.NewTimer(linger)
+		wait:
+			for len(group) < max {
+				select {
+				case r := <-in:
+					group = append(group, r)
+				case <-t.C:
+					break wait
+				}
+			}
+			t.Stop()
+		}
+		prev = len(group)
 		commit(group)
 		for _, r := range group {
 			done(r)
 		}
 	}
 }
+
+// The committers' wait for company under load (see committer), measured
+// with beachd-bench -backends (docs/performance.md).
+const (
+	lingerFrom = 2
+	lingerMax  = 5 * time.Millisecond
+	lingerIdle = 100 * time.Millisecond
+)
 
 // recordGroup records the outcomes of group in one transaction, each
 // request's result in its out or err. A job whose lease is not the

@@ -1,4 +1,4 @@
-package bolt
+package cpubusy
 
 import (
 	"testing"
@@ -20,13 +20,13 @@ func TestParseProcStat(t *testing.T) {
 		{"cpu 18446744073709551615 1 0 0 0\n", 0, 0, false}, // the sum overflows
 		{"", 0, 0, false},
 	} {
-		idle, total, ok := parseProcStat([]byte(c.in))
+		idle, total, ok := ParseProcStat([]byte(c.in))
 		if idle != c.idle || total != c.total || ok != c.ok {
 			t.Errorf("%q: %d %d %v, want %d %d %v", c.in, idle, total, ok, c.idle, c.total, c.ok)
 		}
 	}
-	if _, _, ok := readProcStat(); !ok {
-		t.Log("no /proc/stat here: the commit loop never waits for company")
+	if _, _, ok := ReadProcStat(); !ok {
+		t.Log("no /proc/stat here: the gauge never says busy")
 	}
 }
 
@@ -34,7 +34,7 @@ func FuzzParseProcStat(f *testing.F) {
 	f.Add([]byte("cpu  100 2 30 400 50 1 2 3 7 0\ncpu0 50 1 15 200 25 0 1 1 3 0\n"))
 	f.Add([]byte("cpu 1 2 3 4 5 6 7 8 9 10 11 12"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		if idle, total, ok := parseProcStat(b); ok && idle > total {
+		if idle, total, ok := ParseProcStat(b); ok && idle > total {
 			t.Fatalf("idle %d > total %d", idle, total)
 		}
 	})
@@ -50,7 +50,7 @@ func TestCPUGauge(t *testing.T) {
 	}
 	var readings []reading
 	reads := 0
-	g := cpuGauge{read: func() (uint64, uint64, bool) {
+	g := &Gauge{Read: func() (uint64, uint64, bool) {
 		r := readings[reads]
 		reads++
 		return r.idle, r.total, r.ok
@@ -59,14 +59,14 @@ func TestCPUGauge(t *testing.T) {
 	step := func(r reading, want bool) {
 		t.Helper()
 		readings = append(readings, r)
-		now = now.Add(cpuPeriod)
-		if got := g.saturated(now); got != want {
+		now = now.Add(Period)
+		if got := g.Saturated(now); got != want {
 			t.Fatalf("reading %d (%+v): saturated %v, want %v", len(readings), r, got, want)
 		}
 	}
 	step(reading{100, 1000, true}, false) // one reading: nothing to compare
 	step(reading{120, 1100, true}, true)  // 20% idle
-	if g.saturated(now.Add(cpuPeriod/2)) != true || reads != 2 {
+	if g.Saturated(now.Add(Period/2)) != true || reads != 2 {
 		t.Fatalf("sampled within a period (%d reads)", reads)
 	}
 	step(reading{170, 1200, true}, false) // 50% idle
@@ -77,7 +77,7 @@ func TestCPUGauge(t *testing.T) {
 	step(reading{221, 1600, true}, true)
 	step(reading{210, 1700, true}, false) // idle went back
 	step(reading{211, 1650, true}, false) // total went back
-	if (&cpuGauge{busy: true}).saturated(now) != true {
+	if Fixed(true).Saturated(now) != true {
 		t.Fatal("a gauge without read must keep its answer")
 	}
 }
