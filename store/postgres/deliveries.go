@@ -871,8 +871,10 @@ const recordWorkers = 2
 // Under load a group waits for company: when this committer's previous
 // group held lingerFrom requests or more and it has not sat idle since
 // (waited lingerIdle for a request), and busy says the processors are
-// saturated (package cpubusy), a group not yet full waits up to linger
-// (lingerMax) for more before it commits. On a saturated
+// saturated (package cpubusy), a group smaller than the previous one waits
+// up to linger (lingerMax) for more before it commits, and no longer than
+// it takes to grow as large (so a few callers in turn do not each wait the
+// whole linger). On a saturated
 // machine each statement and commit costs beachd's and PostgreSQL's
 // processors a share that a larger group divides among more envelopes;
 // with processors to spare the wait would only lengthen every caller's
@@ -901,10 +903,10 @@ func committer[R any](wg *sync.WaitGroup, closing <-chan struct{}, in <-chan R, 
 				break more
 			}
 		}
-		if prev >= lingerFrom && len(group) < max && busy() {
+		if prev >= lingerFrom && len(group) < min(max, prev) && busy() {
 			t := time.NewTimer(linger)
 		wait:
-			for len(group) < max {
+			for len(group) < min(max, prev) {
 				select {
 				case r := <-in:
 					group = append(group, r)
