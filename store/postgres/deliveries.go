@@ -874,11 +874,11 @@ const recordWorkers = 2
 // saturated (package cpubusy), a group smaller than the previous one waits
 // up to linger (lingerMax) for more before it commits, and no longer than
 // it takes to grow as large (so a few callers in turn do not each wait the
-// whole linger). On a saturated
-// machine each statement and commit costs beachd's and PostgreSQL's
-// processors a share that a larger group divides among more envelopes;
-// with processors to spare the wait would only lengthen every caller's
-// turn, and a caller after an idle spell never waits.
+// whole linger). On a saturated machine each statement and commit costs
+// beachd's and PostgreSQL's processors a share that a larger group divides
+// among more envelopes; with processors to spare the wait would only
+// lengthen every caller's turn, and a caller after an idle spell never
+// waits.
 func committer[R any](wg *sync.WaitGroup, closing <-chan struct{}, in <-chan R, max int, busy func() bool, linger time.Duration, commit func([]R), done func(R)) {
 	defer wg.Done()
 	group := make([]R, 0, max)
