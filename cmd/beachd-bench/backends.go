@@ -116,9 +116,18 @@ func vsRiver(r *backendsResult) *riverRatios {
 	return out
 }
 
-// backendRuns names -backends' runs, in the order they run: beachd on
-// bbolt, on PostgreSQL with one replica, River, beachd with three replicas.
-var backendRuns = []string{"bbolt", "postgres", "river", "postgres3"}
+// backendRuns are -backends' runs, in the order they run. River runs right
+// after beachd's one-replica PostgreSQL run, on a fresh schema of the same
+// server, so the pair shares the machine's state as closely as one run
+// allows.
+var backendRuns = []struct {
+	run      string // its name in -runs
+	name     string
+	replicas int
+	postgres bool
+	river    bool
+}{{"bbolt", "bbolt", 1, false, false}, {"postgres", "postgres", 1, true, false}, {"river", "river", 1, true, true},
+	{"postgres3", "postgres", 3, true, false}}
 
 // parseRuns reads -runs: a comma-separated list of backendRuns' names, or
 // "" for all of them.
@@ -126,10 +135,14 @@ func parseRuns(s string) (map[string]bool, error) {
 	if s == "" {
 		return nil, nil
 	}
+	var names []string
+	for _, r := range backendRuns {
+		names = append(names, r.run)
+	}
 	out := map[string]bool{}
 	for _, r := range strings.Split(s, ",") {
-		if !slices.Contains(backendRuns, r) {
-			return nil, fmt.Errorf("-runs: %q is not one of %s", r, strings.Join(backendRuns, ", "))
+		if !slices.Contains(names, r) {
+			return nil, fmt.Errorf("-runs: %q is not one of %s", r, strings.Join(names, ", "))
 		}
 		out[r] = true
 	}
@@ -150,16 +163,8 @@ func backendsRun(n, c int, bin, dsn string, leaseTTL time.Duration, only map[str
 	}
 	res := &backendsResult{Machine: machine(), N: n, C: c, Keys: idempotencyKeys,
 		Note: fmt.Sprintf("%d CPUs: the replicas, PostgreSQL, the clients and the sink share them, so three replicas show the cost of sharing one database, not the gain of three machines", runtime.NumCPU())}
-	// River runs right after beachd's one-replica PostgreSQL run, on a
-	// fresh schema of the same server, so the pair shares the machine's
-	// state as closely as one run allows.
-	for _, cfg := range []struct {
-		name     string
-		replicas int
-		postgres bool
-		river    bool
-	}{{"bbolt", 1, false, false}, {"postgres", 1, true, false}, {"river", 1, true, true}, {"postgres", 3, true, false}} {
-		if name := cfg.name + map[int]string{3: "3"}[cfg.replicas]; only != nil && !only[name] {
+	for _, cfg := range backendRuns {
+		if only != nil && !only[cfg.run] {
 			continue
 		}
 		var store, schemaDSN string

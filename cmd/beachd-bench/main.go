@@ -169,6 +169,10 @@ func main() {
 		}
 		return
 	}
+	if *runs != "" && (!*backends || *efficiency || *all) {
+		fmt.Fprintln(os.Stderr, "beachd-bench: -runs picks runs of -backends alone (not with -efficiency or -all)")
+		os.Exit(2)
+	}
 	if *efficiency {
 		*thr, *backends = true, true
 		if *scale == 0 {

@@ -8,8 +8,9 @@ import (
 )
 
 // committerRig runs a committer of ints with groups of at most 3 and a wait
-// for company of a minute: only a group as large as the one before ends it. Each commit is held
-// until the test lets it go (release), and each group is reported on groups.
+// for company of a minute: only a group as large as the one before ends it.
+// Each commit is held until the test lets it go (release), and each group is
+// reported on groups.
 type committerRig struct {
 	in       chan int
 	groups   chan []int
