@@ -190,6 +190,25 @@ func testWakeups(t *testing.T, dsn string) {
 	}
 }
 
+// TestJITOffUnlessTheDSNSetsIt: beachd's sessions run with jit off, and
+// with the DSN's jit when it names one.
+func TestJITOffUnlessTheDSNSetsIt(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	ctx := context.Background()
+	for _, c := range []struct{ dsn, want string }{{dsn, "off"}, {dsn + "&jit=on", "on"}} {
+		db, err := Open(ctx, c.dsn, Options{})
+		if err != nil {
+			t.Fatalf("open %s: %v", c.dsn, err)
+		}
+		var got string
+		err = db.pool.QueryRow(ctx, "SHOW jit").Scan(&got)
+		db.Close()
+		if err != nil || got != c.want {
+			t.Errorf("%s: jit %q (%v), want %q", c.dsn, got, err, c.want)
+		}
+	}
+}
+
 // TestPoolSizeFromTheDSN: the pool is 10 connections unless the DSN's
 // pool_max_conns names another size; fewer than 2 is refused by name.
 func TestPoolSizeFromTheDSN(t *testing.T) {
