@@ -190,7 +190,7 @@ func testWakeups(t *testing.T, dsn string) {
 	}
 }
 
-// TestJITOffUnlessTheDSNSetsIt: beachd's sessions run with jit off, and
+// TestJITOffUnlessTheDSNSetsIt: beachd's connections run with jit off, and
 // with the DSN's jit when it names one.
 func TestJITOffUnlessTheDSNSetsIt(t *testing.T) {
 	dsn := pgtest.DSN(t)
