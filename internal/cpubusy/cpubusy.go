@@ -46,8 +46,8 @@ type Gauge struct {
 // New returns a gauge of this machine's processors.
 func New() *Gauge { return &Gauge{Read: ReadProcStat} }
 
-// Fixed returns a gauge whose answer is always busy, whatever the machine
-// does (for tests).
+// Fixed returns a gauge that always answers busy, the value it is given,
+// whatever the machine does (for tests).
 func Fixed(busy bool) *Gauge { return &Gauge{busy: busy} }
 
 // Saturated reports whether the processors were busy over the last period

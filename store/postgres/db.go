@@ -109,16 +109,16 @@ func PoolConfig(dsn string, maxConns int32) (*pgxpool.Config, error) {
 	if cfg.MaxConns < 2 {
 		return nil, fmt.Errorf("pool_max_conns=%d: beachd needs at least 2 connections (one listens for other replicas' wake-ups)", cfg.MaxConns)
 	}
-	if _, set := cfg.ConnConfig.RuntimeParams["jit"]; !set {
-		// A SET on each new connection rather than a startup parameter,
-		// which a connection pooler may refuse.
-		after := cfg.AfterConnect
+	if !setsJIT(cfg.ConnConfig) {
+		// beachd's statements are short, and PostgreSQL compiles one whose
+		// plan it costs above jit_above_cost, which a table without
+		// statistics makes likely (a new database before its first
+		// autoanalyze, a server without autovacuum): the lease sweep over
+		// 43,653 deliveries without statistics took 189–225 ms with JIT,
+		// 148–155 ms of it compiling, and 24 ms without
+		// (docs/performance.md). A SET on each new connection rather than a
+		// startup parameter, which a connection pooler may refuse.
 		cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
-			if after != nil {
-				if err := after(ctx, c); err != nil {
-					return err
-				}
-			}
 			if _, err := c.Exec(ctx, "SET jit = off"); err != nil {
 				return fmt.Errorf("turn JIT compilation off: %w", err)
 			}
@@ -128,13 +128,12 @@ func PoolConfig(dsn string, maxConns int32) (*pgxpool.Config, error) {
 	return cfg, nil
 }
 
-// JIT compilation is off on beachd's connections unless the DSN sets jit
-// (PoolConfig). beachd's statements are short, and PostgreSQL compiles a
-// statement whose plan it costs above jit_above_cost, which a table
-// without statistics makes likely: a new database before its first
-// autoanalyze, or a server without autovacuum. The lease sweep on 43,653
-// deliveries without statistics took 189–225 ms with JIT (148–155 ms of
-// it compiling) and 24 ms without (docs/performance.md).
+// setsJIT reports whether the DSN sets jit itself: as a parameter of its
+// own (jit=on) or in options (options=-c jit=on).
+func setsJIT(c *pgx.ConnConfig) bool {
+	_, set := c.RuntimeParams["jit"]
+	return set || strings.Contains(c.RuntimeParams["options"], "jit")
+}
 
 // Open connects to the database at dsn, brings its schema up to date (or
 // refuses a newer one) and starts listening for other replicas' wake-ups.

@@ -191,11 +191,11 @@ func testWakeups(t *testing.T, dsn string) {
 }
 
 // TestJITOffUnlessTheDSNSetsIt: beachd's connections run with jit off, and
-// with the DSN's jit when it names one.
+// with the DSN's jit when it names one, as a parameter or in options.
 func TestJITOffUnlessTheDSNSetsIt(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	ctx := context.Background()
-	for _, c := range []struct{ dsn, want string }{{dsn, "off"}, {dsn + "&jit=on", "on"}} {
+	for _, c := range []struct{ dsn, want string }{{dsn, "off"}, {dsn + "&jit=on", "on"}, {dsn + "&options=-c%20jit%3Don", "on"}} {
 		db, err := Open(ctx, c.dsn, Options{})
 		if err != nil {
 			t.Fatalf("open %s: %v", c.dsn, err)
