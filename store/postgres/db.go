@@ -78,6 +78,9 @@ type DB struct {
 	// cpu says whether the processors are saturated: the committers wait
 	// for company only then (committer).
 	cpu *cpubusy.Gauge
+	// planEach, as a statement's first argument, has PostgreSQL plan it
+	// for each execution (planEachMode).
+	planEach pgx.QueryExecMode
 	// claimed are the records of the jobs this process leased, as read.
 	claimed   claimedDocs
 	workers   sync.WaitGroup
@@ -128,6 +131,28 @@ func PoolConfig(dsn string, maxConns int32) (*pgxpool.Config, error) {
 	return cfg, nil
 }
 
+// planEachMode is how to run the statements that find rows of deliveries
+// or envelopes by a list of ids: as unnamed statements, which PostgreSQL
+// plans each time they run. A prepared statement's plan is made generic
+// after five executions and kept until the connection closes: made while
+// the table was small (a new schema, a store just pruned), it reads the
+// whole table for each execution (a hash join over a sequential scan),
+// and goes on doing so as the table grows, until its statistics change
+// (an ANALYZE, which nothing runs where autovacuum is off). Planned each
+// time, such a statement finds its rows by their index once the table
+// has grown. Every mode but the default prepares nothing, and a DSN that
+// chose one keeps it; without pgx's description cache, each such
+// statement is described first (a second round trip).
+func planEachMode(c *pgx.ConnConfig) pgx.QueryExecMode {
+	switch {
+	case c.DefaultQueryExecMode != pgx.QueryExecModeCacheStatement:
+		return c.DefaultQueryExecMode
+	case c.DescriptionCacheCapacity == 0:
+		return pgx.QueryExecModeDescribeExec
+	}
+	return pgx.QueryExecModeCacheDescribe
+}
+
 // setsJIT reports whether the DSN sets jit itself: as a parameter of its
 // own (jit=on) or in options (options=-c jit=on).
 func setsJIT(c *pgx.ConnConfig) bool {
@@ -159,7 +184,7 @@ func Open(ctx context.Context, dsn string, opt Options) (*DB, error) {
 		pool.Close()
 		return nil, fmt.Errorf("open postgres %s: %w", redact(cfg.ConnConfig), err)
 	}
-	s := &DB{pool: pool, now: opt.Now, rand: opt.Rand, log: opt.Log, holder: opt.Holder, wake: make(chan string, 16), done: make(chan struct{}),
+	s := &DB{pool: pool, now: opt.Now, rand: opt.Rand, log: opt.Log, holder: opt.Holder, planEach: planEachMode(cfg.ConnConfig), wake: make(chan string, 16), done: make(chan struct{}),
 		wakeReq: make(chan struct{}, 1), notifierDone: make(chan struct{}),
 		records: make(chan *recordReq), ingests: make(chan *ingestReq), closing: make(chan struct{}), cpu: cpubusy.New()}
 	var schema string

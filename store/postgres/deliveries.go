@@ -64,7 +64,7 @@ func (s *DB) ingestTx(ctx context.Context, in *store.Ingest, w *ingestWrite, now
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		res = nil
 		if in.IdempotencyKey != "" {
-			prev, err := takeIdempotencyKey(ctx, tx, in, w.envID, now)
+			prev, err := s.takeIdempotencyKey(ctx, tx, in, w.envID, now)
 			if err != nil || prev != nil {
 				res = prev
 				return err
@@ -347,7 +347,7 @@ func (s *DB) newIngestWrite(in *store.Ingest) *ingestWrite {
 // ErrIdempotencyConflict for another body; when the key's envelope has
 // been pruned, the key is taken over for envID (a new request) and the
 // answer is nil, as for a new key.
-func takeIdempotencyKey(ctx context.Context, tx pgx.Tx, in *store.Ingest, envID string, now time.Time) (*store.IngestResult, error) {
+func (s *DB) takeIdempotencyKey(ctx context.Context, tx pgx.Tx, in *store.Ingest, envID string, now time.Time) (*store.IngestResult, error) {
 	for {
 		tag, err := tx.Exec(ctx, `INSERT INTO idempotency (key, hash, envelope_id, created_ns) VALUES ($1, $2, $3, $4)
 			ON CONFLICT (key) DO NOTHING`, in.IdempotencyKey, in.RequestHash[:], envID, nanos(now))
@@ -370,7 +370,7 @@ func takeIdempotencyKey(ctx context.Context, tx pgx.Tx, in *store.Ingest, envID 
 		if !bytes.Equal(hash, in.RequestHash[:]) {
 			return nil, store.ErrIdempotencyConflict
 		}
-		res, err := ingestResult(ctx, tx, prevEnv)
+		res, err := s.ingestResult(ctx, tx, prevEnv)
 		switch {
 		case err == nil:
 			res.Replayed = true
@@ -390,7 +390,7 @@ func takeIdempotencyKey(ctx context.Context, tx pgx.Tx, in *store.Ingest, envID 
 
 // ingestResult answers again what the ingest of the envelope envID
 // answered: its deliveries in their state at acceptance (queued).
-func ingestResult(ctx context.Context, tx pgx.Tx, envID string) (*store.IngestResult, error) {
+func (s *DB) ingestResult(ctx context.Context, tx pgx.Tx, envID string) (*store.IngestResult, error) {
 	var doc []byte
 	err := tx.QueryRow(ctx, `SELECT doc FROM envelopes WHERE id = $1`, envID).Scan(&doc)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -403,7 +403,7 @@ func ingestResult(ctx context.Context, tx pgx.Tx, envID string) (*store.IngestRe
 	if err := json.Unmarshal(doc, &rec); err != nil {
 		return nil, fmt.Errorf("envelope %s: %w: %v", envID, store.ErrCorrupt, err)
 	}
-	rows, err := tx.Query(ctx, `SELECT doc, NULL::bigint FROM deliveries WHERE id = ANY($1)`, rec.DeliveryIDs)
+	rows, err := tx.Query(ctx, `SELECT doc, NULL::bigint FROM deliveries WHERE id = ANY($1)`, s.planEach, rec.DeliveryIDs)
 	if err != nil {
 		return nil, fmt.Errorf("read deliveries of %s: %w", envID, err)
 	}
@@ -661,7 +661,7 @@ func (s *DB) ClaimAdmitting(ctx context.Context, max int, lease time.Duration, a
 			ids[i] = d.ID
 		}
 		if _, err := tx.Exec(ctx, `UPDATE deliveries SET state = 'sending', due_ns = NULL, lease_until_ns = $2,
-			lease_holder = NULLIF($3, '') WHERE id = ANY($1)`, ids, nanos(until), s.holder); err != nil {
+			lease_holder = NULLIF($3, '') WHERE id = ANY($1)`, s.planEach, ids, nanos(until), s.holder); err != nil {
 			return fmt.Errorf("lease: %w", err)
 		}
 		out = choice.Taken
@@ -986,7 +986,7 @@ func (s *DB) recordTx(ctx context.Context, tx pgx.Tx, rs []*recordReq) error {
 		ids[i] = r.id
 		r.out, r.err = nil, nil
 	}
-	rows, err := tx.Query(ctx, `SELECT id, doc, lease_until_ns FROM deliveries WHERE id = ANY($1) ORDER BY id FOR UPDATE`, ids)
+	rows, err := tx.Query(ctx, `SELECT id, doc, lease_until_ns FROM deliveries WHERE id = ANY($1) ORDER BY id FOR UPDATE`, s.planEach, ids)
 	if err != nil {
 		return err
 	}
@@ -1033,7 +1033,9 @@ func (s *DB) recordTx(ctx context.Context, tx pgx.Tx, rs []*recordReq) error {
 		}
 		r.out = d
 	}
-	w.queue(b)
+	if err := w.write(ctx, tx, s.planEach); err != nil {
+		return err
+	}
 	if err := queueLateMessageTimers(ctx, tx, b, rs, now); err != nil {
 		return err
 	}
@@ -1041,7 +1043,7 @@ func (s *DB) recordTx(ctx context.Context, tx pgx.Tx, rs []*recordReq) error {
 }
 
 // outcomeRows are the records and attempts of a group's outcomes, written
-// by two statements whatever the group's size: two statements for each
+// by one statement whatever the group's size: two statements for each
 // outcome cost PostgreSQL more than writing the rows did.
 type outcomeRows struct {
 	ids, states, docs, attempts []string
@@ -1068,25 +1070,28 @@ func (w *outcomeRows) add(d *store.Delivery, a *store.Attempt) error {
 }
 
 // recordOutcomesSQL rewrites the records of a group's outcomes, each with
-// the columns that follow it (updateDeliverySQL, for many rows).
-const recordOutcomesSQL = `UPDATE deliveries AS d SET state = u.state, due_ns = u.due_ns, lease_until_ns = NULL,
+// the columns that follow it (updateDeliverySQL, for many rows), and
+// stores their attempts (one a delivery; an attempt already stored under
+// its number is replaced). The rows are locked already (recordTx).
+const recordOutcomesSQL = `WITH w AS (UPDATE deliveries AS d SET state = u.state, due_ns = u.due_ns, lease_until_ns = NULL,
 	lease_holder = NULL, updated_ns = u.updated_ns, doc = u.doc
 	FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::json[]) AS u (id, state, due_ns, updated_ns, doc)
-	WHERE d.id = u.id`
-
-// insertAttemptsSQL stores the attempts of a group's outcomes (one a
-// delivery); an attempt already stored under its number is replaced.
-const insertAttemptsSQL = `INSERT INTO attempts (delivery_id, n, doc)
-	SELECT * FROM unnest($1::text[], $2::int[], $3::json[])
+	WHERE d.id = u.id
+	RETURNING d.id)
+INSERT INTO attempts (delivery_id, n, doc)
+	SELECT a.id, a.n, a.doc FROM unnest($1::text[], $6::int[], $7::json[]) AS a (id, n, doc) JOIN w ON w.id = a.id
 	ON CONFLICT (delivery_id, n) DO UPDATE SET doc = EXCLUDED.doc`
 
-// queue queues the two statements on b, or nothing for no rows.
-func (w *outcomeRows) queue(b *pgx.Batch) {
+// write runs recordOutcomesSQL for w's rows, or nothing for no rows. It is
+// a statement of its own, not one of recordTx's batch: a batch's
+// statements are prepared, and this one is planned each time (mode:
+// DB.planEach).
+func (w *outcomeRows) write(ctx context.Context, tx pgx.Tx, mode pgx.QueryExecMode) error {
 	if len(w.ids) == 0 {
-		return
+		return nil
 	}
-	b.Queue(recordOutcomesSQL, w.ids, w.states, w.dues, w.updated, w.docs)
-	b.Queue(insertAttemptsSQL, w.ids, w.ns, w.attempts)
+	_, err := tx.Exec(ctx, recordOutcomesSQL, mode, w.ids, w.states, w.dues, w.updated, w.docs, w.ns, w.attempts)
+	return err
 }
 
 // queueLateMessageTimers queues the timers of the approvals decided before

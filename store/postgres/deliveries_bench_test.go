@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/cool-ai/beachd/store"
 	"github.com/cool-ai/beachd/store/bolt"
@@ -89,5 +92,71 @@ func cycle(b *testing.B, db outbox) {
 			Attempt: store.Attempt{At: time.Now(), Outcome: "sent"}}); err != nil {
 			b.Error(err)
 		}
+	}
+}
+
+// BenchmarkOutcomesAfterTheTableGrew records outcomes, 16 at once (so
+// that they share statements), on a store whose two connections first
+// ran every statement of the hot path more than five times while the
+// deliveries table held a few rows, and which then grew to 50,000 queued
+// deliveries: "prepared" runs the statements that find rows by a list of
+// ids as prepared statements, whose plan PostgreSQL may make generic and
+// keep (made for the small table: a sequential scan of deliveries for
+// each statement); "planned-each-time" runs them as beachd does
+// (DB.planEach). Run with -benchtime 100x: each iteration claims 16 of the
+// 50,000.
+func BenchmarkOutcomesAfterTheTableGrew(b *testing.B) {
+	for _, m := range []struct {
+		name string
+		mode pgx.QueryExecMode
+	}{{"prepared", pgx.QueryExecModeCacheStatement}, {"planned-each-time", pgx.QueryExecModeCacheDescribe}} {
+		b.Run(m.name, func(b *testing.B) {
+			ctx := context.Background()
+			db, err := Open(ctx, pgtest.DSN(b)+"&pool_max_conns=2", Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer db.Close()
+			db.planEach = m.mode
+			env := []byte(`{"role":"agent","parts":[{"text":"hello"}]}`)
+			group := func() {
+				ds, err := db.Claim(ctx, 16, time.Minute, nil)
+				if err != nil || len(ds) != 16 {
+					b.Fatalf("claim: %d jobs, %v", len(ds), err)
+				}
+				var wg sync.WaitGroup
+				for _, d := range ds {
+					wg.Go(func() {
+						if _, err := db.Record(ctx, d.ID, d.LeaseUntil, store.Outcome{State: store.StateSent,
+							Attempt: store.Attempt{At: time.Now(), Outcome: "sent"}}); err != nil {
+							b.Error(err)
+						}
+					})
+				}
+				wg.Wait()
+			}
+			for range 12 {
+				for range 16 {
+					if _, err := db.Ingest(ctx, store.Ingest{Envelope: env, Deliveries: []store.NewDelivery{{Channel: "webhook", To: "ep"}}}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				group()
+			}
+			for range 50 {
+				ins := make([]store.Ingest, 1000)
+				for j := range ins {
+					ins[j] = store.Ingest{Envelope: env, Source: "bulk", Deliveries: []store.NewDelivery{{Channel: "webhook", To: "ep"}}}
+				}
+				if _, err := db.IngestBulk(ctx, ins); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ResetTimer()
+			for range b.N {
+				group()
+			}
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(16*b.N), "µs/job")
+		})
 	}
 }

@@ -143,7 +143,7 @@ func (s *DB) writeClaimed(ctx context.Context, w *outcomeRows, leases []int64, p
 	var written map[string]bool
 	err := retrying(func() error {
 		written = make(map[string]bool, len(w.ids))
-		rows, err := s.pool.Query(ctx, recordClaimedSQL, w.ids, w.states, w.dues, w.updated, w.docs, leases, prevs, w.ns, w.attempts)
+		rows, err := s.pool.Query(ctx, recordClaimedSQL, s.planEach, w.ids, w.states, w.dues, w.updated, w.docs, leases, prevs, w.ns, w.attempts)
 		if err != nil {
 			return err
 		}

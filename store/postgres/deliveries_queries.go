@@ -53,7 +53,7 @@ func (s *DB) Envelopes(ctx context.Context, ids []string) ([]*store.EnvelopeReco
 	for i, id := range ids {
 		at[id] = append(at[id], i)
 	}
-	rows, err := s.pool.Query(ctx, `SELECT id, doc, body FROM envelopes WHERE id = ANY($1)`, ids)
+	rows, err := s.pool.Query(ctx, `SELECT id, doc, body FROM envelopes WHERE id = ANY($1)`, s.planEach, ids)
 	if err != nil {
 		return nil, fmt.Errorf("envelopes: %w", err)
 	}
@@ -340,7 +340,7 @@ func (s *DB) Prune(ctx context.Context, before time.Time, max int) (int, error) 
 				return err
 			}
 			after = cands[len(cands)-1]
-			if n, err = pruneEnvelopes(ctx, tx, cands); err != nil || n > 0 {
+			if n, err = s.pruneEnvelopes(ctx, tx, cands); err != nil || n > 0 {
 				return err
 			}
 		}
@@ -353,8 +353,8 @@ func (s *DB) Prune(ctx context.Context, before time.Time, max int) (int, error) 
 
 // pruneEnvelopes removes those of the envelopes ids whose deliveries are
 // still all finished once locked.
-func pruneEnvelopes(ctx context.Context, tx pgx.Tx, ids []string) (int, error) {
-	rows, err := tx.Query(ctx, `SELECT envelope_id, state FROM deliveries WHERE envelope_id = ANY($1) ORDER BY id FOR UPDATE`, ids)
+func (s *DB) pruneEnvelopes(ctx context.Context, tx pgx.Tx, ids []string) (int, error) {
+	rows, err := tx.Query(ctx, `SELECT envelope_id, state FROM deliveries WHERE envelope_id = ANY($1) ORDER BY id FOR UPDATE`, s.planEach, ids)
 	if err != nil {
 		return 0, err
 	}
@@ -373,7 +373,7 @@ func pruneEnvelopes(ctx context.Context, tx pgx.Tx, ids []string) (int, error) {
 	if len(doomed) == 0 {
 		return 0, nil
 	}
-	tag, err := tx.Exec(ctx, `DELETE FROM envelopes WHERE id = ANY($1)`, doomed)
+	tag, err := tx.Exec(ctx, `DELETE FROM envelopes WHERE id = ANY($1)`, s.planEach, doomed)
 	if err != nil {
 		return 0, err
 	}

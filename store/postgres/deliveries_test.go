@@ -977,7 +977,7 @@ func TestDeliveryPruneKeepsWhatARetryRevived(t *testing.T) {
 	if _, err := db.Retry(dlvCtx, jobs[0].ID); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := pruneEnvelopes(dlvCtx, tx, []string{res.EnvelopeID}); err != nil || n != 0 {
+	if n, err := db.pruneEnvelopes(dlvCtx, tx, []string{res.EnvelopeID}); err != nil || n != 0 {
 		t.Fatalf("pruned %d, %v; want the revived envelope kept", n, err)
 	}
 }
