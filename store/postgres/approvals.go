@@ -449,7 +449,7 @@ func (s *DB) checkApprovalsTx(ctx context.Context, tx pgx.Tx, as []store.NewAppr
 	}
 	var taken bool
 	err = tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM approvals WHERE id = ANY($1))
-		OR EXISTS (SELECT 1 FROM approval_tokens WHERE hash = ANY($2))`, ids, hashes).Scan(&taken)
+		OR EXISTS (SELECT 1 FROM approval_tokens WHERE hash = ANY($2))`, s.planEach, ids, hashes).Scan(&taken)
 	if err != nil {
 		return fmt.Errorf("check approvals: %w", err)
 	}

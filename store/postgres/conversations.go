@@ -606,12 +606,12 @@ func (s *DB) PruneInbound(ctx context.Context, before time.Time, max int) (int, 
 	}
 	n := 0
 	err := s.tx(ctx, func(tx pgx.Tx) error {
-		doomed, err := prunableInboundTx(ctx, tx, before, max)
+		doomed, err := s.prunableInboundTx(ctx, tx, before, max)
 		if err != nil {
 			return err
 		}
 		n = len(doomed)
-		if err := deleteInboundTx(ctx, tx, doomed); err != nil {
+		if err := s.deleteInboundTx(ctx, tx, doomed); err != nil {
 			return err
 		}
 		if n < max {
@@ -631,7 +631,7 @@ func (s *DB) PruneInbound(ctx context.Context, before time.Time, max int) (int, 
 
 // prunableInboundTx locks the oldest max inbound records and their turns,
 // and returns those PruneInbound removes.
-func prunableInboundTx(ctx context.Context, tx pgx.Tx, before time.Time, max int) ([]*store.InboundRecord, error) {
+func (s *DB) prunableInboundTx(ctx context.Context, tx pgx.Tx, before time.Time, max int) ([]*store.InboundRecord, error) {
 	rows, err := tx.Query(ctx, `SELECT doc FROM inbound_records ORDER BY id LIMIT $1 FOR UPDATE`, max)
 	if err != nil {
 		return nil, err
@@ -647,7 +647,7 @@ func prunableInboundTx(ctx context.Context, tx pgx.Tx, before time.Time, max int
 		}
 	}
 	states := map[string]string{}
-	rows, err = tx.Query(ctx, `SELECT id, state FROM turns WHERE id = ANY($1) ORDER BY id FOR UPDATE`, turnIDs)
+	rows, err = tx.Query(ctx, `SELECT id, state FROM turns WHERE id = ANY($1) ORDER BY id FOR UPDATE`, s.planEach, turnIDs)
 	if err != nil {
 		return nil, err
 	}
@@ -668,7 +668,7 @@ func prunableInboundTx(ctx context.Context, tx pgx.Tx, before time.Time, max int
 
 // deleteInboundTx removes inbound records with their attachments, their
 // conversation entries and their turns.
-func deleteInboundTx(ctx context.Context, tx pgx.Tx, recs []*store.InboundRecord) error {
+func (s *DB) deleteInboundTx(ctx context.Context, tx pgx.Tx, recs []*store.InboundRecord) error {
 	if len(recs) == 0 {
 		return nil
 	}
@@ -693,7 +693,7 @@ func deleteInboundTx(ctx context.Context, tx pgx.Tx, recs []*store.InboundRecord
 			WHERE m.conversation_id = u.cnv AND m.at_ns = u.at AND m.direction = 'in' AND m.id = u.id`, []any{cnvs, ats, inConv}},
 		{`DELETE FROM turns WHERE id = ANY($1)`, []any{turns}},
 	} {
-		if _, err := tx.Exec(ctx, q.sql, q.args...); err != nil {
+		if _, err := tx.Exec(ctx, q.sql, append([]any{s.planEach}, q.args...)...); err != nil {
 			return err
 		}
 	}

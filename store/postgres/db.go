@@ -131,18 +131,19 @@ func PoolConfig(dsn string, maxConns int32) (*pgxpool.Config, error) {
 	return cfg, nil
 }
 
-// planEachMode is how to run the statements that find rows of deliveries
-// or envelopes by a list of ids: as unnamed statements, which PostgreSQL
-// plans each time they run. A prepared statement's plan is made generic
-// after five executions and kept until the connection closes: made while
-// the table was small (a new schema, a store just pruned), it reads the
-// whole table for each execution (a hash join over a sequential scan),
-// and goes on doing so as the table grows, until its statistics change
-// (an ANALYZE, which nothing runs where autovacuum is off). Planned each
-// time, such a statement finds its rows by their index once the table
-// has grown. Every mode but the default prepares nothing, and a DSN that
-// chose one keeps it; without pgx's description cache, each such
-// statement is described first (a second round trip).
+// planEachMode is how to run the statements that find rows by a list of
+// ids (of deliveries and envelopes, and the rows of other tables that a
+// check locks or a prune removes): as unnamed statements, which
+// PostgreSQL plans each time they run. A prepared statement's plan is
+// made generic after five executions and kept until the connection
+// closes: made while the table was small (a new schema, a store just
+// pruned), it reads the whole table for each execution (a hash join over
+// a sequential scan), and goes on doing so as the table grows, until its
+// statistics change (an ANALYZE, which nothing runs where autovacuum is
+// off). Planned each time, such a statement finds its rows by their index
+// once the table has grown. Every mode but the default prepares nothing,
+// and a DSN that chose one keeps it; without pgx's description cache,
+// each such statement is described first (a second round trip).
 func planEachMode(c *pgx.ConnConfig) pgx.QueryExecMode {
 	switch {
 	case c.DefaultQueryExecMode != pgx.QueryExecModeCacheStatement:

@@ -1036,7 +1036,7 @@ func (s *DB) recordTx(ctx context.Context, tx pgx.Tx, rs []*recordReq) error {
 	if err := w.write(ctx, tx, s.planEach); err != nil {
 		return err
 	}
-	if err := queueLateMessageTimers(ctx, tx, b, rs, now); err != nil {
+	if err := s.queueLateMessageTimers(ctx, tx, b, rs, now); err != nil {
 		return err
 	}
 	return runBatch(ctx, tx, b)
@@ -1099,7 +1099,7 @@ func (w *outcomeRows) write(ctx context.Context, tx pgx.Tx, mode pgx.QueryExecMo
 // approvals' rows are read FOR SHARE: a decision (which locks its row FOR
 // UPDATE) that commits first is seen, and one that has not waits for this
 // transaction, so that the work after it reads the recorded provider id.
-func queueLateMessageTimers(ctx context.Context, tx pgx.Tx, b *pgx.Batch, rs []*recordReq, now time.Time) error {
+func (s *DB) queueLateMessageTimers(ctx context.Context, tx pgx.Tx, b *pgx.Batch, rs []*recordReq, now time.Time) error {
 	var ids []string
 	for _, r := range rs {
 		if r.out != nil && r.o.FollowDecision && r.o.State == store.StateSent && r.out.ProviderID != "" {
@@ -1109,7 +1109,7 @@ func queueLateMessageTimers(ctx context.Context, tx pgx.Tx, b *pgx.Batch, rs []*
 	if len(ids) == 0 {
 		return nil
 	}
-	rows, err := tx.Query(ctx, `SELECT id, state FROM approvals WHERE id = ANY($1) ORDER BY id FOR SHARE`, ids)
+	rows, err := tx.Query(ctx, `SELECT id, state FROM approvals WHERE id = ANY($1) ORDER BY id FOR SHARE`, s.planEach, ids)
 	if err != nil {
 		return fmt.Errorf("read the approvals of sent messages: %w", err)
 	}
