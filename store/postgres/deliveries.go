@@ -1083,9 +1083,9 @@ INSERT INTO attempts (delivery_id, n, doc)
 	ON CONFLICT (delivery_id, n) DO UPDATE SET doc = EXCLUDED.doc`
 
 // write runs recordOutcomesSQL for w's rows, or nothing for no rows. It is
-// a statement of its own, not one of recordTx's batch: a batch's
-// statements are prepared, and this one is planned each time (mode:
-// DB.planEach).
+// a statement of its own, not one of recordTx's batch: a batch runs in the
+// connection's default mode (prepared statements, unless the DSN chose
+// another), and this one is planned each time (mode: DB.planEach).
 func (w *outcomeRows) write(ctx context.Context, tx pgx.Tx, mode pgx.QueryExecMode) error {
 	if len(w.ids) == 0 {
 		return nil
