@@ -13,10 +13,11 @@ import (
 )
 
 // TestIDListStatementsArePlannedEachTime: the statements that find rows by
-// a list of ids are never prepared on a connection, so PostgreSQL never runs them from a generic plan made while
-// the table was small (DB.planEach). The workload runs each of them more than
-// the five times after which a prepared statement's plan may turn generic:
-// claims, outcomes by the claim's copy (recordClaimed) and by locked rows
+// a list of ids are never prepared on a connection, so PostgreSQL never
+// runs them from a generic plan made while the table was small
+// (DB.planEach). The workload runs each of them more than the five times
+// after which a prepared statement's plan may turn generic: claims,
+// outcomes by the claim's copy (recordClaimed) and by locked rows
 // (recordTx, for outcomes with a provider id), envelope reads and an
 // idempotent replay.
 func TestIDListStatementsArePlannedEachTime(t *testing.T) {
@@ -93,7 +94,7 @@ func idListWorkload(t *testing.T, db *DB, c *fakeclock.Clock) {
 // TestPlanEachModeKeepsTheDSNsChoice: a DSN that chose how statements run
 // keeps its choice for these statements too, and one without pgx's
 // description cache has them described first; each such store runs the
-// workload.
+// workload and is left consistent.
 func TestPlanEachModeKeepsTheDSNsChoice(t *testing.T) {
 	for _, m := range []struct {
 		param string
@@ -109,10 +110,11 @@ func TestPlanEachModeKeepsTheDSNsChoice(t *testing.T) {
 		if err != nil {
 			t.Fatalf("open with %q: %v", m.param, err)
 		}
+		t.Cleanup(func() { db.Close() })
+		checkDlvAtEnd(t, db)
 		if db.planEach != m.want {
 			t.Errorf("%q: mode %v, want %v", m.param, db.planEach, m.want)
 		}
 		idListWorkload(t, db, c)
-		db.Close()
 	}
 }
