@@ -3,8 +3,10 @@ package api
 import (
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
+	"sync"
 
 	"github.com/cool-ai/beachd/envelope"
 	"github.com/cool-ai/beachd/store"
@@ -56,14 +58,39 @@ type errorBody struct {
 	Problems []envelope.Problem `json:"problems,omitempty"`
 }
 
-// WriteJSON writes v as JSON with the status.
+// WriteJSON writes v as JSON with the status, indented by two spaces and
+// ending in a newline. Its encoder (and the encoder's buffer for the
+// indented form) is taken from a pool: every ingest's 202 is one, and a
+// new encoder each time was most of what writing it allocated.
 func WriteJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v)
+	a := answerEncoders.Get().(*answerEncoder)
+	a.w = w
+	err := a.enc.Encode(v)
+	a.w = nil
+	if err == nil {
+		// An Encoder keeps a failed write's error and refuses every
+		// value after it: one that failed is not used again.
+		answerEncoders.Put(a)
+	}
 }
+
+// answerEncoder is an indenting encoder whose writer is set for each
+// answer.
+type answerEncoder struct {
+	enc *json.Encoder
+	w   io.Writer
+}
+
+func (a *answerEncoder) Write(b []byte) (int, error) { return a.w.Write(b) }
+
+var answerEncoders = sync.Pool{New: func() any {
+	a := new(answerEncoder)
+	a.enc = json.NewEncoder(a)
+	a.enc.SetIndent("", "  ")
+	return a
+}}
 
 // WriteError maps err to a status and a JSON body. It is the only place
 // errors become HTTP responses; unknown errors are logged and answered 500

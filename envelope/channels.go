@@ -156,15 +156,28 @@ func ChannelSpecs() []ChannelSpec {
 // Channel is the spec of the named channel; ok is false for a name that is
 // not a channel.
 func Channel(name string) (ChannelSpec, bool) {
-	for _, s := range channelTable {
-		if s.Name == name {
-			// The table is shared: the caller gets its own slices.
-			s.Handles = slices.Clone(s.Handles)
-			s.Profile.Delays = slices.Clone(s.Profile.Delays)
-			return s, true
+	p := tableSpec(name)
+	if p == nil {
+		return ChannelSpec{}, false
+	}
+	// The table is shared: the caller gets its own slices.
+	s := *p
+	s.Handles = slices.Clone(s.Handles)
+	s.Profile.Delays = slices.Clone(s.Profile.Delays)
+	return s, true
+}
+
+// tableSpec is the table's own spec of the named channel, nil for a name
+// that is not a channel: for this package's lookups that only read it
+// (Recipient.Target, KnownChannel, asked for every recipient of every
+// envelope), without Channel's copies of its slices.
+func tableSpec(name string) *ChannelSpec {
+	for i := range channelTable {
+		if channelTable[i].Name == name {
+			return &channelTable[i]
 		}
 	}
-	return ChannelSpec{}, false
+	return nil
 }
 
 // channelTable is ChannelSpecs built once: Channel is asked for every

@@ -20,3 +20,13 @@ func BenchmarkReadLimitedSize(b *testing.B) {
 		})
 	}
 }
+
+func BenchmarkRecipientTarget(b *testing.B) {
+	r := Recipient{Channel: ChannelWebhook, Endpoint: "sink"}
+	b.ReportAllocs()
+	for b.Loop() {
+		if r.Target() != "sink" || !KnownChannel(r.Channel) {
+			b.Fatal("wrong target")
+		}
+	}
+}

@@ -15,7 +15,7 @@ type Recipient struct {
 
 // Target is the address or endpoint, whichever the channel uses.
 func (r Recipient) Target() string {
-	if s, ok := Channel(r.Channel); ok {
+	if s := tableSpec(r.Channel); s != nil {
 		return s.Target(r)
 	}
 	return r.Address

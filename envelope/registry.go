@@ -17,7 +17,7 @@ const (
 )
 
 // KnownChannel reports whether c names a channel of ChannelSpecs.
-func KnownChannel(c string) bool { _, ok := Channel(c); return ok }
+func KnownChannel(c string) bool { return tableSpec(c) != nil }
 
 // Rule says whether a part of some type reaches one channel.
 type Rule int

@@ -19,5 +19,13 @@ func NewIDAt(now time.Time, r io.Reader, prefix string) string {
 	if _, err := io.ReadFull(r, b[6:]); err != nil {
 		panic(fmt.Sprintf("store: read randomness: %v", err))
 	}
-	return prefix + idEncoding.EncodeToString(b[:])
+	// One allocation, the string: every ingest makes an id for the
+	// envelope and one for each delivery.
+	var out [64 + 26]byte
+	if len(prefix) > 64 {
+		return prefix + idEncoding.EncodeToString(b[:])
+	}
+	n := copy(out[:], prefix)
+	idEncoding.Encode(out[n:], b[:])
+	return string(out[:n+idEncoding.EncodedLen(len(b))])
 }
