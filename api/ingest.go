@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -561,18 +562,19 @@ func (in *Ingester) checkRecipients(to []envelope.Recipient, refused int) ([]env
 		return nil, probs
 	}
 	out := make([]envelope.Recipient, 0, len(to))
-	seen := map[string]int{}
+	var seen map[string]int // made for a second recipient
 	for i, r := range to {
-		path := fmt.Sprintf("to[%d]", i)
+		// The path is only needed for a problem: most envelopes have none.
+		path := func() string { return "to[" + strconv.Itoa(i) + "]" }
 		before := len(probs)
 		key := ""
 		if r.Channel == "" {
-			add(path+".channel", "required: one of %s", strings.Join(envelope.ChannelNames(), ", "))
+			add(path()+".channel", "required: one of %s", strings.Join(envelope.ChannelNames(), ", "))
 			continue
 		}
 		spec, err := envelope.LookupChannel(r.Channel)
 		if err != nil {
-			add(path+".channel", "%v", err)
+			add(path()+".channel", "%v", err)
 			continue
 		}
 		field := "address"
@@ -582,9 +584,9 @@ func (in *Ingester) checkRecipients(to []envelope.Recipient, refused int) ([]env
 		a, err := spec.Normalize(spec.Target(r))
 		switch {
 		case err != nil:
-			add(path+"."+field, "%v", err)
+			add(path()+"."+field, "%v", err)
 		case spec.Address == envelope.AddressEndpoint && !in.cfg.Endpoints[a]:
-			add(path+"."+field, "unknown webhook endpoint %q (configure it under webhooks.endpoints)", a)
+			add(path()+"."+field, "unknown webhook endpoint %q (configure it under webhooks.endpoints)", a)
 		}
 		if spec.Address == envelope.AddressEndpoint {
 			r.Endpoint = a
@@ -598,20 +600,25 @@ func (in *Ingester) checkRecipients(to []envelope.Recipient, refused int) ([]env
 			key = spec.Fold(a)
 		}
 		if envelope.KnownChannel(r.Channel) && !in.cfg.Channels[r.Channel] {
-			add(path+".channel", "channel %q is not configured on this beachd", r.Channel)
+			add(path()+".channel", "channel %q is not configured on this beachd", r.Channel)
 		}
 		if len(probs) > before {
 			continue // no duplicate check on an address already refused
 		}
-		if key == "" {
-			key = r.Target()
+		if len(to) > 1 {
+			if key == "" {
+				key = r.Target()
+			}
+			k := r.Channel + "\x00" + key
+			if j, dup := seen[k]; dup {
+				add(path(), "duplicate of to[%d]", j)
+				continue
+			}
+			if seen == nil {
+				seen = make(map[string]int, len(to))
+			}
+			seen[k] = i
 		}
-		k := r.Channel + "\x00" + key
-		if j, dup := seen[k]; dup {
-			add(path, "duplicate of to[%d]", j)
-			continue
-		}
-		seen[k] = i
 		out = append(out, r)
 	}
 	return out, probs
