@@ -27,7 +27,11 @@ var receipts = []Receipt{
 	}{}, Meta: map[string]any{"source": "http", "at": struct {
 		At time.Time `json:"at,omitzero"`
 	}{}}},
-	{Data: map[string]any{"n": json.Number("12.50"), "ints": []any{int64(1) << 60, 3}, "s": []string{"a", "<"}}, Meta: map[string]any{"source": "smtp"}},
+	{Data: map[string]any{"ints": []any{int64(1) << 60, 3}, "s": []string{"a", "<"}}, Meta: map[string]any{"source": "smtp"}},
+	// Raw JSON and numbers, which encoding/json checks (and compacts).
+	{Data: map[string]any{"raw": json.RawMessage(` { "a" : 1 } `), "n": json.Number("12.50")}, Meta: map[string]any{"source": "slack"}},
+	{Data: map[string]any{"raw": json.RawMessage(`{bad`)}, Meta: map[string]any{"source": "http"}},
+	{Data: map[string]any{"n": json.Number("abc")}, Meta: map[string]any{"source": "http"}},
 	{Data: math.NaN(), Meta: map[string]any{"source": "http"}},
 	{Data: map[string]any{"f": func() {}}, Meta: map[string]any{"source": "http"}},
 }

@@ -19,8 +19,9 @@ func NewIDAt(now time.Time, r io.Reader, prefix string) string {
 	if _, err := io.ReadFull(r, b[6:]); err != nil {
 		panic(fmt.Sprintf("store: read randomness: %v", err))
 	}
-	// One allocation, the string: every ingest makes an id for the
-	// envelope and one for each delivery.
+	// Encoded in place, one allocation fewer than prefix +
+	// EncodeToString: every ingest makes an id for the envelope and one
+	// for each delivery.
 	var out [64 + 26]byte
 	if len(prefix) > 64 {
 		return prefix + idEncoding.EncodeToString(b[:])
